@@ -1,0 +1,167 @@
+"""Export a trained network to files that load without this project's training stack.
+
+Formats:
+    * ``safetensors``: weights plus the network spec (plain JSON in the file's metadata);
+      :func:`load_safetensors` rebuilds the net with only torch, safetensors and this
+      package's ``segnet.models``.
+    * ``onnx``: dynamo exporter, dynamic batch and spatial sizes; runs in onnxruntime.
+    * ``pt2``: ``torch.export`` program, dynamic batch and spatial sizes.
+
+Each writer is paired with a loader, and :func:`verify` compares a reloaded file with
+the eager network.
+
+Example:
+    >>> from segnet.models import create_model
+    >>> net = create_model("segnet_basic", out_channels=4)
+    >>> path = save_safetensors(net, "/tmp/segnet_basic.safetensors")
+    >>> type(load_safetensors(path)).__name__
+    'SegNetBasic'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from segnet.models import create_model
+
+SPEC_KEY = "segnet_spec"
+FORMATS = ("safetensors", "onnx", "pt2")
+SUFFIX = {"safetensors": ".safetensors", "onnx": ".onnx", "pt2": ".pt2"}
+
+
+def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Strip the prefixes that torch.compile (``_orig_mod.``) and DDP (``module.``) add."""
+    out = {}
+    for key, value in state.items():
+        for prefix in ("_orig_mod.", "module."):
+            key = key.replace(prefix, "")
+        out[key] = value
+    return out
+
+
+def save_safetensors(
+    net: nn.Module, path: str | Path, metadata: dict[str, Any] | None = None
+) -> Path:
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    state = {
+        k: v.detach().cpu().contiguous() for k, v in clean_state_dict(net.state_dict()).items()
+    }
+    meta = {SPEC_KEY: json.dumps(net.spec())}
+    meta.update({k: json.dumps(v) for k, v in (metadata or {}).items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(path), metadata=meta)
+    return path
+
+
+def read_safetensors_metadata(path: str | Path) -> dict[str, Any]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+    if SPEC_KEY not in meta:
+        raise ValueError(
+            f"{path} has no '{SPEC_KEY}' metadata: it was not written by segnet.export, so the "
+            "network it holds is unknown."
+        )
+    return {k: json.loads(v) for k, v in meta.items()}
+
+
+def load_safetensors(path: str | Path, device: str | torch.device = "cpu") -> nn.Module:
+    """Rebuild the network stored by :func:`save_safetensors` (in eval mode)."""
+    from safetensors.torch import load_file
+
+    spec = read_safetensors_metadata(path)[SPEC_KEY]
+    net = create_model(**spec)
+    net.load_state_dict(load_file(str(path), device=str(device)))
+    return net.to(device).eval()
+
+
+def _dynamic_shapes(spatial_dims: int) -> dict[str, dict[int, Any]]:
+    # AUTO lets export derive the valid range per axis itself: ceil-mode pooling makes the
+    # smallest size depend on the number of stages, and sizes of 1 are specialised away.
+    auto = torch.export.Dim.AUTO
+    return {"x": {axis: auto for axis in range(spatial_dims + 2) if axis != 1}}
+
+
+def _example(net: nn.Module, example: torch.Tensor | None) -> torch.Tensor:
+    if example is not None:
+        return example
+    # Odd and past the smallest size whose deepest pooled map is still 2 wide.
+    size = 2 * getattr(net, "min_size", 17) + 1
+    return torch.randn(2, net.in_channels, *([size] * net.spatial_dims))
+
+
+def export_pt2(net: nn.Module, path: str | Path, example: torch.Tensor | None = None) -> Path:
+    path = Path(path)
+    net = net.eval()
+    program = torch.export.export(
+        net, (_example(net, example),), dynamic_shapes=_dynamic_shapes(net.spatial_dims)
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.export.save(program, str(path))
+    return path
+
+
+def load_pt2(path: str | Path) -> Callable[[torch.Tensor], torch.Tensor]:
+    return torch.export.load(str(path)).module()
+
+
+def export_onnx(net: nn.Module, path: str | Path, example: torch.Tensor | None = None) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    net = net.eval()
+    program = torch.onnx.export(
+        net,
+        (_example(net, example),),
+        dynamo=True,
+        dynamic_shapes=_dynamic_shapes(net.spatial_dims),
+        input_names=["x"],
+        output_names=["logits"],
+        verbose=False,
+    )
+    program.save(str(path))
+    return path
+
+
+def load_onnx(path: str | Path) -> Callable[[torch.Tensor], torch.Tensor]:
+    """An onnxruntime session wrapped to take and return torch tensors."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        (out,) = session.run(None, {name: x.detach().cpu().numpy().astype(np.float32)})
+        return torch.from_numpy(out)
+
+    return run
+
+
+WRITERS = {"safetensors": save_safetensors, "onnx": export_onnx, "pt2": export_pt2}
+LOADERS = {"safetensors": load_safetensors, "onnx": load_onnx, "pt2": load_pt2}
+
+
+def verify(
+    net: nn.Module, path: str | Path, fmt: str, example: torch.Tensor | None = None
+) -> float:
+    """Reload ``path`` and return the largest absolute difference from the eager ``net``.
+
+    The check input has a different size from the export example so that dynamic shapes
+    are exercised too.
+    """
+    net = net.eval()
+    x = _example(net, example)
+    x = torch.randn(1, x.shape[1], *(s + 3 for s in x.shape[2:]))
+    with torch.no_grad():
+        expected = net(x)
+        got = LOADERS[fmt](path)(x)
+    return float((expected - got.to(expected)).abs().max())

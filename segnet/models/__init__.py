@@ -1,0 +1,31 @@
+"""Networks and the registry that builds them by name.
+
+Example:
+    >>> net = create_model("segnet_basic", out_channels=11)
+    >>> create_model(**net.spec()).spec() == net.spec()
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from segnet.models.nets import SegmentationNet, SegNet, SegNetBasic, UNet
+
+MODELS: dict[str, type[SegmentationNet]] = {
+    "segnet": SegNet,
+    "segnet_basic": SegNetBasic,
+    "unet": UNet,
+}
+
+
+def create_model(name: str, **kwargs: Any) -> SegmentationNet:
+    """Build a registered network from its name and keyword arguments."""
+    try:
+        cls = MODELS[name]
+    except KeyError:
+        raise ValueError(f"Unknown model {name!r}; registered models: {sorted(MODELS)}.") from None
+    return cls(**kwargs)
+
+
+__all__ = ["MODELS", "SegNet", "SegNetBasic", "SegmentationNet", "UNet", "create_model"]

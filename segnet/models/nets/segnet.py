@@ -1,0 +1,139 @@
+"""SegNet (Badrinarayanan et al., 2017) and SegNet-Basic, in 2D or 3D."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from segnet.models.blocks import Encoder, conv_stack
+from segnet.models.layers import get_op, max_unpool
+from segnet.models.nets.base import SegmentationNet
+
+VGG16_FEATURES = (64, 128, 256, 512, 512)
+VGG16_CONVS = (2, 2, 3, 3, 3)
+
+
+class SegNet(SegmentationNet):
+    """Encoder-decoder whose decoder upsamples with the encoder's max-pooling indices.
+
+    The encoder is VGG16-BN's convolutional part by default. Each decoder stage unpools to
+    the exact size its encoder stage had before pooling (odd sizes round-trip), then
+    convolves. As in the authors' Caffe model, the decoder's last convolution is the
+    classifier; ``head_kernel_size`` instead keeps a full decoder and adds a separate
+    classifier convolution (SegNet-Basic uses a 1x1 one).
+
+    Example:
+        >>> net = SegNet(spatial_dims=2, in_channels=3, out_channels=11)
+        >>> net(torch.zeros(1, 3, 45, 61)).shape
+        torch.Size([1, 11, 45, 61])
+    """
+
+    name = "segnet"
+
+    def __init__(
+        self,
+        spatial_dims: int = 2,
+        in_channels: int = 3,
+        out_channels: int = 11,
+        features: Sequence[int] = VGG16_FEATURES,
+        convs: Sequence[int] = VGG16_CONVS,
+        kernel_size: int = 3,
+        norm: str = "batch",
+        act: str = "relu",
+        dropout: float = 0.0,
+        head_kernel_size: int | None = None,
+        encoder_weights: str | None = None,
+    ):
+        features, convs = tuple(features), tuple(convs)
+        if len(features) != len(convs) or not features:
+            raise ValueError(
+                f"features {list(features)} and convs {list(convs)} must be non-empty and of "
+                "the same length (one entry per encoder stage)."
+            )
+        if min(convs) < 1 or (head_kernel_size is None and convs[0] < 2):
+            raise ValueError(
+                f"convs {list(convs)}: every stage needs at least one convolution, and the "
+                "first at least two unless head_kernel_size is set (its last decoder "
+                "convolution is the classifier)."
+            )
+        super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features))
+        self._remember(
+            spatial_dims=spatial_dims,
+            in_channels=in_channels,
+            out_channels=out_channels,
+            features=features,
+            convs=convs,
+            kernel_size=kernel_size,
+            norm=norm,
+            act=act,
+            dropout=dropout,
+            head_kernel_size=head_kernel_size,
+        )
+        self.encoder = Encoder(
+            spatial_dims, in_channels, features, convs, kernel_size, norm, act, dropout
+        )
+        # Decoder stage i mirrors encoder stage i: unpool, then convs[i] convolutions ending
+        # with the channel count of the stage above. In stage 0 without a separate head, the
+        # head conv itself is the stage's last convolution.
+        decoder = []
+        for i in reversed(range(len(features))):
+            if i == 0 and head_kernel_size is None:
+                chans = [features[0]] * convs[0]
+            else:
+                chans = [features[i]] * convs[i] + [features[max(i - 1, 0)]]
+            decoder.append(conv_stack(spatial_dims, chans, kernel_size, norm, act, dropout))
+        self.decoder = nn.ModuleList(decoder)
+        head_k = kernel_size if head_kernel_size is None else head_kernel_size
+        self.head = get_op("conv", spatial_dims)(
+            features[0], out_channels, head_k, padding=head_k // 2
+        )
+        if encoder_weights:
+            from segnet.models.pretrained import load_vgg16_bn_encoder
+
+            load_vgg16_bn_encoder(self, encoder_weights)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.check_input(x)
+        x, records = self.encoder(x)
+        for stage, (_, indices, size) in zip(self.decoder, reversed(records), strict=True):
+            x = stage(max_unpool(x, indices, size, self.spatial_dims))
+        return self.head(x)
+
+
+class SegNetBasic(SegNet):
+    """The paper's small SegNet: 4 stages of 64 features, 7x7 kernels, a 1x1 classifier.
+
+    Example:
+        >>> SegNetBasic(out_channels=11)(torch.zeros(1, 3, 36, 48)).shape
+        torch.Size([1, 11, 36, 48])
+    """
+
+    name = "segnet_basic"
+
+    def __init__(
+        self,
+        spatial_dims: int = 2,
+        in_channels: int = 3,
+        out_channels: int = 11,
+        features: Sequence[int] = (64, 64, 64, 64),
+        convs: Sequence[int] = (1, 1, 1, 1),
+        kernel_size: int = 7,
+        norm: str = "batch",
+        act: str = "relu",
+        dropout: float = 0.0,
+        head_kernel_size: int | None = 1,
+    ):
+        super().__init__(
+            spatial_dims,
+            in_channels,
+            out_channels,
+            features,
+            convs,
+            kernel_size,
+            norm,
+            act,
+            dropout,
+            head_kernel_size,
+        )

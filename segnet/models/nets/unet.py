@@ -1,0 +1,114 @@
+"""UNet with a choice of upsampler: learned transposed convolution or index unpooling."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from segnet.models.blocks import Encoder, conv_stack
+from segnet.models.layers import get_op, max_unpool
+from segnet.models.nets.base import SegmentationNet
+
+UPSAMPLERS = ("transpose", "unpool")
+
+
+def crop_to(x: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
+    """Crop the trailing spatial axes of ``x`` to ``size`` (a 2x upsample of a ceil-pooled
+    odd axis is one voxel too long).
+
+    ``index_select`` rather than slicing on purpose: a slice that happens to cut nothing in
+    the example input is traced by torch.export as "sizes equal", and the exported program
+    then rejects inputs of other parity. The copy costs little next to the convolutions.
+    """
+    for axis, s in enumerate(size, start=x.ndim - len(size)):
+        x = x.index_select(axis, torch.arange(s, device=x.device))
+    return x
+
+
+class UNet(SegmentationNet):
+    """UNet: max-pooling encoder, decoder that concatenates the encoder's features.
+
+    ``upsample="transpose"`` doubles the resolution with a learned stride-2 transposed
+    convolution; ``upsample="unpool"`` projects channels with a 1x1 convolution and puts
+    values back where the encoder's max pooling found them (``MaxUnpool``), SegNet-style.
+
+    Example:
+        >>> net = UNet(spatial_dims=3, in_channels=1, out_channels=3, features=(8, 16, 32))
+        >>> net(torch.zeros(1, 1, 35, 51, 35)).shape
+        torch.Size([1, 3, 35, 51, 35])
+    """
+
+    name = "unet"
+
+    def __init__(
+        self,
+        spatial_dims: int = 3,
+        in_channels: int = 1,
+        out_channels: int = 2,
+        features: Sequence[int] = (32, 64, 128, 256, 320),
+        convs_per_stage: int = 2,
+        kernel_size: int = 3,
+        norm: str = "instance",
+        act: str = "leakyrelu",
+        dropout: float = 0.0,
+        upsample: str = "transpose",
+    ):
+        features = tuple(features)
+        if len(features) < 2:
+            raise ValueError(
+                f"UNet features {list(features)} needs at least two entries "
+                "(one encoder stage and the bottleneck)."
+            )
+        if upsample not in UPSAMPLERS:
+            raise ValueError(f"upsample={upsample!r} is not supported; choose one of {UPSAMPLERS}.")
+        super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features) - 1)
+        self._remember(
+            spatial_dims=spatial_dims,
+            in_channels=in_channels,
+            out_channels=out_channels,
+            features=features,
+            convs_per_stage=convs_per_stage,
+            kernel_size=kernel_size,
+            norm=norm,
+            act=act,
+            dropout=dropout,
+            upsample=upsample,
+        )
+        self.upsample = upsample
+        skips = features[:-1]
+        block = dict(kernel_size=kernel_size, norm=norm, act=act, dropout=dropout)
+        self.encoder = Encoder(
+            spatial_dims, in_channels, skips, [convs_per_stage] * len(skips), **block
+        )
+        self.bottleneck = conv_stack(
+            spatial_dims, [skips[-1]] + [features[-1]] * convs_per_stage, **block
+        )
+        up_op = "conv_transpose" if upsample == "transpose" else "conv"
+        up_kwargs = (
+            dict(kernel_size=2, stride=2) if upsample == "transpose" else dict(kernel_size=1)
+        )
+        self.upsamplers = nn.ModuleList(
+            get_op(up_op, spatial_dims)(c_in, c_out, **up_kwargs)
+            for c_in, c_out in zip(reversed(features[1:]), reversed(skips), strict=True)
+        )
+        self.decoder = nn.ModuleList(
+            conv_stack(spatial_dims, [2 * c] + [c] * convs_per_stage, **block)
+            for c in reversed(skips)
+        )
+        self.head = get_op("conv", spatial_dims)(features[0], out_channels, kernel_size=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.check_input(x)
+        x, records = self.encoder(x)
+        x = self.bottleneck(x)
+        for up, stage, (skip, indices, size) in zip(
+            self.upsamplers, self.decoder, reversed(records), strict=True
+        ):
+            if self.upsample == "transpose":
+                x = crop_to(up(x), size)
+            else:
+                x = max_unpool(up(x), indices, size, self.spatial_dims)
+            x = stage(torch.cat([skip, x], dim=1))
+        return self.head(x)

@@ -1,0 +1,130 @@
+"""One shared network test over nets x spatial_dims x upsamplers x odd sizes."""
+
+import pytest
+import torch
+
+from segnet.models import MODELS, create_model
+
+SMALL = {
+    "segnet": dict(features=(4, 8, 8), convs=(2, 1, 2)),
+    "segnet_basic": dict(features=(4, 4, 4, 4)),
+    "unet-transpose": dict(features=(4, 8, 8), upsample="transpose"),
+    "unet-unpool": dict(features=(4, 8, 8), upsample="unpool"),
+}
+SIZES = {2: [(17, 23), (45, 61), (32, 32)], 3: [(35, 51, 35), (9, 10, 11)]}
+GRID = [(variant, dims, size) for variant in SMALL for dims in (2, 3) for size in SIZES[dims]]
+
+
+def build(variant: str, dims: int, in_ch: int = 2, out_ch: int = 3):
+    name = variant.split("-")[0]
+    kwargs = dict(SMALL[variant])
+    if name == "segnet_basic":
+        kwargs["kernel_size"] = 3  # 7x7x7 kernels make the 3D grid needlessly slow
+    return create_model(name, spatial_dims=dims, in_channels=in_ch, out_channels=out_ch, **kwargs)
+
+
+@pytest.mark.parametrize("variant,dims,size", GRID, ids=lambda v: str(v))
+def test_shape_gradients_determinism(variant, dims, size):
+    torch.manual_seed(0)
+    net = build(variant, dims)
+    x = torch.randn(2, 2, *size)
+
+    out = net(x)
+    assert out.shape == (2, 3, *size)
+
+    out.square().mean().backward()
+    no_grad = [n for n, p in net.named_parameters() if p.grad is None or not p.grad.abs().sum()]
+    assert not no_grad, f"parameters without gradient: {no_grad}"
+
+    net.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(net(x), net(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("variant", SMALL)
+def test_spec_rebuilds_the_same_network(variant):
+    net = build(variant, 3)
+    spec = net.spec()
+    assert spec["name"] == variant.split("-")[0]
+    rebuilt = create_model(**spec)
+    assert rebuilt.spec() == spec
+    rebuilt.load_state_dict(net.state_dict())  # same parameter names and shapes
+
+
+def count(net) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+def test_segnet_vgg16_matches_the_paper():
+    net = create_model("segnet", out_channels=11)
+    # VGG16-BN's convolutional part (torchvision: 14,723,136) is the encoder.
+    assert count(net.encoder) == 14_723_136
+    assert 29.35e6 < count(net) < 29.5e6
+    with torch.no_grad():
+        assert net.eval()(torch.zeros(1, 3, 360, 480)).shape == (1, 11, 360, 480)
+
+
+def test_segnet_basic_matches_the_paper():
+    net = create_model("segnet_basic", out_channels=11)
+    assert 1.41e6 < count(net) < 1.43e6
+    assert all(
+        m.kernel_size == (7, 7)
+        for m in net.encoder.modules()
+        if hasattr(m, "kernel_size") and isinstance(m, torch.nn.Conv2d)
+    )
+
+
+@pytest.mark.parametrize("upsample", ["transpose", "unpool"])
+def test_unet3d_default_round_trips_odd_volume(upsample):
+    net = create_model("unet", spatial_dims=3, in_channels=1, out_channels=3, upsample=upsample)
+    with torch.no_grad():
+        assert net.eval()(torch.zeros(1, 1, 35, 51, 35)).shape == (1, 3, 35, 51, 35)
+
+
+def test_unpool_decoder_really_uses_indices():
+    """Unpooling puts values back where the maxima were: the output depends on the input's
+    argmax positions, which a transpose-conv decoder would not preserve exactly."""
+    from segnet.models.layers import max_pool, max_unpool
+
+    x = torch.randn(1, 2, 5, 7, 9)
+    pooled, idx = max_pool(x, 3)
+    back = max_unpool(pooled, idx, x.shape[2:], 3)
+    assert back.shape == x.shape
+    kept = back != 0
+    torch.testing.assert_close(back[kept], x[kept])
+    assert kept.sum() == pooled.numel()
+
+
+def test_registry_lists_all_nets():
+    assert set(MODELS) == {"segnet", "segnet_basic", "unet"}
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(name="segnet", spatial_dims=4), r"spatial_dims=4 .* use 2 \(images\) or 3"),
+        (dict(name="unet", spatial_dims=1), r"spatial_dims=1 .* use 2 \(images\) or 3"),
+        (dict(name="segnet", features=(8, 16), convs=(2, 2, 3)), "same length"),
+        (dict(name="unet", features=(8,)), "at least two"),
+        (dict(name="unet", upsample="bilinear"), r"upsample='bilinear'.*transpose.*unpool"),
+        (dict(name="segnet", norm="group"), r"norm='group'.*batch"),
+        (dict(name="segnet", act="swishy"), r"act='swishy'.*relu"),
+        (dict(name="resnet"), r"Unknown model 'resnet'.*segnet"),
+        (dict(name="segnet", out_channels=0), "out_channels must be a positive integer"),
+    ],
+)
+def test_bad_arguments_say_what_is_allowed(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        create_model(**kwargs)
+
+
+def test_wrong_input_channels_and_sizes_are_explained():
+    net = build("segnet", 2, in_ch=3).eval()
+    with pytest.raises(ValueError, match=r"expects 3 input channel\(s\), got 1"):
+        net(torch.zeros(1, 1, 32, 32))
+    with pytest.raises(ValueError, match=r"4D input \(N, C, H, W\)"):
+        net(torch.zeros(1, 3, 8, 32, 32))
+    # three pooling stages need at least 2**2 + 1 = 5 pixels per axis
+    with pytest.raises(ValueError, match=r"spatial size \(4, 32\).*at least 5"):
+        net(torch.zeros(1, 3, 4, 32))
+    assert net(torch.zeros(1, 3, 5, 5)).shape == (1, 3, 5, 5)

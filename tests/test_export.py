@@ -1,0 +1,89 @@
+"""Every export format round-trips against the eager network, in 2D and 3D."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from segnet import export
+from segnet.models import create_model
+
+pytest.importorskip("onnxruntime")
+
+NETS = {
+    "segnet2d": dict(
+        name="segnet",
+        spatial_dims=2,
+        in_channels=3,
+        out_channels=4,
+        features=(4, 8, 8),
+        convs=(2, 2, 2),
+    ),
+    "unet3d-unpool": dict(
+        name="unet",
+        spatial_dims=3,
+        in_channels=1,
+        out_channels=3,
+        features=(4, 8, 8),
+        upsample="unpool",
+    ),
+    "unet3d-transpose": dict(
+        name="unet", spatial_dims=3, in_channels=2, out_channels=3, features=(4, 8, 8)
+    ),
+    "segnet3d": dict(
+        name="segnet", spatial_dims=3, in_channels=1, out_channels=3, features=(4, 8), convs=(2, 2)
+    ),
+}
+
+
+def trained_like(spec):
+    torch.manual_seed(0)
+    net = create_model(**spec)
+    # move BN statistics away from their defaults so that a lost buffer would show
+    net.train()
+    with torch.no_grad():
+        for _ in range(2):
+            net(torch.randn(2, spec["in_channels"], *([13] * spec["spatial_dims"])) * 3 + 1)
+    return net.eval()
+
+
+@pytest.mark.parametrize("fmt", export.FORMATS)
+@pytest.mark.parametrize("key", NETS)
+def test_round_trip(key, fmt, tmp_path):
+    net = trained_like(NETS[key])
+    path = export.WRITERS[fmt](net, tmp_path / f"model{export.SUFFIX[fmt]}")
+    assert export.verify(net, path, fmt) < 1e-4
+    # a batch and spatial size different from the export example (dynamic shapes)
+    x = torch.randn(3, net.in_channels, *([21] * net.spatial_dims))
+    with torch.no_grad():
+        torch.testing.assert_close(export.LOADERS[fmt](path)(x), net(x), rtol=1e-4, atol=1e-4)
+
+
+def test_safetensors_loads_without_hydra_or_lightning(tmp_path):
+    net = trained_like(NETS["segnet2d"])
+    path = export.save_safetensors(
+        net, tmp_path / "m.safetensors", metadata={"classes": ["a", "b"]}
+    )
+    assert export.read_safetensors_metadata(path)["classes"] == ["a", "b"]
+    code = (
+        "import sys, torch; from segnet.export import load_safetensors;"
+        f"net = load_safetensors({str(path)!r});"
+        "assert 'hydra' not in sys.modules and 'lightning' not in sys.modules, sorted(sys.modules);"
+        "print(net(torch.zeros(1, 3, 17, 17)).shape)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "torch.Size([1, 4, 17, 17])" in out.stdout
+
+
+def test_compile_and_ddp_prefixes_are_stripped():
+    state = {"_orig_mod.head.weight": 1, "module.encoder.x": 2, "plain": 3}
+    assert export.clean_state_dict(state) == {"head.weight": 1, "encoder.x": 2, "plain": 3}
+
+
+def test_foreign_safetensors_file_is_refused(tmp_path):
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(1)}, str(tmp_path / "x.safetensors"))
+    with pytest.raises(ValueError, match="not written by segnet.export"):
+        export.load_safetensors(tmp_path / "x.safetensors")
