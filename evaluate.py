@@ -1,0 +1,15 @@
+"""Evaluate a checkpoint: ``python evaluate.py ckpt_path=... [data.split=test]``."""
+
+import hydra
+from omegaconf import DictConfig
+
+from segnet.pipeline import evaluate
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    evaluate(cfg)
+
+
+if __name__ == "__main__":
+    main()

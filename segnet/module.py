@@ -1,0 +1,232 @@
+"""One LightningModule for 2D and 3D segmentation."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchmetrics import CatMetric, MaxMetric
+from torchmetrics.classification import MulticlassConfusionMatrix
+
+from segnet.metrics import per_case_dice, scores_from_confusion
+from segnet.models import create_model
+
+STAGES = ("val", "test")
+# Scheduler arguments that mean "length of the run"; left unset, they are filled in with
+# the trainer's number of optimizer steps.
+_SCHEDULE_LENGTH_ARGS = ("total_steps", "total_iters", "T_max")
+
+
+class SegmentationModule(L.LightningModule):
+    """Trains any network of :mod:`segnet.models` with cross-entropy (+ soft Dice).
+
+    Args:
+        net: architecture spec, ``{"name": "segnet", ...}``; data-dependent sizes
+            (channels, classes, spatial_dims) come from the DataModule.
+        optimizer, scheduler: partially applied constructors (Hydra ``_partial_: true``).
+        loss: weights of the terms, ``{"ce": 1.0, "dice": 0.0}``.
+        inferer: ``None`` for whole-input inference, or sliding-window settings
+            (``roi_size``, ``overlap``, ``mode``, ``sw_batch_size``) for volumes.
+        per_case_dice: also report Dice as the mean over cases (the Decathlon convention).
+
+    Example:
+        >>> m = SegmentationModule({"name": "segnet_basic"}, num_classes=11, in_channels=3)
+        >>> m(torch.zeros(1, 3, 36, 48)).shape
+        torch.Size([1, 11, 36, 48])
+    """
+
+    def __init__(
+        self,
+        net: dict[str, Any],
+        num_classes: int,
+        in_channels: int,
+        spatial_dims: int = 2,
+        ignore_index: int | None = None,
+        class_names: Sequence[str] | None = None,
+        class_weights: Sequence[float] | None = None,
+        optimizer: Callable[..., torch.optim.Optimizer] | None = None,
+        scheduler: Callable[..., Any] | None = None,
+        scheduler_interval: str = "step",
+        loss: dict[str, float] | None = None,
+        inferer: dict[str, Any] | None = None,
+        per_case_dice: bool = False,
+        monitor: str = "val/miou",
+        compile: bool = False,
+        data_info: dict[str, Any] | None = None,
+    ):
+        super().__init__()
+        if class_weights is not None:
+            class_weights = [float(w) for w in class_weights]
+        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
+        self.net = create_model(
+            **dict(net),
+            spatial_dims=spatial_dims,
+            in_channels=in_channels,
+            out_channels=num_classes,
+        )
+        # Reloading a checkpoint must not fetch the initial weights again: its own weights
+        # replace them anyway.
+        self.hparams["net"] = {k: v for k, v in dict(net).items() if k != "encoder_weights"}
+        self.num_classes, self.ignore_index = num_classes, ignore_index
+        self.class_names = list(class_names or [str(i) for i in range(num_classes)])
+        self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
+        self.scheduler_interval = scheduler_interval
+        self.loss_weights = {"ce": 1.0, "dice": 0.0, **(loss or {})}
+        weights = None if class_weights is None else torch.tensor(class_weights)
+        self.register_buffer("class_weights", weights, persistent=False)
+        self.ce = nn.CrossEntropyLoss(
+            weight=weights, ignore_index=-100 if ignore_index is None else ignore_index
+        )
+        self.dice_loss = None
+        if self.loss_weights["dice"] > 0:
+            if ignore_index is not None:
+                raise ValueError(
+                    "loss.dice > 0 with an ignore_index is not supported: soft Dice has no "
+                    "notion of ignored pixels. Set model.loss.dice=0 for this dataset."
+                )
+            from monai.losses import DiceLoss
+
+            self.dice_loss = DiceLoss(
+                include_background=False, to_onehot_y=True, softmax=True, batch=True
+            )
+        self.inferer = None
+        if inferer:
+            from monai.inferers import SlidingWindowInferer
+
+            self.inferer = SlidingWindowInferer(**inferer)
+        self.per_case = per_case_dice
+        self.monitor = monitor
+        self.confusion = nn.ModuleDict(
+            {s: MulticlassConfusionMatrix(num_classes, ignore_index=ignore_index) for s in STAGES}
+        )
+        self.case_dice = nn.ModuleDict({s: CatMetric(nan_strategy="disable") for s in STAGES})
+        self.best = MaxMetric()
+        self.last_confusion: dict[str, torch.Tensor] = {}
+        self.last_case_dice: dict[str, torch.Tensor] = {}
+        if compile:
+            self.net.compile()
+
+    # -- inference ----------------------------------------------------------------------
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def predict_logits(self, x: torch.Tensor, size: Sequence[int] | None = None) -> torch.Tensor:
+        """Logits for whole inputs (sliding window if configured), resized to ``size``:
+        a reduced-resolution recipe is scored at the labels' native resolution."""
+        logits = self.inferer(x, self.net) if self.inferer is not None else self.net(x)
+        if size is not None and tuple(logits.shape[2:]) != tuple(size):
+            mode = "bilinear" if logits.ndim == 4 else "trilinear"
+            logits = F.interpolate(logits.float(), size=tuple(size), mode=mode, align_corners=False)
+        return logits
+
+    # -- loss ---------------------------------------------------------------------------
+    def compute_loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        loss = self.loss_weights["ce"] * self.ce(logits.float(), target)
+        if self.dice_loss is not None:
+            loss = loss + self.loss_weights["dice"] * self.dice_loss(
+                logits.float(), target.unsqueeze(1)
+            )
+        return loss
+
+    # -- steps --------------------------------------------------------------------------
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        x, y = batch["image"], batch["label"]
+        loss = self.compute_loss(self.net(x), y)
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=len(x))
+        return loss
+
+    def _eval_step(self, batch: dict, stage: str) -> None:
+        x, y = batch["image"], batch["label"]
+        logits = self.predict_logits(x, y.shape[1:])
+        self.log(f"{stage}/loss", self.compute_loss(logits, y), batch_size=len(x), sync_dist=True)
+        pred = logits.argmax(1)
+        self.confusion[stage].update(pred, y)
+        if self.per_case:
+            self.case_dice[stage].update(
+                per_case_dice(pred, y, self.num_classes, self.ignore_index)
+            )
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        self._eval_step(batch, "val")
+
+    def test_step(self, batch: dict, batch_idx: int) -> None:
+        self._eval_step(batch, "test")
+
+    def _log_epoch(self, stage: str) -> dict[str, float]:
+        cm = self.confusion[stage].compute()
+        self.confusion[stage].reset()
+        self.last_confusion[stage] = cm.cpu()
+        scores = scores_from_confusion(cm)
+        out = {f"{stage}/{k}": float(scores[k]) for k in ("global_acc", "class_acc", "miou")}
+        for name, value in zip(self.class_names, scores["iou"].tolist(), strict=True):
+            out[f"{stage}/iou/{name}"] = value
+        if self.per_case:
+            dice = self.case_dice[stage].compute().reshape(-1, self.num_classes)
+            self.case_dice[stage].reset()
+            self.last_case_dice[stage] = dice.cpu()
+            per_class = dice.nanmean(0)
+            out[f"{stage}/dice"] = float(per_class[1:].nanmean())  # foreground classes
+            for name, value in zip(self.class_names, per_class.tolist(), strict=True):
+                out[f"{stage}/dice/{name}"] = value
+        self.log_dict(out, sync_dist=False)  # already reduced across ranks by torchmetrics
+        return out
+
+    def on_validation_epoch_end(self) -> None:
+        out = self._log_epoch("val")
+        if self.trainer.sanity_checking:
+            return
+        self.best.update(torch.tensor(out[self.monitor]))
+        self.log(f"{self.monitor}_best", self.best.compute(), prog_bar=True)
+
+    def on_test_epoch_end(self) -> None:
+        self._log_epoch("test")
+
+    # -- optimisation -------------------------------------------------------------------
+    def configure_optimizers(self) -> Any:
+        if not self.optimizer_factory:
+            raise ValueError("model.optimizer is not set: training needs an optimizer config.")
+        optimizer = self.optimizer_factory(params=self.net.parameters())
+        if not self.scheduler_factory:  # None, or {} from scheduler=none
+            return optimizer
+        func = getattr(self.scheduler_factory, "func", self.scheduler_factory)
+        params = inspect.signature(func).parameters
+        given = getattr(self.scheduler_factory, "keywords", {})
+        length = (
+            self.trainer.estimated_stepping_batches
+            if self.scheduler_interval == "step"
+            else self.trainer.max_epochs
+        )
+        fill = {a: int(length) for a in _SCHEDULE_LENGTH_ARGS if a in params and a not in given}
+        scheduler = self.scheduler_factory(optimizer=optimizer, **fill)
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": self.scheduler_interval},
+        }
+
+    # -- the paper's BatchNorm step -------------------------------------------------------
+    @torch.no_grad()
+    def recompute_batchnorm(self, loader: Any) -> int:
+        """Replace BatchNorm running statistics with their exact average over ``loader``
+        (the SegNet authors' step before reporting test numbers). Returns the batch count."""
+        norms = [m for m in self.net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+        if not norms:
+            return 0
+        saved = {m: m.momentum for m in norms}
+        for m in norms:
+            m.reset_running_stats()
+            m.momentum = None  # cumulative moving average = exact mean over the batches
+        was_training = self.net.training
+        self.net.train()
+        n = 0
+        for batch in loader:
+            self.net(batch["image"].to(self.device))
+            n += 1
+        self.net.train(was_training)
+        for m, momentum in saved.items():
+            m.momentum = momentum
+        return n

@@ -1,0 +1,207 @@
+"""``train(cfg)`` and ``evaluate(cfg)``: what train.py / evaluate.py run, as plain functions
+that return ``(metrics, objects)`` so tests call them directly."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from segnet.callbacks.progress import progress_bar
+from segnet.module import SegmentationModule
+
+log = logging.getLogger(__name__)
+
+
+def build_datamodule(cfg: DictConfig) -> L.LightningDataModule:
+    return instantiate(cfg.data, _convert_="all")
+
+
+def build_module(cfg: DictConfig, dm: L.LightningDataModule) -> SegmentationModule:
+    """The model config holds the architecture; sizes and classes come from the data."""
+    weights = getattr(dm, "class_weights", None)
+    module = instantiate(
+        cfg.model,
+        num_classes=dm.num_classes,
+        in_channels=dm.in_channels,
+        spatial_dims=dm.spatial_dims,
+        ignore_index=dm.ignore_index,
+        class_names=list(dm.class_names),
+        class_weights=None if weights is None else weights.tolist(),
+        inferer=getattr(dm, "inferer", None),
+        per_case_dice=dm.spatial_dims == 3,
+        monitor=cfg.monitor,
+        _convert_="all",
+    )
+    # Set after instantiation: the data config has a _target_, and passing it through
+    # instantiate would build a DataModule into the checkpoint instead of plain data.
+    module.hparams["data_info"] = {
+        **data_info(dm),
+        "data_cfg": OmegaConf.to_container(cfg.data, resolve=True),
+    }
+    return module
+
+
+def data_info(dm: L.LightningDataModule) -> dict[str, Any]:
+    """What a user of an exported model needs to prepare inputs and read outputs."""
+    return {
+        "class_names": list(dm.class_names),
+        "palette": [list(c) for c in dm.palette],
+        "ignore_index": dm.ignore_index,
+        "spatial_dims": dm.spatial_dims,
+        "in_channels": dm.in_channels,
+        "normalization": getattr(dm, "normalization", None)
+        or {"mean": list(dm.mean), "std": list(dm.std)},
+        "input_size": list(getattr(dm, "image_size", None) or []) or None,
+    }
+
+
+def build_trainer(cfg: DictConfig, **overrides: Any) -> L.Trainer:
+    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c]
+    callbacks.append(progress_bar())
+    loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values() if c]
+    return instantiate(
+        cfg.trainer, **{"callbacks": callbacks, "logger": loggers or False, **overrides}
+    )
+
+
+def write_metrics(path: Path, metrics: dict[str, Any], **extra: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {**extra, "metrics": {k: float(v) for k, v in metrics.items()}}
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def test_split(dm: L.LightningDataModule) -> str:
+    """The split to test on; CamVid copies without test/ fall back to val, loudly."""
+    split = getattr(dm, "split", "test")
+    if hasattr(dm, "has_split") and not dm.has_split(split):
+        log.warning("split '%s' not found under %s: testing on 'val' instead", split, dm.root)
+        dm.split = "val"
+    return dm.split
+
+
+def run_test(
+    trainer: L.Trainer, module: SegmentationModule, dm: L.LightningDataModule, recompute_bn: bool
+) -> dict[str, float]:
+    if recompute_bn:
+        dm.setup("test")
+        n = module.to(trainer.strategy.root_device).recompute_batchnorm(dm.bn_dataloader())
+        log.info("recomputed BatchNorm statistics over %d training batches", n)
+    results = trainer.test(module, datamodule=dm, verbose=False)
+    return dict(results[0]) if results else {}
+
+
+def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
+    if cfg.get("seed") is not None:
+        L.seed_everything(cfg.seed, workers=True)
+    out_dir = Path(cfg.paths.output_dir)
+    dm = build_datamodule(cfg)
+    dm.prepare_data()
+    module = build_module(cfg, dm)
+    trainer = build_trainer(cfg)
+    objects = {"cfg": cfg, "datamodule": dm, "module": module, "trainer": trainer}
+    metrics: dict[str, float] = {}
+
+    if cfg.get("train", True):
+        trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
+        metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
+
+    if cfg.get("test", True):
+        best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+        if best:
+            state = torch.load(best, map_location="cpu", weights_only=False)["state_dict"]
+            module.load_state_dict(state)
+            log.info("testing the best checkpoint %s", best)
+        else:
+            log.warning("no best checkpoint was saved: testing the weights as they are now")
+        split = test_split(dm)
+        test_metrics = run_test(trainer, module, dm, cfg.get("recompute_bn", False))
+        metrics.update(test_metrics)
+        if trainer.is_global_zero:
+            write_metrics(
+                out_dir / "metrics.json",
+                test_metrics,
+                split=split,
+                ckpt_path=best,
+                recompute_bn=cfg.get("recompute_bn", False),
+            )
+        objects["best_ckpt"] = best
+
+    for logger in trainer.loggers:
+        final = {k: v for k, v in metrics.items() if k.count("/") == 1}
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True), metrics=final)
+        logger.finalize("success")
+    return metrics, objects
+
+
+def load_module(ckpt_path: str) -> SegmentationModule:
+    path = Path(ckpt_path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"ckpt_path={ckpt_path!r}: no such file. Point it at a .ckpt from a training run "
+            "(outputs/train/runs/<date>/checkpoints/best.ckpt)."
+        )
+    return SegmentationModule.load_from_checkpoint(path, map_location="cpu")
+
+
+def print_table(metrics: dict[str, float], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in metrics.items():
+        table.add_row(key, f"{value:.4f}")
+    Console().print(table)
+
+
+def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
+    """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
+    (what it was trained with), overridden by any ``data.*`` the user gives."""
+    module = load_module(cfg.ckpt_path)
+    info = module.hparams.get("data_info") or {}
+    data_cfg = OmegaConf.create(info.get("data_cfg") or {})
+    overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
+    data_cfg = OmegaConf.merge(data_cfg, overrides)
+    if "_target_" not in data_cfg:
+        raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
+    dm = instantiate(data_cfg, _convert_="all")
+    out_dir = Path(cfg.paths.output_dir)
+    trainer = build_trainer(cfg)
+    split = test_split(dm)
+    metrics = run_test(trainer, module, dm, cfg.get("recompute_bn", False))
+    write_metrics(
+        out_dir / "metrics.json",
+        metrics,
+        split=split,
+        ckpt_path=str(cfg.ckpt_path),
+        recompute_bn=cfg.get("recompute_bn", False),
+    )
+    print_table({k: v for k, v in metrics.items()}, f"{Path(cfg.ckpt_path).name} on {split}")
+    if cfg.get("save_predictions"):
+        save_predictions(module, dm, out_dir / "predictions", trainer.strategy.root_device)
+    return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}
+
+
+@torch.no_grad()
+def save_predictions(module: SegmentationModule, dm: Any, out_dir: Path, device) -> Path:
+    """Write each test sample's predicted label map where the DataModule says (PNG for
+    images, NIfTI for volumes), at the label's size; never over an existing file."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    module = module.to(device).eval()
+    dataset = dm.datasets["test"]
+    for i in range(len(dataset)):
+        sample = dataset[i]
+        x = sample["image"].unsqueeze(0).to(device)
+        pred = module.predict_logits(x, sample["label"].shape).argmax(1)[0].cpu()
+        dm.save_prediction(pred, i, out_dir)
+    log.info("wrote %d predictions to %s", len(dataset), out_dir)
+    return out_dir

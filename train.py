@@ -1,0 +1,18 @@
+"""Train a segmentation network: ``python train.py [overrides]`` (see configs/train.yaml)."""
+
+import hydra
+from omegaconf import DictConfig
+
+from segnet.pipeline import train
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    metrics, _ = train(cfg)
+    # returned for Hydra sweepers (Optuna): the value they optimise
+    value = metrics.get(f"{cfg.monitor}_best")
+    return None if value is None else float(value)
+
+
+if __name__ == "__main__":
+    main()
