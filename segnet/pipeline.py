@@ -135,7 +135,9 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         objects["best_ckpt"] = best
 
     for logger in trainer.loggers:
-        final = {k: v for k, v in metrics.items() if k.count("/") == 1}
+        # "hp/" names: the logger also writes these as scalars at step 0, which must not
+        # add a stray point to the val/* and test/* curves.
+        final = {f"hp/{k}": v for k, v in metrics.items() if k.count("/") == 1}
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True), metrics=final)
         logger.finalize("success")
     return metrics, objects

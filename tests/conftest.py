@@ -18,3 +18,23 @@ def shared_dataset(name: str) -> Path:
     if not root.is_dir():
         pytest.skip(f"real dataset {name} not found at {root} (set SEGNET_SHARED_DATA)")
     return root
+
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def compose(config_name: str, overrides: list[str], output_dir: Path):
+    """Compose a config as ``train.py``/``evaluate.py`` would, with the run directory set,
+    so tests call segnet.pipeline functions directly instead of starting processes."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import open_dict
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = hydra_compose(config_name, overrides=overrides, return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(output_dir)  # stands for ${hydra:runtime.output_dir}
+        del cfg["hydra"]
+    return cfg

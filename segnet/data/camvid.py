@@ -131,7 +131,7 @@ def median_frequency_weights(labels: torch.Tensor, num_classes: int = VOID) -> t
     total = counts.sum(0).double()
     seen = (present.sum(0) * image_pixels).double()
     freq = torch.where(seen > 0, total / seen.clamp(min=1), torch.nan)
-    weights = freq.nanmedian() / freq
+    weights = freq.nanquantile(0.5) / freq  # the usual median: mean of the middle two
     return torch.nan_to_num(weights, nan=0.0).float()
 
 

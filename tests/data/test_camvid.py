@@ -1,0 +1,152 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from segnet.data import camvid
+from segnet.data.camvid_datamodule import CamVidDataModule
+from tests.helpers import camvid_like
+
+
+@pytest.fixture
+def root(tmp_path):
+    return camvid_like(tmp_path / "CamVid")
+
+
+def test_list_files_resolve_against_the_root(root):
+    pairs = camvid.split_pairs(root, "train")
+    assert len(pairs) == 6
+    assert pairs[0] == (root / "train" / "train_000.png", root / "trainannot" / "train_000.png")
+
+
+def test_pairs_by_name_without_list_files(tmp_path):
+    root = camvid_like(tmp_path / "c", list_files=False)
+    assert [p[0].name for p in camvid.split_pairs(root, "val")] == [
+        "val_000.png", "val_001.png", "val_002.png"
+    ]
+
+
+def test_split_is_decoded_once(root, monkeypatch):
+    dm = CamVidDataModule(str(root), num_workers=0)
+    calls = []
+    real = camvid._read_png
+    monkeypatch.setattr(camvid, "_read_png", lambda p, m: calls.append(p) or real(p, m))
+    images, labels, names = dm.raw("train")
+    dm.raw("train")
+    dm.setup("fit")
+    assert images.shape == (6, 3, 45, 61) and images.dtype == torch.uint8
+    assert labels.shape == (6, 45, 61)
+    assert len(calls) == 2 * 6 + 2 * 3  # train once, val once (image + label each)
+
+
+@pytest.mark.parametrize(
+    "breakage,match",
+    [
+        ("no_label", r"train_001.png has no label: expected .*trainannot/train_001.png"),
+        ("size", r"train_002.png is 61x45 but its label .*train_002.png is 30x20"),
+        ("value", r"label .*train_003.png holds values \[12, 200\]"),
+        ("corrupt", r"cannot read .*train_004.png"),
+        ("empty", r"split 'train' under .* is empty"),
+        ("rgb_label", r"label map .*train_000.png is a RGB image"),
+    ],
+)
+def test_bad_data_errors_name_the_file(root, breakage, match):
+    if breakage == "no_label":
+        (root / "trainannot" / "train_001.png").unlink()
+    elif breakage == "size":
+        Image.fromarray(np.zeros((20, 30), np.uint8)).save(root / "trainannot" / "train_002.png")
+    elif breakage == "value":
+        label = np.zeros((45, 61), np.uint8)
+        label[0, :2] = [12, 200]
+        Image.fromarray(label).save(root / "trainannot" / "train_003.png")
+    elif breakage == "corrupt":
+        (root / "train" / "train_004.png").write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    elif breakage == "empty":
+        (root / "train.txt").write_text("\n")
+    elif breakage == "rgb_label":
+        Image.fromarray(np.zeros((45, 61, 3), np.uint8)).save(root / "trainannot" / "train_000.png")
+    with pytest.raises(camvid.CamVidDataError, match=match):
+        camvid.load_split(root, "train")
+
+
+def test_missing_data_names_the_path_and_both_ways(tmp_path):
+    dm = CamVidDataModule(str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError) as err:
+        dm.prepare_data()
+    text = str(err.value)
+    assert str((tmp_path / "nowhere").resolve()) in text
+    assert "data.download=true" in text and "data.root=" in text
+
+
+def test_median_frequency_weights_by_hand():
+    # class 0 in both images: 5 of their 8 pixels -> freq 0.625; class 1 only in image 0:
+    # 2 of 4 pixels -> freq 0.5; class 2 absent (weight 0); the void pixel is not counted
+    # for any class. median(0.625, 0.5) = 0.5625.
+    labels = torch.tensor([[[0, 0], [1, 1]], [[0, 0], [0, 0]]], dtype=torch.uint8)
+    labels[1, 1, 1] = camvid.VOID
+    w = camvid.median_frequency_weights(labels, num_classes=3)
+    freq0, freq1 = 5 / 8, 2 / 4
+    median = (freq0 + freq1) / 2
+    torch.testing.assert_close(w, torch.tensor([median / freq0, median / freq1, 0.0]))
+
+
+def test_class_weights_cached_and_recomputed_when_data_changes(root):
+    w1 = CamVidDataModule(str(root)).class_weights
+    cache = root / ".segnet_class_weights.json"
+    assert cache.is_file()
+    # same data: the cached numbers are used (tamper with them to prove it)
+    cached = json.loads(cache.read_text())
+    cached["weights"][0] = 123456.0
+    cache.write_text(json.dumps(cached))
+    assert CamVidDataModule(str(root)).class_weights[0] == 123456.0
+    # changed data: recomputed
+    label = np.zeros((45, 61), np.uint8)
+    Image.fromarray(label).save(root / "trainannot" / "train_000.png")
+    w2 = CamVidDataModule(str(root)).class_weights
+    assert not torch.allclose(w1, w2)
+    assert len(w2) == 11 and (w2[:11] > 0).all()
+
+
+def test_class_weight_options(root):
+    assert CamVidDataModule(str(root), class_weights="none").class_weights is None
+    explicit = CamVidDataModule(str(root), class_weights=[1.0] * 11).class_weights
+    assert explicit.tolist() == [1.0] * 11
+    with pytest.raises(ValueError, match="has 3 entries; CamVid needs 11"):
+        CamVidDataModule(str(root), class_weights=[1, 2, 3]).class_weights
+
+
+def test_augmentation_moves_image_and_mask_together(tmp_path):
+    """Labels are recoverable from colours, so after augmentation every non-void pixel's
+    colour must still decode to its label."""
+    root = camvid_like(tmp_path / "c", counts={"train": 2, "val": 1})
+    dm = CamVidDataModule(str(root), image_size=(32, 48), num_workers=0, scale=(0.6, 1.6),
+                          mean=(0, 0, 0), std=(1, 1, 1), class_weights="none")
+    dm.setup("fit")
+    colours = np.random.default_rng(0).integers(0, 256, size=(12, 3)) / 255.0
+    torch.manual_seed(0)
+    agree, misaligned = [], []
+    for _ in range(10):
+        s = dm.datasets["train"][0]
+        assert s["image"].shape == (3, 32, 48) and s["label"].shape == (32, 48)
+        img = s["image"].permute(1, 2, 0).numpy()
+        lab = s["label"].numpy()
+        dist = ((img[:, :, None, :] - colours[None, None]) ** 2).sum(-1)
+        decoded = dist.argmin(-1)
+        inner = lab != camvid.VOID
+        agree.append((decoded[inner] == lab[inner]).mean())
+        shifted = np.flip(lab, 1)  # what a mask that did not follow a flip would look like
+        keep = shifted != camvid.VOID
+        misaligned.append((decoded[keep] == shifted[keep]).mean())
+    # resampling and noise blur class borders, but aligned pairs stay far above misaligned
+    assert np.mean(agree) > 0.6
+    assert np.mean(misaligned) < 0.3
+
+
+def test_validation_keeps_native_labels_with_reduced_input(root):
+    dm = CamVidDataModule(str(root), image_size=(24, 32), num_workers=0)
+    dm.setup("fit")
+    s = dm.datasets["val"][0]
+    assert s["image"].shape == (3, 24, 32)
+    assert s["label"].shape == (45, 61)

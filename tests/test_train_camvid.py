@@ -1,0 +1,152 @@
+"""End-to-end on a small generated CamVid: train, TensorBoard, checkpoints, evaluate."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from segnet.pipeline import evaluate, train
+from tests.conftest import compose
+from tests.helpers import camvid_like
+
+FAST = [
+    "experiment=camvid_segnet_basic",
+    "model.net.features=[8,8,8,8]",
+    "model.net.kernel_size=3",
+    "model/optimizer=adamw",
+    "model.optimizer.lr=0.01",
+    "data.batch_size=2",
+    "data.eval_batch_size=2",
+    "data.num_workers=0",
+    "trainer.max_epochs=2",
+    "trainer.accelerator=cpu",
+    "trainer.log_every_n_steps=1",
+    "recompute_bn=false",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One reduced-resolution training run shared by the tests below."""
+    tmp = tmp_path_factory.mktemp("camvid_run")
+    root = camvid_like(tmp / "CamVid")
+    out = tmp / "run"
+    cfg = compose("train", FAST + [f"data.root={root}", "data.image_size=[24,32]"], out)
+    metrics, objects = train(cfg)
+    return root, out, metrics, objects
+
+
+def test_run_writes_checkpoints_and_test_metrics(trained):
+    _, out, metrics, objects = trained
+    assert (out / "checkpoints" / "best.ckpt").is_file()
+    assert (out / "checkpoints" / "last.ckpt").is_file()
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["split"] == "test"
+    assert saved["ckpt_path"].endswith("best.ckpt")
+    for key in ("test/global_acc", "test/class_acc", "test/miou", "test/iou/Bicyclist"):
+        assert 0.0 <= saved["metrics"][key] <= 1.0
+    assert saved["metrics"]["test/miou"] == pytest.approx(metrics["test/miou"])
+    assert "val/miou_best" in metrics
+
+
+def test_tensorboard_has_scalars_images_confusion_and_hparams(trained):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    _, out, _, _ = trained
+    # the folder, as `tensorboard --logdir` reads it (fit and test write separate files)
+    acc = EventAccumulator(
+        str(out / "tensorboard"), size_guidance={"images": 0, "scalars": 0}
+    ).Reload()
+    scalars = set(acc.Tags()["scalars"])
+    for tag in (
+        "train/loss_step",
+        "val/miou",
+        "val/miou_best",
+        "val/global_acc",
+        "val/class_acc",
+        "val/iou/Road",
+        "test/miou",
+        "lr-AdamW",
+    ):
+        assert tag in scalars, f"{tag} missing from {sorted(scalars)}"
+    assert len(acc.Scalars("val/miou")) == 2  # one per epoch
+    images = set(acc.Tags()["images"])
+    assert {"val/predictions", "val/confusion_matrix", "test/confusion_matrix"} <= images
+    panel = acc.Images("val/predictions")[-1]
+    # the 3 val samples stacked (4 asked), each input | truth | prediction at 45x61
+    assert panel.width == 3 * 61 + 2 * 4 and panel.height == 3 * 45 + 2 * 4
+    # hparams session with the final metrics, as TensorBoard's HPARAMS tab reads it
+    plugins = {m.plugin_data.plugin_name for m in acc.summary_metadata.values()}
+    assert "hparams" in plugins
+    assert "hp/test/miou" in scalars and "hp/val/miou_best" in scalars
+
+
+def test_evaluate_reproduces_the_test_metrics_and_saves_predictions(trained, tmp_path):
+    root, out, metrics, _ = trained
+    cfg = compose(
+        "evaluate",
+        [
+            f"ckpt_path={out}/checkpoints/best.ckpt",
+            "data.split=test",
+            "save_predictions=true",
+            "trainer.accelerator=cpu",
+        ],
+        tmp_path,
+    )
+    ev, objects = evaluate(cfg)
+    for key, value in metrics.items():
+        if key.startswith("test/"):
+            assert ev[key] == pytest.approx(value, abs=1e-6), key
+    files = sorted((tmp_path / "predictions").iterdir())
+    assert [f.name for f in files[:2]] == ["test_000.png", "test_000_color.png"]
+    index_map = np.asarray(Image.open(tmp_path / "predictions" / "test_000.png"))
+    colour = np.asarray(Image.open(tmp_path / "predictions" / "test_000_color.png"))
+    assert index_map.shape == (45, 61) and index_map.max() <= 10  # the label's native size
+    assert colour.shape == (45, 61, 3)
+    # evaluating again into the same folder must not overwrite those predictions
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        evaluate(cfg)
+
+
+def test_evaluate_with_missing_checkpoint_says_so(tmp_path):
+    cfg = compose("evaluate", [f"ckpt_path={tmp_path}/nope.ckpt"], tmp_path)
+    with pytest.raises(FileNotFoundError, match="nope.ckpt.*no such file"):
+        evaluate(cfg)
+
+
+def test_checkpoint_loads_with_weights_only_and_no_hydra(trained):
+    _, out, _, _ = trained
+    ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
+    info = ckpt["hyper_parameters"]["data_info"]
+    assert info["class_names"][3] == "Road" and info["ignore_index"] == 11
+    assert ckpt["hyper_parameters"]["net"]["name"] == "segnet_basic"
+
+
+def test_recompute_bn_changes_statistics_deterministically(trained):
+    root, out, _, objects = trained
+    module, dm = objects["module"], objects["datamodule"]
+    bn = next(m for m in module.net.modules() if isinstance(m, torch.nn.BatchNorm2d))
+    before = bn.running_mean.clone()
+    n = module.recompute_batchnorm(dm.bn_dataloader())
+    first = bn.running_mean.clone()
+    module.recompute_batchnorm(dm.bn_dataloader())
+    assert n == 3  # 6 training images, batches of 2
+    assert not torch.allclose(before, first)
+    torch.testing.assert_close(bn.running_mean, first)  # exact average: order-independent
+    assert bn.momentum == 0.1  # restored
+
+
+def test_two_runs_in_the_same_second_get_their_own_directories():
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from tests.conftest import CONFIGS
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        a = hydra_compose("train", return_hydra_config=True).hydra.run.dir
+        b = hydra_compose("train", return_hydra_config=True).hydra.run.dir
+    assert a != b and a.startswith("outputs/train/runs/")
