@@ -118,7 +118,14 @@ class SegmentationModule(L.LightningModule):
     def predict_logits(self, x: torch.Tensor, size: Sequence[int] | None = None) -> torch.Tensor:
         """Logits for whole inputs (sliding window if configured), resized to ``size``:
         a reduced-resolution recipe is scored at the labels' native resolution."""
-        logits = self.inferer(x, self.net) if self.inferer is not None else self.net(x)
+        if self.inferer is None or all(
+            s <= r for s, r in zip(x.shape[2:], self.inferer.roi_size, strict=True)
+        ):
+            # A volume that fits in one window gets one plain pass: MONAI would pad it to
+            # the window first, and the padding changes what the network sees.
+            logits = self.net(x)
+        else:
+            logits = self.inferer(x, self.net)
         if size is not None and tuple(logits.shape[2:]) != tuple(size):
             mode = "bilinear" if logits.ndim == 4 else "trilinear"
             logits = F.interpolate(logits.float(), size=tuple(size), mode=mode, align_corners=False)

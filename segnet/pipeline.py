@@ -87,6 +87,16 @@ def test_split(dm: L.LightningDataModule) -> str:
     return dm.split
 
 
+def write_outputs(
+    out_dir: Path, module: SegmentationModule, dm: Any, metrics: dict, **extra: Any
+) -> None:
+    """metrics.json, plus the per-case Dice table for volumes."""
+    write_metrics(out_dir / "metrics.json", metrics, **extra)
+    dice = module.last_case_dice.get("test")
+    if dice is not None and hasattr(dm, "write_case_table"):
+        dm.write_case_table(dice, out_dir / "per_case.csv")
+
+
 def run_test(
     trainer: L.Trainer, module: SegmentationModule, dm: L.LightningDataModule, recompute_bn: bool
 ) -> dict[str, float]:
@@ -125,8 +135,10 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         test_metrics = run_test(trainer, module, dm, cfg.get("recompute_bn", False))
         metrics.update(test_metrics)
         if trainer.is_global_zero:
-            write_metrics(
-                out_dir / "metrics.json",
+            write_outputs(
+                out_dir,
+                module,
+                dm,
                 test_metrics,
                 split=split,
                 ckpt_path=best,
@@ -173,6 +185,9 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     data_cfg = OmegaConf.create(info.get("data_cfg") or {})
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
     data_cfg = OmegaConf.merge(data_cfg, overrides)
+    if "class_names" in data_cfg and not data_cfg.class_names:
+        # e.g. a plain folder without dataset.json: the checkpoint knows its classes
+        data_cfg.class_names = info.get("class_names")
     if "_target_" not in data_cfg:
         raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
     dm = instantiate(data_cfg, _convert_="all")
@@ -180,8 +195,10 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     trainer = build_trainer(cfg)
     split = test_split(dm)
     metrics = run_test(trainer, module, dm, cfg.get("recompute_bn", False))
-    write_metrics(
-        out_dir / "metrics.json",
+    write_outputs(
+        out_dir,
+        module,
+        dm,
         metrics,
         split=split,
         ckpt_path=str(cfg.ckpt_path),

@@ -37,3 +37,57 @@ def camvid_like(
         if list_files:
             (root / f"{split}.txt").write_text("\n".join(lines) + "\n")
     return root
+
+
+# A non-identity affine: axes permuted and flipped (LPI-like), anisotropic spacing.
+ODD_AFFINE = np.array(
+    [[0.0, 0.0, -2.5, 40.0], [-0.8, 0.0, 0.0, 12.0], [0.0, 1.2, 0.0, -7.0], [0, 0, 0, 1]]
+)
+
+
+def nifti_case(shape=(19, 23, 17), channels=1, seed=0, affine=None):
+    """An image whose intensity reveals its label: two blobs (classes 1, 2) on background."""
+    rng = np.random.default_rng(seed)
+    grid = np.stack(np.meshgrid(*[np.arange(s) for s in shape], indexing="ij"), -1)
+    label = np.zeros(shape, np.uint8)
+    for cls, centre in ((1, (0.35, 0.4, 0.5)), (2, (0.65, 0.6, 0.5))):
+        c = np.array(centre) * np.array(shape) + rng.uniform(-1, 1, 3)
+        label[(((grid - c) / (np.array(shape) * 0.18)) ** 2).sum(-1) < 1] = cls
+    image = label * 100.0 + rng.normal(0, 20, shape) + 300
+    if channels > 1:
+        image = np.stack([image * (k + 1) for k in range(channels)], -1)
+    return image.astype(np.float32), label, (affine if affine is not None else np.eye(4))
+
+
+def nifti_dataset(
+    root: Path, layout: str = "msd", n: int = 8, shape=(19, 23, 17), channels: int = 1, affine=None
+) -> Path:
+    """n cases in the Decathlon layout ("msd"), plain folders ("folders") or a CSV ("csv")."""
+    import json
+
+    import nibabel as nib
+
+    images = root / ("images" if layout == "folders" else "imagesTr")
+    labels = root / ("labels" if layout == "folders" else "labelsTr")
+    images.mkdir(parents=True, exist_ok=True)
+    labels.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        image, label, aff = nifti_case(shape, channels, seed=i, affine=affine)
+        name = f"case_{i:03d}.nii.gz"
+        nib.save(nib.Nifti1Image(image, aff), str(images / name))
+        nib.save(nib.Nifti1Image(label, aff), str(labels / name))
+        rows.append((f"{images.name}/{name}", f"{labels.name}/{name}"))
+    if layout == "msd":
+        (root / "dataset.json").write_text(
+            json.dumps(
+                {
+                    "labels": {"0": "background", "1": "one", "2": "two"},
+                    "modality": {str(k): f"MR{k}" for k in range(channels)},
+                    "training": [{"image": f"./{a}", "label": f"./{b}"} for a, b in rows],
+                }
+            )
+        )
+    elif layout == "csv":
+        (root / "cases.csv").write_text("image,label\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    return root

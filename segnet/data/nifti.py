@@ -1,0 +1,219 @@
+"""NIfTI volumes: finding image/label pairs, reading them safely, writing predictions.
+
+Three layouts are understood:
+
+* Medical Segmentation Decathlon: ``dataset.json`` (``labels``, ``modality``, ``training``
+  pairs) with ``imagesTr/`` and ``labelsTr/``;
+* plain folders of images and labels paired by file name (``imagesTr/ labelsTr/``,
+  ``images/ labels/`` or named in the config);
+* a CSV file with ``image,label`` columns (relative paths are taken from the CSV's folder).
+
+Volumes are reoriented to RAS so every case has the same axis order; the original affine,
+header and orientation are kept so predictions are written back in the source's space.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+
+NIFTI_SUFFIXES = (".nii.gz", ".nii")
+
+
+class NiftiDataError(ValueError):
+    """A volume or the dataset index cannot be used as it is."""
+
+
+@dataclass
+class Case:
+    name: str
+    image: Path
+    label: Path | None
+
+
+@dataclass
+class Volume:
+    """A case in RAS orientation: image (C, X, Y, Z) float32, label (X, Y, Z) int64."""
+
+    name: str
+    image: np.ndarray
+    label: np.ndarray | None
+    affine: np.ndarray  # of the source image, as on disk
+    header: nib.Nifti1Header = field(repr=False)
+    source_shape: tuple[int, ...] = ()
+    spacing: tuple[float, ...] = ()
+
+
+def case_name(path: Path) -> str:
+    name = path.name
+    for suffix in NIFTI_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def _nifti_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.name.endswith(NIFTI_SUFFIXES))
+
+
+def read_dataset_json(root: Path) -> dict:
+    path = root / "dataset.json"
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise NiftiDataError(f"{path} is not valid JSON: {err}") from err
+
+
+def find_cases(
+    root: Path,
+    csv_path: str | Path | None = None,
+    image_dir: str | None = None,
+    label_dir: str | None = None,
+) -> list[Case]:
+    """All labelled cases under ``root``, by whichever layout it has."""
+    root = Path(root)
+    if csv_path:
+        return _cases_from_csv(Path(csv_path))
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f"no dataset at {root.resolve()}: point data.root at a folder in the Decathlon "
+            "layout (dataset.json, imagesTr/, labelsTr/) or with images/ and labels/ folders."
+        )
+    if (root / "dataset.json").is_file() and not image_dir:
+        entries = read_dataset_json(root).get("training") or []
+        if not entries:
+            raise NiftiDataError(f"{root / 'dataset.json'} lists no 'training' cases.")
+        cases = [
+            Case(case_name(Path(e["image"])), root / e["image"], root / e["label"]) for e in entries
+        ]
+    else:
+        images, labels = _folders(root, image_dir, label_dir)
+        cases = []
+        for image in _nifti_files(images):
+            name = case_name(image)
+            match = [labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()]
+            if not match:
+                raise NiftiDataError(
+                    f"image {image} has no label: expected {labels / (name + '.nii.gz')}."
+                )
+            cases.append(Case(name, image, match[0]))
+    if not cases:
+        raise NiftiDataError(f"no NIfTI cases found under {root}.")
+    for case in cases:
+        for path in (case.image, case.label):
+            if path is not None and not path.is_file():
+                raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
+    return cases
+
+
+def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[Path, Path]:
+    if image_dir or label_dir:
+        return root / (image_dir or "imagesTr"), root / (label_dir or "labelsTr")
+    for images, labels in (("imagesTr", "labelsTr"), ("images", "labels")):
+        if (root / images).is_dir() and (root / labels).is_dir():
+            return root / images, root / labels
+    raise NiftiDataError(
+        f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders; "
+        "set data.image_dir and data.label_dir, or data.csv."
+    )
+
+
+def _cases_from_csv(path: Path) -> list[Case]:
+    if not path.is_file():
+        raise FileNotFoundError(f"data.csv={str(path)!r}: no such file.")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or not {"image", "label"} <= set(rows[0]):
+        raise NiftiDataError(f"{path} needs a header with 'image' and 'label' columns.")
+    base = path.parent
+    return [
+        Case(case_name(Path(r["image"])), base / r["image"], base / r["label"] if r["label"] else None)
+        for r in rows
+    ]
+
+
+def _load(path: Path) -> nib.Nifti1Image:
+    try:
+        img = nib.load(str(path))
+        img.get_fdata(dtype=np.float32)  # force the read: truncated files fail here
+        return img
+    except (OSError, EOFError, zlib.error, nib.filebasedimages.ImageFileError, ValueError) as err:
+        raise NiftiDataError(f"cannot read {path}: {err} (corrupt or truncated file?)") from err
+
+
+def load_volume(case: Case, num_classes: int | None = None) -> Volume:
+    """Read, validate and reorient one case. Errors name the file and what is wrong."""
+    img = _load(case.image)
+    if img.ndim not in (3, 4):
+        raise NiftiDataError(
+            f"image {case.image} has {img.ndim} dimensions {img.shape}; expected a 3D volume "
+            "or a 4D one with the channels (modalities) last."
+        )
+    canonical = nib.as_closest_canonical(img)
+    data = canonical.get_fdata(dtype=np.float32)
+    image = data[None] if data.ndim == 3 else np.moveaxis(data, -1, 0)
+    label = None
+    if case.label is not None:
+        lab = _load(case.label)
+        if lab.shape[:3] != img.shape[:3] or lab.ndim != 3:
+            raise NiftiDataError(
+                f"label {case.label} has shape {lab.shape} but image {case.image} has "
+                f"{img.shape}; the label must be 3D with the image's spatial shape."
+            )
+        if not np.allclose(lab.affine, img.affine, atol=1e-3):
+            raise NiftiDataError(
+                f"label {case.label} and image {case.image} have different affines (voxel "
+                "positions in space); resample the label onto the image grid first."
+            )
+        values = np.asarray(nib.as_closest_canonical(lab).dataobj)
+        # some labels are stored as floats holding 0/1/2: accept those, refuse real fractions
+        if not np.all(np.isfinite(values)) or not np.array_equal(values, np.round(values)):
+            raise NiftiDataError(f"label {case.label} holds non-integer values.")
+        label = values.astype(np.int64)
+        if label.min() < 0 or (num_classes is not None and label.max() >= num_classes):
+            bad = sorted(int(v) for v in np.unique(label) if v < 0 or (num_classes and v >= num_classes))
+            raise NiftiDataError(
+                f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}."
+            )
+    return Volume(
+        name=case.name,
+        image=np.ascontiguousarray(image),
+        label=label,
+        affine=img.affine.copy(),
+        header=img.header.copy(),
+        source_shape=tuple(img.shape[:3]),
+        spacing=tuple(float(s) for s in canonical.header.get_zooms()[:3]),
+    )
+
+
+def normalize_intensity(image: np.ndarray, clip: tuple[float, float] | None = None) -> np.ndarray:
+    """Per-volume, per-channel z-score (after optional clipping, e.g. CT windows)."""
+    out = np.empty_like(image, dtype=np.float32)
+    for c, channel in enumerate(image):
+        if clip is not None:
+            channel = np.clip(channel, *clip)
+        std = channel.std()
+        out[c] = (channel - channel.mean()) / (std if std > 0 else 1.0)
+    return out
+
+
+def save_label_volume(label_ras: np.ndarray, volume: Volume, path: Path) -> Path:
+    """Write a RAS label map back in the source image's orientation, affine and header."""
+    if path.exists():
+        raise FileExistsError(f"{path} exists; predictions are never overwritten.")
+    src = nib.orientations.io_orientation(volume.affine)
+    ras = nib.orientations.axcodes2ornt(("R", "A", "S"))
+    back = nib.orientations.apply_orientation(label_ras, nib.orientations.ornt_transform(ras, src))
+    header = volume.header.copy()
+    header.set_data_dtype(np.uint8 if back.max() < 256 else np.int16)
+    header.set_slope_inter(1, 0)
+    out = nib.Nifti1Image(back.astype(header.get_data_dtype()), volume.affine, header=header)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nib.save(out, str(path))
+    return path

@@ -1,0 +1,303 @@
+"""LightningDataModule for NIfTI volumes: random patches for training, whole volumes
+(sliding-window inference in the module) for validation and testing.
+
+Patch sampling and augmentation are MONAI's (``RandCropByPosNegLabeld`` and friends):
+the field's standard, tested implementations, rather than hand-written copies.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+from segnet.data import nifti
+
+log = logging.getLogger(__name__)
+SPLITS = ("train", "val", "test", "all")
+
+
+def label_palette(num_classes: int) -> list[tuple[int, int, int]]:
+    """Background black, then well-separated colours."""
+    base = [(0, 0, 0), (230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200),
+            (245, 130, 48), (145, 30, 180), (70, 240, 240), (240, 50, 230), (210, 245, 60)]
+    return [base[i % len(base)] for i in range(num_classes)]
+
+
+def split_cases(
+    names: Sequence[str], val_fraction: float, test_fraction: float, seed: int,
+    fold: int | None = None, num_folds: int = 5,
+) -> dict[str, list[int]]:
+    """Indices of train/val/test. The test part is drawn first from a seeded permutation;
+    the rest is split by ``val_fraction``, or into ``num_folds`` folds with ``fold`` as val."""
+    order = np.random.default_rng(seed).permutation(len(names))
+    n_test = int(round(test_fraction * len(names)))
+    test, rest = order[:n_test], order[n_test:]
+    if fold is not None:
+        if not 0 <= fold < num_folds:
+            raise ValueError(f"data.fold={fold} must be in 0..{num_folds - 1} (data.num_folds={num_folds}).")
+        folds = np.array_split(rest, num_folds)
+        val = folds[fold]
+        train = np.concatenate([f for i, f in enumerate(folds) if i != fold])
+    else:
+        n_val = max(1, int(round(val_fraction * len(names)))) if val_fraction > 0 else 0
+        val, train = rest[:n_val], rest[n_val:]
+    return {"train": sorted(train.tolist()), "val": sorted(val.tolist()),
+            "test": sorted(test.tolist()), "all": list(range(len(names)))}
+
+
+class PatchDataset(Dataset):
+    """Random training patches through a MONAI dictionary transform."""
+
+    def __init__(self, volumes: list[nifti.Volume], transform, samples_per_volume: int = 1):
+        self.volumes, self.transform = volumes, transform
+        self.samples_per_volume = samples_per_volume
+
+    def __len__(self) -> int:
+        return len(self.volumes) * self.samples_per_volume
+
+    def __getitem__(self, i: int) -> dict:
+        v = self.volumes[i % len(self.volumes)]
+        out = self.transform({"image": torch.from_numpy(v.image), "label": torch.from_numpy(v.label[None])})
+        out = out[0] if isinstance(out, list) else out
+        image = torch.as_tensor(out["image"]).as_subclass(torch.Tensor).float()
+        label = torch.as_tensor(out["label"]).as_subclass(torch.Tensor)[0].long()
+        return {"image": image.contiguous(), "label": label.contiguous(), "index": i % len(self.volumes)}
+
+
+class VolumeDataset(Dataset):
+    """Whole volumes, unaugmented."""
+
+    def __init__(self, volumes: list[nifti.Volume]):
+        self.volumes = volumes
+        self.names = [v.name for v in volumes]
+
+    def __len__(self) -> int:
+        return len(self.volumes)
+
+    def __getitem__(self, i: int) -> dict:
+        v = self.volumes[i]
+        label = torch.from_numpy(v.label) if v.label is not None else torch.zeros(v.image.shape[1:], dtype=torch.long)
+        return {"image": torch.from_numpy(v.image), "label": label, "index": i}
+
+
+def _seed_worker(worker_id: int) -> None:
+    # MONAI transforms keep their own RandomState: without this every worker would draw
+    # the same patches and flips.
+    info = get_worker_info()
+    transform = getattr(info.dataset, "transform", None)
+    if transform is not None and hasattr(transform, "set_random_state"):
+        transform.set_random_state(seed=torch.initial_seed() % 2**32)
+
+
+class NiftiDataModule(L.LightningDataModule):
+    """NIfTI volumes in the Decathlon layout, plain folders or a CSV.
+
+    Example:
+        >>> dm = NiftiDataModule("data/Task04_Hippocampus", patch_size=(40, 56, 40))  # doctest: +SKIP
+        >>> dm.setup("fit"); dm.num_classes, dm.class_names                          # doctest: +SKIP
+        (3, ['background', 'Anterior', 'Posterior'])
+    """
+
+    spatial_dims = 3
+    ignore_index = None
+    class_weights = None
+
+    def __init__(
+        self,
+        root: str = "data/Task04_Hippocampus",
+        csv: str | None = None,
+        image_dir: str | None = None,
+        label_dir: str | None = None,
+        class_names: Sequence[str] | None = None,
+        patch_size: Sequence[int] = (40, 56, 40),
+        batch_size: int = 4,
+        eval_batch_size: int = 1,
+        samples_per_volume: int = 1,
+        foreground_ratio: float = 0.5,
+        num_workers: int = 2,
+        pin_memory: bool = False,
+        split: str = "test",
+        val_fraction: float = 0.1,
+        test_fraction: float = 0.2,
+        fold: int | None = None,
+        num_folds: int = 5,
+        seed: int = 0,
+        clip: Sequence[float] | None = None,
+        flip: bool = True,
+        rotate90: bool = True,
+        intensity_scale: float = 0.1,
+        intensity_shift: float = 0.1,
+        sw_overlap: float = 0.5,
+        sw_mode: str = "gaussian",
+        sw_batch_size: int = 4,
+        cache_max_gb: float = 8.0,
+    ):
+        super().__init__()
+        if split not in SPLITS:
+            raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
+        self.root = Path(root).expanduser()
+        self.csv, self.image_dir, self.label_dir = csv, image_dir, label_dir
+        self._class_names = list(class_names) if class_names else None
+        self.patch_size = tuple(int(p) for p in patch_size)
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        self.samples_per_volume, self.foreground_ratio = samples_per_volume, foreground_ratio
+        self.num_workers, self.pin_memory = num_workers, pin_memory
+        self.split = split
+        self.split_args = dict(val_fraction=val_fraction, test_fraction=test_fraction, seed=seed,
+                               fold=fold, num_folds=num_folds)
+        self.clip = tuple(clip) if clip else None
+        self.aug = dict(flip=flip, rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
+        self.inferer = {"roi_size": list(self.patch_size), "overlap": sw_overlap, "mode": sw_mode,
+                        "sw_batch_size": sw_batch_size}
+        self.cache_max_gb = cache_max_gb
+        self.cases = nifti.find_cases(self.root, csv, image_dir, label_dir)
+        self.splits = split_cases([c.name for c in self.cases], **self.split_args)
+        self._volumes: dict[int, nifti.Volume] = {}
+        self.datasets: dict[str, Dataset] = {}
+        first = nifti.load_volume(self.cases[0])
+        self.in_channels = first.image.shape[0]
+
+    # -- what the model needs to know -----------------------------------------------------
+    @property
+    def class_names(self) -> list[str]:
+        if self._class_names:
+            return self._class_names
+        index = self.root / "dataset.json"
+        if index.is_file():
+            labels = nifti.read_dataset_json(self.root).get("labels") or {}
+            if labels:
+                return [labels[k] for k in sorted(labels, key=int)]
+        raise ValueError(
+            f"no class names for {self.root}: it has no dataset.json with 'labels'; set "
+            "data.class_names=[background,...] (one per label value)."
+        )
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def palette(self) -> list[tuple[int, int, int]]:
+        return label_palette(self.num_classes)
+
+    @property
+    def normalization(self) -> dict:
+        return {"kind": "zscore_per_volume", "clip": list(self.clip) if self.clip else None}
+
+    def has_split(self, split: str) -> bool:
+        return bool(self.splits.get(split))
+
+    # -- volumes ----------------------------------------------------------------------------
+    def volumes(self, split: str) -> list[nifti.Volume]:
+        """Read (once, then from memory) and normalise the volumes of a split."""
+        indices = self.splits[split]
+        missing = [i for i in indices if i not in self._volumes]
+
+        def read(i: int) -> nifti.Volume:
+            v = nifti.load_volume(self.cases[i], self.num_classes)
+            if v.image.shape[0] != self.in_channels:
+                raise nifti.NiftiDataError(
+                    f"image {self.cases[i].image} has {v.image.shape[0]} channel(s); the "
+                    f"dataset's first image has {self.in_channels}."
+                )
+            v.image = nifti.normalize_intensity(v.image, self.clip)
+            return v
+
+        with ThreadPoolExecutor(4) as pool:  # nibabel's gzip decoding releases the GIL
+            loaded = dict(zip(missing, pool.map(read, missing), strict=True))
+        size_gb = sum(v.image.nbytes + (v.label.nbytes if v.label is not None else 0) for v in loaded.values()) / 1e9
+        if size_gb + self._cached_gb() <= self.cache_max_gb:
+            self._volumes.update(loaded)
+        else:
+            log.warning("volumes of split '%s' (%.1f GB) exceed data.cache_max_gb; not cached", split, size_gb)
+        return [self._volumes.get(i) or loaded[i] for i in indices]
+
+    def _cached_gb(self) -> float:
+        return sum(v.image.nbytes for v in self._volumes.values()) / 1e9
+
+    # -- datasets --------------------------------------------------------------------------
+    def train_transform(self):
+        from monai import transforms as T
+
+        keys = ["image", "label"]
+        ops = [
+            T.SpatialPadd(keys, spatial_size=self.patch_size),
+            T.RandCropByPosNegLabeld(
+                keys, label_key="label", spatial_size=self.patch_size,
+                pos=self.foreground_ratio, neg=1 - self.foreground_ratio, num_samples=1,
+                allow_smaller=True,
+            ),
+        ]
+        if self.aug["flip"]:
+            ops += [T.RandFlipd(keys, prob=0.5, spatial_axis=axis) for axis in range(3)]
+        if self.aug["rotate90"]:
+            # only in planes whose patch sides are equal, so the patch keeps its shape
+            p = self.patch_size
+            for plane in ((0, 1), (0, 2), (1, 2)):
+                if p[plane[0]] == p[plane[1]]:
+                    ops.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=plane))
+        if self.aug["scale"]:
+            ops.append(T.RandScaleIntensityd("image", factors=self.aug["scale"], prob=1.0))
+        if self.aug["shift"]:
+            ops.append(T.RandShiftIntensityd("image", offsets=self.aug["shift"], prob=1.0))
+        transform = T.Compose(ops)
+        transform.set_random_state(seed=int(torch.initial_seed() % 2**32))
+        return transform
+
+    def setup(self, stage: str | None = None) -> None:
+        if stage in ("fit", None) and "train" not in self.datasets:
+            for split in ("train", "val"):
+                if not self.splits[split]:
+                    raise ValueError(
+                        f"the '{split}' split is empty ({len(self.cases)} cases, "
+                        f"{self.split_args}); lower data.test_fraction or raise data.val_fraction."
+                    )
+            self.datasets["train"] = PatchDataset(self.volumes("train"), self.train_transform(), self.samples_per_volume)
+            self.datasets["val"] = VolumeDataset(self.volumes("val"))
+        if stage in ("test", "predict", None):
+            self.datasets["test"] = VolumeDataset(self.volumes(self.split))
+
+    def _loader(self, dataset: Dataset, batch_size: int, shuffle: bool) -> DataLoader:
+        return DataLoader(
+            dataset, batch_size=batch_size, shuffle=shuffle,
+            drop_last=shuffle and len(dataset) > batch_size,
+            num_workers=self.num_workers, pin_memory=self.pin_memory,
+            persistent_workers=self.num_workers > 0, worker_init_fn=_seed_worker,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.datasets["train"], self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        # whole volumes differ in shape: one per batch
+        return self._loader(self.datasets["val"], 1, shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader(self.datasets["test"], 1, shuffle=False)
+
+    def bn_dataloader(self) -> DataLoader:
+        return self._loader(VolumeDataset(self.volumes("train")), 1, shuffle=False)
+
+    # -- outputs ---------------------------------------------------------------------------
+    def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
+        """``<case>.nii.gz`` in the source image's orientation, affine and header."""
+        volume = self.datasets["test"].volumes[index]
+        nifti.save_label_volume(pred.numpy().astype(np.int16), volume, out_dir / f"{volume.name}.nii.gz")
+
+    def write_case_table(self, dice: torch.Tensor, path: Path) -> Path:
+        """Per-case Dice table: one row per case of the test split, one column per class."""
+        names = self.datasets["test"].names
+        with path.open("w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["case", *(f"dice_{c}" for c in self.class_names)])
+            for name, row in zip(names, dice.tolist(), strict=True):
+                writer.writerow([name, *(f"{v:.6f}" for v in row)])
+        return path

@@ -1,0 +1,192 @@
+import gzip
+
+import nibabel as nib
+import numpy as np
+import pytest
+import torch
+
+from segnet.data import nifti
+from segnet.data.nifti_datamodule import NiftiDataModule, split_cases
+from segnet.metrics import per_case_dice
+from tests.helpers import ODD_AFFINE, nifti_case, nifti_dataset
+
+
+@pytest.mark.parametrize("layout", ["msd", "folders", "csv"])
+def test_every_layout_finds_the_cases(tmp_path, layout):
+    root = nifti_dataset(tmp_path / "d", layout, n=4)
+    csv = str(root / "cases.csv") if layout == "csv" else None
+    names = None if layout == "msd" else ["background", "one", "two"]
+    dm = NiftiDataModule(str(root), csv=csv, class_names=names, num_workers=0,
+                         val_fraction=0.25, test_fraction=0.25)
+    assert [c.name for c in dm.cases] == ["case_000", "case_001", "case_002", "case_003"]
+    assert dm.class_names == ["background", "one", "two"] and dm.num_classes == 3
+    assert dm.in_channels == 1
+
+
+def test_class_names_are_required_without_dataset_json(tmp_path):
+    dm = NiftiDataModule(str(nifti_dataset(tmp_path / "d", "folders", n=2)), num_workers=0)
+    with pytest.raises(ValueError, match="set data.class_names"):
+        dm.class_names
+
+
+def test_multichannel_4d_images(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=2, channels=2)
+    dm = NiftiDataModule(str(root), num_workers=0, val_fraction=0.5, test_fraction=0)
+    assert dm.in_channels == 2
+    (v,) = dm.volumes("val")
+    assert v.image.shape == (2, 19, 23, 17)
+    # each channel z-scored on its own
+    np.testing.assert_allclose(v.image.mean(axis=(1, 2, 3)), 0, atol=1e-4)
+    np.testing.assert_allclose(v.image.std(axis=(1, 2, 3)), 1, atol=1e-4)
+
+
+def test_reoriented_to_ras_and_predictions_saved_in_source_space(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=1, affine=ODD_AFFINE)
+    case = nifti.find_cases(root)[0]
+    v = nifti.load_volume(case, 3)
+    assert nib.aff2axcodes(ODD_AFFINE) != ("R", "A", "S")
+    # voxel axis 2 runs along world x (2.5 mm), axis 0 along y (0.8), axis 1 along z (1.2)
+    assert v.spacing == pytest.approx((2.5, 0.8, 1.2))
+    assert v.label.shape == (17, 19, 23)
+    # writing the RAS label as a "prediction" must reproduce the label file exactly
+    out = nifti.save_label_volume(v.label, v, tmp_path / "pred.nii.gz")
+    saved, source = nib.load(str(out)), nib.load(str(case.label))
+    assert saved.shape == source.shape
+    np.testing.assert_array_equal(np.asarray(saved.dataobj), np.asarray(source.dataobj))
+    np.testing.assert_allclose(saved.affine, source.affine)
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        nifti.save_label_volume(v.label, v, out)
+
+
+def write(path, data, affine=np.eye(4)):
+    nib.save(nib.Nifti1Image(data, affine), str(path))
+
+
+@pytest.fixture
+def one_case(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=1)
+    return root, nifti.find_cases(root)[0]
+
+
+def test_float_labels_holding_integers_are_accepted(one_case):
+    root, case = one_case
+    label = np.asarray(nib.load(str(case.label)).dataobj).astype(np.float32)
+    write(case.label, label)
+    assert nifti.load_volume(case, 3).label.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "breakage,match",
+    [
+        ("shape", r"label .*case_000.nii.gz has shape \(19, 23, 16\) but image"),
+        ("affine", r"different affines"),
+        ("value", r"holds values \[7\]; the classes are 0..2"),
+        ("fraction", r"holds non-integer values"),
+        ("truncated", r"cannot read .*imagesTr/case_000.nii.gz"),
+        ("ndim", r"has 2 dimensions"),
+    ],
+)
+def test_bad_volumes_name_the_file(one_case, breakage, match):
+    root, case = one_case
+    image, label, _ = nifti_case()
+    if breakage == "shape":
+        write(case.label, label[:, :, :16])
+    elif breakage == "affine":
+        write(case.label, label, np.diag([2.0, 1, 1, 1]))
+    elif breakage == "value":
+        label[0, 0, 0] = 7
+        write(case.label, label)
+    elif breakage == "fraction":
+        write(case.label, label.astype(np.float32) + 0.5)
+    elif breakage == "truncated":
+        data = case.image.read_bytes()
+        case.image.write_bytes(data[: len(data) // 2])
+    elif breakage == "ndim":
+        write(case.image, image[:, :, 0])
+    with pytest.raises(nifti.NiftiDataError, match=match):
+        nifti.load_volume(case, 3)
+
+
+def test_garbage_gzip_is_reported(one_case):
+    root, case = one_case
+    case.image.write_bytes(gzip.compress(b"not a nifti"))
+    with pytest.raises(nifti.NiftiDataError, match="cannot read"):
+        nifti.load_volume(case, 3)
+
+
+def test_image_without_label_in_folder_layout(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "folders", n=2)
+    (root / "labels" / "case_001.nii.gz").unlink()
+    with pytest.raises(nifti.NiftiDataError, match=r"case_001.nii.gz has no label"):
+        nifti.find_cases(root)
+
+
+def test_splits_are_seeded_disjoint_and_folds_cover():
+    names = [str(i) for i in range(20)]
+    a = split_cases(names, 0.2, 0.25, seed=1)
+    assert a == split_cases(names, 0.2, 0.25, seed=1)
+    assert a != split_cases(names, 0.2, 0.25, seed=2)
+    assert len(a["test"]) == 5 and len(a["val"]) == 4 and len(a["train"]) == 11
+    assert not set(a["train"]) & set(a["val"]) and not set(a["val"]) & set(a["test"])
+    folds = [split_cases(names, 0, 0.25, seed=1, fold=f, num_folds=3) for f in range(3)]
+    vals = sorted(i for f in folds for i in f["val"])
+    assert vals == sorted(set(range(20)) - set(a["test"]))
+    with pytest.raises(ValueError, match="data.fold=3 must be in 0..2"):
+        split_cases(names, 0, 0.25, seed=1, fold=3, num_folds=3)
+
+
+def test_patches_are_padded_and_sampled_around_foreground(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=3, shape=(15, 17, 13))
+    dm = NiftiDataModule(str(root), patch_size=(16, 24, 16), foreground_ratio=1.0,
+                         val_fraction=0.34, test_fraction=0, num_workers=0)
+    dm.setup("fit")
+    for _ in range(6):
+        s = dm.datasets["train"][0]
+        assert s["image"].shape == (1, 16, 24, 16) and s["label"].shape == (16, 24, 16)
+        assert s["label"].dtype == torch.long and (s["label"] > 0).any()
+    assert dm.datasets["val"][0]["image"].shape == (1, 15, 17, 13)  # whole volume
+
+
+def test_augmented_patches_keep_image_and_label_aligned(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=2, shape=(16, 16, 16))
+    dm = NiftiDataModule(str(root), patch_size=(12, 12, 12), val_fraction=0.5, test_fraction=0,
+                         num_workers=0, intensity_scale=0, intensity_shift=0)
+    dm.setup("fit")
+    for _ in range(8):
+        s = dm.datasets["train"][0]
+        img, lab = s["image"][0], s["label"]
+        # foreground is bright in the image wherever the label says so, after any flip/rot
+        if (lab > 0).any() and (lab == 0).any():
+            assert img[lab > 0].mean() > img[lab == 0].mean() + 1.0
+
+
+def test_per_case_dice_by_hand():
+    pred = torch.tensor([[0, 1, 1, 2], [0, 0, 0, 0]])
+    target = torch.tensor([[0, 1, 2, 2], [0, 0, 0, 0]])
+    d = per_case_dice(pred, target, 3)
+    # case 0: class 1: 2*1/(2+1); class 2: 2*1/(1+2); background 2*1/(1+1)
+    torch.testing.assert_close(d[0], torch.tensor([1.0, 2 / 3, 2 / 3], dtype=torch.float64))
+    # case 1 has no foreground at all: NaN, left out of the mean over cases
+    assert d[1, 0] == 1 and d[1, 1:].isnan().all()
+
+
+def test_sliding_window_equals_a_full_pass_when_the_volume_fits():
+    from segnet.module import SegmentationModule
+
+    torch.manual_seed(0)
+    kwargs = dict(net={"name": "unet", "features": [4, 8, 8]}, num_classes=3, in_channels=1,
+                  spatial_dims=3)
+    full = SegmentationModule(**kwargs).eval()
+    windowed = SegmentationModule(**kwargs, inferer={"roi_size": [24, 24, 24], "overlap": 0.5,
+                                                     "mode": "gaussian"}).eval()
+    windowed.load_state_dict(full.state_dict())
+    x = torch.randn(1, 1, 19, 23, 17)
+    with torch.no_grad():
+        torch.testing.assert_close(windowed.predict_logits(x), full.net(x), rtol=1e-4, atol=1e-4)
+        # a volume larger than the window is stitched from windows, still full size, and
+        # in its interior it agrees closely with a full pass (instance norm and borders
+        # differ a little)
+        big = torch.randn(1, 1, 40, 30, 26)
+        stitched = windowed.predict_logits(big)
+        assert stitched.shape == (1, 3, 40, 30, 26)
+        assert (stitched.argmax(1) == full.net(big).argmax(1)).float().mean() > 0.8
