@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[export,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[export,dev,tune,cluster]'
 	@touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install the package (editable, all extras)

@@ -8,6 +8,10 @@ from segnet.pipeline import train
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    if cfg.get("optuna"):  # hparams_search=...: a study of many training runs
+        from segnet.tune import run_study
+
+        return float(run_study(cfg).best_value)
     metrics, _ = train(cfg)
     # returned for Hydra sweepers (Optuna): the value they optimise
     value = metrics.get(f"{cfg.monitor}_best")

@@ -165,3 +165,80 @@ def verify(
         expected = net(x)
         got = LOADERS[fmt](path)(x)
     return float((expected - got.to(expected)).abs().max())
+
+
+def checkpoint_metrics(ckpt: dict[str, Any]) -> dict[str, float]:
+    """The monitored best validation score recorded in a Lightning checkpoint."""
+    out = {}
+    for key, state in (ckpt.get("callbacks") or {}).items():
+        if key.startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
+            out[str(state.get("monitor"))] = float(state["best_model_score"])
+    return out
+
+
+def export_checkpoint(
+    ckpt_path: str | Path,
+    out_dir: str | Path,
+    formats: tuple[str, ...] = FORMATS,
+    example_size: list[int] | None = None,
+) -> dict[str, float]:
+    """Write each format plus ``model.json``; return the largest reload difference per format."""
+    from segnet.model_card import CARD_NAME, make_card
+    from segnet.pipeline import load_module
+
+    unknown = set(formats) - set(FORMATS)
+    if unknown:
+        raise ValueError(f"formats {sorted(unknown)} unknown; choose from {list(FORMATS)}.")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    module = load_module(str(ckpt_path)).eval()
+    net = module.net
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    card = make_card(module, checkpoint_metrics(ckpt))
+    size = example_size or card["input"]["trained_input_size"]
+    example = None
+    if size:
+        example = torch.randn(2, net.in_channels, *size)
+    diffs = {}
+    for fmt in formats:
+        path = out_dir / f"model{SUFFIX[fmt]}"
+        if path.exists():
+            raise FileExistsError(f"{path} exists; exports are never overwritten.")
+        if fmt == "safetensors":
+            save_safetensors(net, path)
+        else:
+            WRITERS[fmt](net, path, example)
+        diffs[fmt] = verify(net, path, fmt, example)
+        print(f"{fmt:12s} {path}  largest difference on reload: {diffs[fmt]:.3g}")
+    (out_dir / CARD_NAME).write_text(
+        json.dumps(
+            {
+                **card,
+                "files": {f: f"model{SUFFIX[f]}" for f in formats},
+                "verified_max_abs_diff": diffs,
+            },
+            indent=2,
+        )
+    )
+    print(f"model card   {out_dir / CARD_NAME}")
+    return diffs
+
+
+def _main() -> None:
+    import hydra
+    from omegaconf import DictConfig
+
+    @hydra.main(version_base="1.3", config_path="../configs", config_name="export")
+    def run(cfg: DictConfig) -> None:
+        export_checkpoint(
+            cfg.ckpt_path,
+            cfg.paths.output_dir,
+            tuple(cfg.formats),
+            list(cfg.example_size) if cfg.example_size else None,
+        )
+
+    run()
+
+
+if __name__ == "__main__":
+    _main()

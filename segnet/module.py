@@ -57,6 +57,7 @@ class SegmentationModule(L.LightningModule):
         per_case_dice: bool = False,
         monitor: str = "val/miou",
         compile: bool = False,
+        channels_last: bool = False,
         data_info: dict[str, Any] | None = None,
     ):
         super().__init__()
@@ -106,10 +107,22 @@ class SegmentationModule(L.LightningModule):
         )
         self.case_dice = nn.ModuleDict({s: CatMetric(nan_strategy="disable") for s in STAGES})
         self.best = MaxMetric()
+        self.best.persistent(True)  # kept in checkpoints, so a resumed run's best survives
         self.last_confusion: dict[str, torch.Tensor] = {}
         self.last_case_dice: dict[str, torch.Tensor] = {}
+        # channels_last helps convolutions on GPU but makes max-unpool networks several
+        # times slower on CPU, hence off unless asked for.
+        self.channels_last = channels_last and spatial_dims == 2
+        if self.channels_last:
+            self.net.to(memory_format=torch.channels_last)
         if compile:
+            # compiles forward in place: the state_dict keeps its plain keys
             self.net.compile()
+
+    def on_after_batch_transfer(self, batch: dict, dataloader_idx: int) -> dict:
+        if self.channels_last:
+            batch["image"] = batch["image"].contiguous(memory_format=torch.channels_last)
+        return batch
 
     # -- inference ----------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,8 @@ from typing import Any
 import lightning as L
 import torch
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.callbacks.progress import progress_bar
 from segnet.module import SegmentationModule
@@ -108,9 +109,26 @@ def run_test(
     return dict(results[0]) if results else {}
 
 
+def resume_dir(ckpt_path: str | None) -> Path | None:
+    """The run directory a checkpoint belongs to (``<run>/checkpoints/x.ckpt``), if any."""
+    if not ckpt_path:
+        return None
+    ckpt = Path(ckpt_path).expanduser().resolve()
+    if not ckpt.is_file():
+        raise FileNotFoundError(f"ckpt_path={ckpt_path!r}: no such file.")
+    run = ckpt.parent.parent
+    return run if ckpt.parent.name == "checkpoints" and (run / "tensorboard").is_dir() else None
+
+
 def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
+    resumed = resume_dir(cfg.get("ckpt_path"))
+    if resumed is not None:
+        # continue the same run: checkpoints, TensorBoard curves and metrics.json go on there
+        with open_dict(cfg):
+            cfg.paths.output_dir = str(resumed)
+        log.info("resuming %s in %s", cfg.ckpt_path, resumed)
     out_dir = Path(cfg.paths.output_dir)
     dm = build_datamodule(cfg)
     dm.prepare_data()
@@ -120,7 +138,13 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     metrics: dict[str, float] = {}
 
     if cfg.get("train", True):
-        trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
+        try:
+            trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
+        except SIGTERMException:
+            # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested
+            raise SystemExit(
+                f"training interrupted; resume with ckpt_path={out_dir}/checkpoints/last.ckpt"
+            ) from None
         metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
 
     if cfg.get("test", True):
@@ -139,7 +163,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
                 out_dir,
                 module,
                 dm,
-                test_metrics,
+                metrics,
                 split=split,
                 ckpt_path=best,
                 recompute_bn=cfg.get("recompute_bn", False),
@@ -156,13 +180,18 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
 
 
 def load_module(ckpt_path: str) -> SegmentationModule:
+    """A checkpoint (.ckpt) or an exported model (.safetensors/.onnx/.pt2 + model.json)."""
     path = Path(ckpt_path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(
             f"ckpt_path={ckpt_path!r}: no such file. Point it at a .ckpt from a training run "
-            "(outputs/train/runs/<date>/checkpoints/best.ckpt)."
+            "(outputs/train/runs/<date>/checkpoints/best.ckpt) or an exported model."
         )
-    return SegmentationModule.load_from_checkpoint(path, map_location="cpu")
+    if path.suffix != ".ckpt":
+        from segnet.model_card import load_exported_module
+
+        return load_exported_module(path)
+    return SegmentationModule.load_from_checkpoint(path, map_location="cpu", weights_only=True)
 
 
 def print_table(metrics: dict[str, float], title: str) -> None:

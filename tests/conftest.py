@@ -38,3 +38,50 @@ def compose(config_name: str, overrides: list[str], output_dir: Path):
         cfg.paths.output_dir = str(output_dir)  # stands for ${hydra:runtime.output_dir}
         del cfg["hydra"]
     return cfg
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A tiny, fast CamVid recipe for end-to-end tests (SegNet-Basic with 8 features).
+TINY_CAMVID = [
+    "experiment=camvid_segnet_basic",
+    "model.net.features=[8,8,8,8]",
+    "model.net.kernel_size=3",
+    "model/optimizer=adamw",
+    "model.optimizer.lr=0.01",
+    "data.batch_size=2",
+    "data.eval_batch_size=2",
+    "data.num_workers=0",
+    "trainer.max_epochs=2",
+    "trainer.accelerator=cpu",
+    "trainer.log_every_n_steps=1",
+    "recompute_bn=false",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_camvid(tmp_path_factory) -> Path:
+    from tests.helpers import camvid_like
+
+    return camvid_like(tmp_path_factory.mktemp("tiny") / "CamVid")
+
+
+def run_cli(args: list[str], cwd: Path, timeout: int = 600, env: dict | None = None):
+    """Run a project entry point as a user would, in ``cwd``; fail with its output."""
+    import subprocess
+    import sys
+
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(
+            f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
+    return proc

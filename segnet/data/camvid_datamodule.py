@@ -8,12 +8,12 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 
 from segnet.data import camvid
+from segnet.data.base import SegmentationDataModule
 from segnet.data.download import download_dataset
 from segnet.data.transforms import (
     IMAGENET_MEAN,
@@ -41,7 +41,7 @@ class ImageLabelDataset(Dataset):
         return {"image": image.as_subclass(torch.Tensor), "label": label.as_subclass(torch.Tensor).long(), "index": i}
 
 
-class CamVidDataModule(L.LightningDataModule):
+class CamVidDataModule(SegmentationDataModule):
     """CamVid train/val/test loaders with the paper's class balancing.
 
     Args:
@@ -71,7 +71,7 @@ class CamVidDataModule(L.LightningDataModule):
         batch_size: int = 4,
         eval_batch_size: int | None = None,
         num_workers: int = 2,
-        pin_memory: bool = False,
+        pin_memory: bool | None = None,
         split: str = "test",
         class_weights: str | Sequence[float] = "median_frequency",
         mean: Sequence[float] = IMAGENET_MEAN,
@@ -147,26 +147,6 @@ class CamVidDataModule(L.LightningDataModule):
             self.datasets["test"] = self.eval_dataset(self.split)
 
     # -- loaders ------------------------------------------------------------------------
-    def _loader(self, dataset: Dataset, batch_size: int, shuffle: bool) -> DataLoader:
-        return DataLoader(
-            dataset,
-            batch_size=batch_size,
-            shuffle=shuffle,
-            drop_last=shuffle and len(dataset) > batch_size,
-            num_workers=self.num_workers,
-            pin_memory=self.pin_memory,
-            persistent_workers=self.num_workers > 0,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader(self.datasets["train"], self.batch_size, shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader(self.datasets["val"], self.eval_batch_size, shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader(self.datasets["test"], self.eval_batch_size, shuffle=False)
-
     def bn_dataloader(self) -> DataLoader:
         """The training split without augmentation, in order: for recomputing BatchNorm."""
         return self._loader(self.eval_dataset("train"), self.eval_batch_size, shuffle=False)

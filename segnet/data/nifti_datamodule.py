@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import lightning as L
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from segnet.data import nifti
+from segnet.data.base import SegmentationDataModule
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
@@ -97,7 +97,7 @@ def _seed_worker(worker_id: int) -> None:
         transform.set_random_state(seed=torch.initial_seed() % 2**32)
 
 
-class NiftiDataModule(L.LightningDataModule):
+class NiftiDataModule(SegmentationDataModule):
     """NIfTI volumes in the Decathlon layout, plain folders or a CSV.
 
     Example:
@@ -108,6 +108,7 @@ class NiftiDataModule(L.LightningDataModule):
 
     spatial_dims = 3
     ignore_index = None
+    worker_init_fn = staticmethod(_seed_worker)
     class_weights = None
 
     def __init__(
@@ -119,11 +120,10 @@ class NiftiDataModule(L.LightningDataModule):
         class_names: Sequence[str] | None = None,
         patch_size: Sequence[int] = (40, 56, 40),
         batch_size: int = 4,
-        eval_batch_size: int = 1,
         samples_per_volume: int = 1,
         foreground_ratio: float = 0.5,
         num_workers: int = 2,
-        pin_memory: bool = False,
+        pin_memory: bool | None = None,
         split: str = "test",
         val_fraction: float = 0.1,
         test_fraction: float = 0.2,
@@ -147,7 +147,8 @@ class NiftiDataModule(L.LightningDataModule):
         self.csv, self.image_dir, self.label_dir = csv, image_dir, label_dir
         self._class_names = list(class_names) if class_names else None
         self.patch_size = tuple(int(p) for p in patch_size)
-        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        # whole volumes differ in shape, so validation and testing take one at a time
+        self.batch_size, self.eval_batch_size = batch_size, 1
         self.samples_per_volume, self.foreground_ratio = samples_per_volume, foreground_ratio
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
@@ -264,24 +265,6 @@ class NiftiDataModule(L.LightningDataModule):
             self.datasets["val"] = VolumeDataset(self.volumes("val"))
         if stage in ("test", "predict", None):
             self.datasets["test"] = VolumeDataset(self.volumes(self.split))
-
-    def _loader(self, dataset: Dataset, batch_size: int, shuffle: bool) -> DataLoader:
-        return DataLoader(
-            dataset, batch_size=batch_size, shuffle=shuffle,
-            drop_last=shuffle and len(dataset) > batch_size,
-            num_workers=self.num_workers, pin_memory=self.pin_memory,
-            persistent_workers=self.num_workers > 0, worker_init_fn=_seed_worker,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader(self.datasets["train"], self.batch_size, shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        # whole volumes differ in shape: one per batch
-        return self._loader(self.datasets["val"], 1, shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader(self.datasets["test"], 1, shuffle=False)
 
     def bn_dataloader(self) -> DataLoader:
         return self._loader(VolumeDataset(self.volumes("train")), 1, shuffle=False)

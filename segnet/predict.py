@@ -1,0 +1,102 @@
+"""Masks from images or volumes with a trained or exported model.
+
+API::
+
+    from segnet.predict import Predictor
+    predictor = Predictor("export/model.onnx")        # or .safetensors, .pt2, .ckpt
+    mask = predictor.predict_image(rgb_uint8_array)     # (H, W) class indices
+    predictor.predict_file("scan.nii.gz", "out/")       # writes out/scan.nii.gz
+
+CLI::
+
+    python -m segnet.predict export/model.onnx frame1.png frame2.png --out masks/
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from segnet.data import nifti
+from segnet.data.camvid import colorize
+from segnet.data.transforms import resize_images
+
+
+class Predictor:
+    def __init__(self, model_path: str | Path, device: str = "cpu"):
+        from segnet.pipeline import load_module
+
+        self.module = load_module(str(model_path)).to(device).eval()
+        self.device = torch.device(device)
+        self.info = self.module.hparams.get("data_info") or {}
+        self.palette = self.info.get("palette") or [(0, 0, 0)]
+
+    @torch.no_grad()
+    def predict_image(self, rgb: np.ndarray) -> np.ndarray:
+        """(H, W, 3) uint8 -> (H, W) uint8 class indices at the image's own size."""
+        if rgb.ndim != 3 or rgb.shape[2] != 3:
+            raise ValueError(f"expected an (H, W, 3) RGB image, got shape {rgb.shape}.")
+        norm = self.info.get("normalization") or {"mean": [0, 0, 0], "std": [1, 1, 1]}
+        x = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None]
+        if self.info.get("input_size"):
+            x = resize_images(x, self.info["input_size"])
+        mean = torch.tensor(norm["mean"]).view(1, 3, 1, 1)
+        std = torch.tensor(norm["std"]).view(1, 3, 1, 1)
+        x = ((x.float() / 255 - mean) / std).to(self.device)
+        pred = self.module.predict_logits(x, rgb.shape[:2]).argmax(1)[0]
+        return pred.cpu().numpy().astype(np.uint8)
+
+    @torch.no_grad()
+    def predict_volume(self, path: str | Path) -> tuple[np.ndarray, nifti.Volume]:
+        """A NIfTI file -> (RAS label map, the volume it came from)."""
+        volume = nifti.load_volume(nifti.Case(nifti.case_name(Path(path)), Path(path), None))
+        clip = (self.info.get("normalization") or {}).get("clip")
+        x = torch.from_numpy(nifti.normalize_intensity(volume.image, clip))[None].to(self.device)
+        pred = self.module.predict_logits(x).argmax(1)[0]
+        return pred.cpu().numpy().astype(np.int16), volume
+
+    def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:
+        """Write the mask(s) of one input file into ``out_dir``; never overwrites."""
+        from PIL import Image
+
+        path, out_dir = Path(path), Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if path.name.endswith(nifti.NIFTI_SUFFIXES):
+            pred, volume = self.predict_volume(path)
+            return [nifti.save_label_volume(pred, volume, out_dir / path.name)]
+        with Image.open(path) as im:
+            mask = self.predict_image(np.asarray(im.convert("RGB")))
+        written = []
+        for target, array in (
+            (out_dir / f"{path.stem}.png", mask),
+            (out_dir / f"{path.stem}_color.png", colorize(mask, self.palette)),
+        ):
+            if target.exists():
+                raise FileExistsError(f"{target} exists; predictions are never overwritten.")
+            Image.fromarray(array).save(target)
+            written.append(target)
+        return written
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m segnet.predict", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "model", help=".ckpt, or an exported .safetensors/.onnx/.pt2 with model.json"
+    )
+    parser.add_argument("inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes")
+    parser.add_argument("--out", required=True, help="folder for the masks")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    predictor = Predictor(args.model, args.device)
+    for item in args.inputs:
+        for written in predictor.predict_file(item, args.out):
+            print(written)
+
+
+if __name__ == "__main__":
+    main()

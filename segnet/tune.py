@@ -1,0 +1,80 @@
+"""Hyperparameter search with Optuna, run from ``train.py hparams_search=<name>``.
+
+Why not hydra-optuna-sweeper: its newest release (1.3.0) pins ``optuna<3`` (2.10.1, from
+2021), whose SQLite storage fails with SQLAlchemy 2 (checked here; see README). This
+drives a maintained Optuna directly: each trial sets the sampled values on the composed
+config and calls :func:`segnet.pipeline.train`, in its own ``trial_<n>`` folder.
+
+A search config (``configs/hparams_search/*.yaml``) holds::
+
+    optuna:
+      direction: maximize
+      n_trials: 20
+      storage: null            # or sqlite:///path/study.db (resumable, shareable)
+      study_name: camvid
+      seed: 0
+      params:                  # dotted config key -> distribution
+        model.optimizer.lr: {type: float, low: 1.0e-4, high: 1.0e-2, log: true}
+        data.batch_size: {type: categorical, choices: [4, 8]}
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+log = logging.getLogger(__name__)
+
+
+def suggest(trial, name: str, spec: dict[str, Any]) -> Any:
+    kind = spec.get("type", "float")
+    if kind == "float":
+        return trial.suggest_float(name, spec["low"], spec["high"], log=spec.get("log", False))
+    if kind == "int":
+        return trial.suggest_int(name, spec["low"], spec["high"], log=spec.get("log", False))
+    if kind == "categorical":
+        return trial.suggest_categorical(name, list(spec["choices"]))
+    raise ValueError(f"optuna.params.{name}: type {kind!r} unknown; use float, int or categorical.")
+
+
+def run_study(cfg: DictConfig):
+    """Run the study described by ``cfg.optuna``; returns the Optuna study."""
+    try:
+        import optuna
+    except ImportError as err:
+        raise ImportError("hparams_search needs optuna: pip install -e '.[tune]'") from err
+    from segnet.pipeline import train
+
+    opt = cfg.optuna
+    sampler = optuna.samplers.TPESampler(seed=opt.get("seed"))
+    study = optuna.create_study(
+        direction=opt.get("direction", "maximize"),
+        storage=opt.get("storage"),
+        study_name=opt.get("study_name"),
+        sampler=sampler,
+        load_if_exists=True,
+    )
+    base_dir = Path(cfg.paths.output_dir)
+    metric = f"{cfg.monitor}_best"
+
+    def objective(trial) -> float:
+        trial_cfg = copy.deepcopy(cfg)
+        with open_dict(trial_cfg):
+            del trial_cfg["optuna"]
+            for key, spec in opt.params.items():
+                OmegaConf.update(trial_cfg, key, suggest(trial, key, spec), merge=False)
+            trial_cfg.paths.output_dir = str(base_dir / f"trial_{trial.number}")
+        metrics, _ = train(trial_cfg)
+        if metric not in metrics:
+            raise RuntimeError(f"trial {trial.number} reported no {metric}")
+        return metrics[metric]
+
+    study.optimize(objective, n_trials=opt.get("n_trials", 10))
+    best = study.best_trial
+    log.info("best trial %d: %s = %.4f with %s", best.number, metric, best.value, best.params)
+    print(f"best trial {best.number}: {metric} = {best.value:.4f} with {best.params}")
+    return study

@@ -1,0 +1,67 @@
+"""Every option of every config group composes, and instantiates where it can here."""
+
+import pytest
+import torch
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.utils import instantiate
+
+from tests.conftest import CONFIGS
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+
+
+def compose_train(overrides):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return hydra_compose("train", overrides=overrides)
+
+
+GROUPS = [
+    "data",
+    "model",
+    "trainer",
+    "experiment",
+    "debug",
+    "model/optimizer",
+    "model/scheduler",
+    "hparams_search",
+    "logger",
+]
+CASES = [(g, o) for g in GROUPS for o in options(g)]
+
+
+@pytest.mark.parametrize("group,option", CASES, ids=[f"{g}={o}" for g, o in CASES])
+def test_every_option_composes(group, option, tiny_camvid):
+    cfg = compose_train(
+        [f"{group}={option}", f"data.root={tiny_camvid}"]
+        if group != "experiment"
+        else [f"{group}={option}"]
+    )
+    assert cfg.model._target_ == "segnet.module.SegmentationModule"
+    if group == "trainer":
+        if ("gpu" in option or option == "ddp") and not torch.cuda.is_available():
+            return  # composes; a GPU trainer cannot be built without a GPU
+        cfg.trainer.pop("default_root_dir")
+        trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False)
+        assert trainer is not None
+    if group in ("model", "model/optimizer", "model/scheduler"):
+        module = instantiate(
+            cfg.model,
+            num_classes=3,
+            in_channels=1 if "3d" in option else 3,
+            spatial_dims=3 if "3d" in option else 2,
+            _convert_="all",
+        )
+        assert module.net.out_channels == 3
+
+
+def test_default_is_the_paper_recipe():
+    cfg = compose_train([])
+    assert cfg.model.net.name == "segnet" and cfg.model.net.encoder_weights == "imagenet"
+    assert cfg.data.root == "data/CamVid" and cfg.data.image_size is None
+    assert cfg.recompute_bn is True and cfg.monitor == "val/miou"
+    assert cfg.model.optimizer._target_ == "torch.optim.SGD" and cfg.model.optimizer.lr == 0.1

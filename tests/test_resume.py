@@ -1,0 +1,134 @@
+"""Resume, interruption by signals, atomic checkpoints, reproducibility."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from segnet.pipeline import train
+from tests.conftest import REPO, TINY_CAMVID, compose
+
+
+def scalars(run_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0}).Reload()
+    return acc.Scalars(tag)
+
+
+def test_resume_continues_the_same_run(tiny_camvid, tmp_path):
+    run = tmp_path / "run"
+    base = TINY_CAMVID + [
+        f"data.root={tiny_camvid}",
+        "test=false",
+        "model/scheduler=cosine",
+        "trainer.max_epochs=4",
+    ]
+    first = compose("train", base + ["trainer.max_epochs=2"], run)
+    train(first)
+    ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["epoch"] == 1 and ckpt["global_step"] == 6  # 2 epochs x 3 steps
+    best_before = ckpt["state_dict"]["best.max_value"]
+
+    # the resumed run is told to write elsewhere, but continues in the checkpoint's run
+    second = compose(
+        "train", base + [f"ckpt_path={run}/checkpoints/last.ckpt"], tmp_path / "elsewhere"
+    )
+    train(second)
+    assert not (tmp_path / "elsewhere" / "checkpoints").exists()
+    ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["epoch"] == 3 and ckpt["global_step"] == 12
+    assert ckpt["state_dict"]["best.max_value"] >= best_before  # the best survives resume
+    # the cosine schedule continued rather than restarting
+    assert ckpt["lr_schedulers"][0]["last_epoch"] == 12
+    steps = [s.step for s in scalars(run, "val/miou")]
+    assert len(steps) == 4 and steps == sorted(steps)  # one curve, four epochs
+
+
+def test_same_seed_same_metrics(tiny_camvid, tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        cfg = compose("train", TINY_CAMVID + [f"data.root={tiny_camvid}"], tmp_path / name)
+        metrics, _ = train(cfg)
+        runs.append({k: v for k, v in metrics.items() if k.startswith(("val/", "test/"))})
+    assert runs[0] == runs[1]
+
+
+def start_training(tiny_camvid, run_dir):
+    args = [
+        sys.executable,
+        "train.py",
+        *TINY_CAMVID,
+        f"data.root={tiny_camvid}",
+        "trainer.max_epochs=1000",
+        f"hydra.run.dir={run_dir}",
+    ]
+    log = run_dir.parent / f"{run_dir.name}.log"
+    with log.open("w") as out:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            args,
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    return proc, log
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_saves_a_checkpoint_that_resumes(tiny_camvid, tmp_path, signum):
+    run = tmp_path / "run"
+    proc, log = start_training(tiny_camvid, run)
+    deadline = time.time() + 240
+    while "epoch 1 " not in log.read_text():  # well into training
+        assert proc.poll() is None, log.read_text()[-3000:]
+        assert time.time() < deadline, "training did not start"
+        time.sleep(0.5)
+    proc.send_signal(signum)
+    proc.wait(timeout=120)
+    text = log.read_text()
+    assert proc.returncode != 0  # stopped, not finished
+    assert "resume with ckpt_path=" in text, text[-3000:]
+    ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["global_step"] >= 6  # at least the two epochs the log showed
+
+    resumed = compose(
+        "train",
+        TINY_CAMVID
+        + [
+            f"data.root={tiny_camvid}",
+            "test=false",
+            f"trainer.max_epochs={ckpt['epoch'] + 2}",
+            f"ckpt_path={run}/checkpoints/last.ckpt",
+        ],
+        tmp_path / "x",
+    )
+    metrics, objects = train(resumed)
+    assert objects["trainer"].global_step > ckpt["global_step"]
+
+
+ATOMIC_WRITER = """
+import sys, torch
+from lightning.fabric.utilities.cloud_io import _atomic_save
+i = 0
+while True:  # what trainer.save_checkpoint does for last.ckpt, as fast as possible
+    _atomic_save({"i": i, "w": torch.full((4_000_000,), float(i))}, sys.argv[1])
+    i += 1
+"""
+
+
+def test_a_kill_during_a_checkpoint_write_leaves_a_loadable_checkpoint(tmp_path):
+    path = tmp_path / "last.ckpt"
+    for attempt in range(5):
+        proc = subprocess.Popen([sys.executable, "-c", ATOMIC_WRITER, str(path)])
+        while not path.exists():
+            time.sleep(0.05)
+        time.sleep(0.3 + 0.17 * attempt)  # kill at varying points of a write
+        proc.kill()
+        proc.wait()
+        ckpt = torch.load(path, weights_only=True)
+        assert torch.all(ckpt["w"] == ckpt["i"])  # a whole checkpoint, never a partial one
