@@ -76,6 +76,11 @@ class ExportedNet(nn.Module):
     def spec(self) -> dict[str, Any]:
         return dict(self._spec)
 
+    def train(self, mode: bool = True) -> ExportedNet:
+        # An exported program has one fixed mode (inference) and refuses train()/eval().
+        self.training = mode
+        return self
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.run(x).to(x.device)
 

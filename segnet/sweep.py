@@ -16,21 +16,29 @@ log = logging.getLogger(__name__)
 
 
 def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
+    """One row per job: the overrides that vary across the sweep, the best validation
+    metric and the test metrics (overrides common to every job are left out)."""
+    jobs = sorted(
+        (p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
+        key=lambda p: int(p.name),
+    )
+    overrides = {}
+    for job in jobs:
+        path = job / ".hydra" / "overrides.yaml"
+        overrides[job] = yaml.safe_load(path.read_text()) if path.is_file() else []
+    common = set.intersection(*(set(o) for o in overrides.values())) if overrides else set()
     rows = []
-    jobs = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()]
-    for job in sorted(jobs, key=lambda p: int(p.name)):
-        overrides_file = job / ".hydra" / "overrides.yaml"
-        overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.is_file() else []
-        row: dict[str, Any] = {"job": int(job.name), "overrides": " ".join(overrides)}
+    for job in jobs:
+        row: dict[str, Any] = {
+            "job": int(job.name),
+            "overrides": " ".join(o for o in overrides[job] if o not in common),
+        }
         metrics_file = job / "metrics.json"
-        if metrics_file.is_file():
-            metrics = json.loads(metrics_file.read_text())["metrics"]
-            row[f"{monitor}_best"] = metrics.get(f"{monitor}_best")
-            for key in sorted(metrics):
-                if key.startswith("test/") and key.count("/") == 1:
-                    row[key] = metrics[key]
-        else:
-            row[f"{monitor}_best"] = None  # failed or still running
+        metrics = json.loads(metrics_file.read_text())["metrics"] if metrics_file.is_file() else {}
+        row[f"{monitor}_best"] = metrics.get(f"{monitor}_best")  # None: failed or unfinished
+        for key in sorted(metrics):
+            if key.startswith("test/") and key.count("/") == 1:
+                row[key] = metrics[key]
         row["dir"] = str(job)
         rows.append(row)
     return rows

@@ -36,17 +36,19 @@ CASES = [(g, o) for g in GROUPS for o in options(g)]
 
 @pytest.mark.parametrize("group,option", CASES, ids=[f"{g}={o}" for g, o in CASES])
 def test_every_option_composes(group, option, tiny_camvid):
-    cfg = compose_train(
-        [f"{group}={option}", f"data.root={tiny_camvid}"]
-        if group != "experiment"
-        else [f"{group}={option}"]
-    )
+    overrides = [f"{group}={option}"]
+    if group != "experiment":
+        overrides.append(f"data.root={tiny_camvid}")
+    cfg = compose_train(overrides)
+    if cfg.model.net.get("encoder_weights"):
+        cfg.model.net.encoder_weights = None  # no downloads in tests
     assert cfg.model._target_ == "segnet.module.SegmentationModule"
     if group == "trainer":
         if ("gpu" in option or option == "ddp") and not torch.cuda.is_available():
             return  # composes; a GPU trainer cannot be built without a GPU
-        cfg.trainer.pop("default_root_dir")
-        trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False)
+        trainer = instantiate(
+            cfg.trainer, logger=False, enable_checkpointing=False, default_root_dir=str(tiny_camvid)
+        )
         assert trainer is not None
     if group in ("model", "model/optimizer", "model/scheduler"):
         module = instantiate(
@@ -61,7 +63,8 @@ def test_every_option_composes(group, option, tiny_camvid):
 
 def test_default_is_the_paper_recipe():
     cfg = compose_train([])
+    assert cfg == compose_train(["experiment=camvid_segnet"])
     assert cfg.model.net.name == "segnet" and cfg.model.net.encoder_weights == "imagenet"
     assert cfg.data.root == "data/CamVid" and cfg.data.image_size is None
-    assert cfg.recompute_bn is True and cfg.monitor == "val/miou"
+    assert cfg.recompute_bn is True and cfg.monitor == "val/miou" and cfg.data.batch_size == 12
     assert cfg.model.optimizer._target_ == "torch.optim.SGD" and cfg.model.optimizer.lr == 0.1

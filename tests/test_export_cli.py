@@ -98,6 +98,7 @@ def test_predict_volume_from_exported_3d_model(tmp_path):
             "data.num_workers=0",
             "model.net.features=[4,8]",
             "trainer.max_epochs=1",
+            "trainer.check_val_every_n_epoch=1",
             "trainer.accelerator=cpu",
             "data.val_fraction=0.2",
             "data.test_fraction=0.2",
