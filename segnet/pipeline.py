@@ -89,24 +89,39 @@ def test_split(dm: L.LightningDataModule) -> str:
 
 
 def write_outputs(
-    out_dir: Path, module: SegmentationModule, dm: Any, metrics: dict, **extra: Any
+    out_dir: Path,
+    module: SegmentationModule,
+    dm: Any,
+    metrics: dict,
+    split: str,
+    ckpt_path: str,
+    cfg: DictConfig,
 ) -> None:
-    """metrics.json, plus the per-case Dice table for volumes."""
-    write_metrics(out_dir / "metrics.json", metrics, **extra)
+    """metrics.json (with what was tested, on which split), plus per-case Dice for volumes."""
+    write_metrics(
+        out_dir / "metrics.json",
+        metrics,
+        split=split,
+        ckpt_path=str(ckpt_path),
+        recompute_bn=cfg.get("recompute_bn", False),
+    )
     dice = module.last_case_dice.get("test")
     if dice is not None and hasattr(dm, "write_case_table"):
         dm.write_case_table(dice, out_dir / "per_case.csv")
 
 
 def run_test(
-    trainer: L.Trainer, module: SegmentationModule, dm: L.LightningDataModule, recompute_bn: bool
-) -> dict[str, float]:
-    if recompute_bn:
+    trainer: L.Trainer, module: SegmentationModule, dm: L.LightningDataModule, cfg: DictConfig
+) -> tuple[dict[str, float], str]:
+    """Test on the configured split (BatchNorm recomputed first if asked); returns the
+    metrics and the split actually used."""
+    split = test_split(dm)
+    if cfg.get("recompute_bn", False):
         dm.setup("test")
         n = module.to(trainer.strategy.root_device).recompute_batchnorm(dm.bn_dataloader())
         log.info("recomputed BatchNorm statistics over %d training batches", n)
     results = trainer.test(module, datamodule=dm, verbose=False)
-    return dict(results[0]) if results else {}
+    return (dict(results[0]) if results else {}), split
 
 
 def resume_dir(ckpt_path: str | None) -> Path | None:
@@ -155,19 +170,10 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             log.info("testing the best checkpoint %s", best)
         else:
             log.warning("no best checkpoint was saved: testing the weights as they are now")
-        split = test_split(dm)
-        test_metrics = run_test(trainer, module, dm, cfg.get("recompute_bn", False))
+        test_metrics, split = run_test(trainer, module, dm, cfg)
         metrics.update(test_metrics)
         if trainer.is_global_zero:
-            write_outputs(
-                out_dir,
-                module,
-                dm,
-                metrics,
-                split=split,
-                ckpt_path=best,
-                recompute_bn=cfg.get("recompute_bn", False),
-            )
+            write_outputs(out_dir, module, dm, metrics, split, best, cfg)
         objects["best_ckpt"] = best
 
     for logger in trainer.loggers:
@@ -222,17 +228,9 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     dm = instantiate(data_cfg, _convert_="all")
     out_dir = Path(cfg.paths.output_dir)
     trainer = build_trainer(cfg)
-    split = test_split(dm)
-    metrics = run_test(trainer, module, dm, cfg.get("recompute_bn", False))
-    write_outputs(
-        out_dir,
-        module,
-        dm,
-        metrics,
-        split=split,
-        ckpt_path=str(cfg.ckpt_path),
-        recompute_bn=cfg.get("recompute_bn", False),
-    )
+    metrics, split = run_test(trainer, module, dm, cfg)
+    if trainer.is_global_zero:
+        write_outputs(out_dir, module, dm, metrics, split, cfg.ckpt_path, cfg)
     print_table({k: v for k, v in metrics.items()}, f"{Path(cfg.ckpt_path).name} on {split}")
     if cfg.get("save_predictions"):
         save_predictions(module, dm, out_dir / "predictions", trainer.strategy.root_device)

@@ -8,23 +8,10 @@ import torch
 from PIL import Image
 
 from segnet.pipeline import evaluate, train
-from tests.conftest import compose
+from tests.conftest import TINY_CAMVID, compose
 from tests.helpers import camvid_like
 
-FAST = [
-    "experiment=camvid_segnet_basic",
-    "model.net.features=[8,8,8,8]",
-    "model.net.kernel_size=3",
-    "model/optimizer=adamw",
-    "model.optimizer.lr=0.01",
-    "data.batch_size=2",
-    "data.eval_batch_size=2",
-    "data.num_workers=0",
-    "trainer.max_epochs=2",
-    "trainer.accelerator=cpu",
-    "trainer.log_every_n_steps=1",
-    "recompute_bn=false",
-]
+FAST = TINY_CAMVID
 
 
 @pytest.fixture(scope="module")
