@@ -84,7 +84,7 @@ def pipeline_rate(cfg: DictConfig, steps: int, warmup: int) -> tuple[float, list
         cfg.logger = {}
     dm = build_datamodule(cfg)
     module = build_module(cfg, dm)
-    trainer = build_trainer(cfg, enable_checkpointing=False, enable_progress_bar=False)
+    trainer = build_trainer(cfg, progress=False, enable_checkpointing=False)
     timer = StepTimer(trainer.strategy.root_device)
     trainer.callbacks.append(timer)
     trainer.fit(module, datamodule=dm)

@@ -63,9 +63,12 @@ def data_info(dm: L.LightningDataModule) -> dict[str, Any]:
     }
 
 
-def build_trainer(cfg: DictConfig, **overrides: Any) -> L.Trainer:
+def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L.Trainer:
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c]
-    callbacks.append(progress_bar())
+    if progress:
+        callbacks.append(progress_bar())
+    else:
+        overrides["enable_progress_bar"] = False
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values() if c]
     return instantiate(
         cfg.trainer, **{"callbacks": callbacks, "logger": loggers or False, **overrides}
