@@ -137,3 +137,18 @@ def test_two_runs_in_the_same_second_get_their_own_directories():
         a = hydra_compose("train", return_hydra_config=True).hydra.run.dir
         b = hydra_compose("train", return_hydra_config=True).hydra.run.dir
     assert a != b and a.startswith("outputs/train/runs/")
+
+
+@pytest.mark.slow
+def test_compiled_network_trains_and_saves_plain_keys(tiny_camvid, tmp_path):
+    """model.compile=true (torch.compile, in place): checkpoints keep the plain keys that
+    export and evaluate expect."""
+    cfg = compose(
+        "train",
+        FAST + [f"data.root={tiny_camvid}", "model.compile=true", "trainer.max_epochs=1"],
+        tmp_path,
+    )
+    metrics, _ = train(cfg)
+    state = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)["state_dict"]
+    assert state and not any("_orig_mod" in k for k in state)
+    assert 0 <= metrics["test/miou"] <= 1
