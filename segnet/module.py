@@ -79,7 +79,6 @@ class SegmentationModule(L.LightningModule):
         self.scheduler_interval = scheduler_interval
         self.loss_weights = {"ce": 1.0, "dice": 0.0, **(loss or {})}
         weights = None if class_weights is None else torch.tensor(class_weights)
-        self.register_buffer("class_weights", weights, persistent=False)
         self.ce = nn.CrossEntropyLoss(
             weight=weights, ignore_index=-100 if ignore_index is None else ignore_index
         )

@@ -106,9 +106,10 @@ class CamVidDataModule(SegmentationDataModule):
         if (self.root / "train").is_dir() or (self.root / "train.txt").is_file():
             return
         if self.download:
-            download_dataset(self.url, self.root, marker=("train", "trainannot"), expected_counts={
-                f"{s}": n for s, n in self.expected_counts.items()
-            })
+            download_dataset(
+                self.url, self.root, marker=("train", "trainannot"),
+                expected_counts=self.expected_counts,
+            )
             return
         raise FileNotFoundError(
             f"CamVid not found at {self.root.resolve()} (expected train/ trainannot/ val/ "

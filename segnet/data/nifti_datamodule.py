@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nibabel as nib
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
@@ -163,8 +164,9 @@ class NiftiDataModule(SegmentationDataModule):
         self.splits = split_cases([c.name for c in self.cases], **self.split_args)
         self._volumes: dict[int, nifti.Volume] = {}
         self.datasets: dict[str, Dataset] = {}
-        first = nifti.load_volume(self.cases[0])
-        self.in_channels = first.image.shape[0]
+        # the header alone gives the channel count; volumes are read (once) in setup
+        shape = nib.load(str(self.cases[0].image)).shape
+        self.in_channels = shape[3] if len(shape) == 4 else 1
 
     # -- what the model needs to know -----------------------------------------------------
     @property
