@@ -53,6 +53,9 @@ class CheckpointOnInterrupt(L.Callback):
         folder = Path(ckpt.dirpath) if ckpt and ckpt.dirpath else Path(trainer.default_root_dir)
         path = folder / self.filename
         trainer.save_checkpoint(path)  # Lightning writes a temporary file, then renames
+        # With AsyncCheckpointIO the write runs in a thread: wait for it (and for any
+        # pending best.ckpt) before the process goes on to exit.
+        trainer.strategy.checkpoint_io.teardown()
         if trainer.is_global_zero:
             log.warning("interrupted: saved %s; resume with ckpt_path=%s", path, path)
 

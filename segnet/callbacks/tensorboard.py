@@ -1,11 +1,20 @@
-"""TensorBoard callbacks: prediction panels and the confusion-matrix figure."""
+"""TensorBoard callbacks: prediction panels and the confusion-matrix figure.
+
+Both are optional pictures, so both run under a :class:`CostBudget`: at the first and the
+last epoch, and in between only while their measured cost stays under a small share of the
+run's wall time. The panels reuse the predictions validation has already made, so they
+cost no extra forward pass.
+"""
 
 from __future__ import annotations
+
+import time
 
 import lightning as L
 import numpy as np
 import torch
 
+from segnet.callbacks.budget import CostBudget, is_last_epoch
 from segnet.callbacks.render import triptych, volume_triptych, vstack
 
 
@@ -16,36 +25,80 @@ def _tensorboard(trainer: L.Trainer):
     return None
 
 
-class PredictionImages(L.Callback):
-    """Logs input | ground truth | prediction for a fixed set of validation samples each
-    validation epoch (middle axial/coronal/sagittal slices for volumes)."""
+class _Budgeted(L.Callback):
+    """Shared bookkeeping: a budget started with training, and "first epoch of this fit"."""
 
-    def __init__(self, num_samples: int = 4, every_n_epochs: int = 1):
-        self.num_samples, self.every_n_epochs = num_samples, every_n_epochs
+    def __init__(self, budget: float):
+        self.budget = CostBudget(budget)
+        self._first = True
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.budget.start()
+        self._first = True
+
+    def _due(self, trainer: L.Trainer) -> bool:
+        if trainer.sanity_checking or not trainer.is_global_zero or _tensorboard(trainer) is None:
+            return False
+        return self.budget.due(first=self._first, last=is_last_epoch(trainer))
+
+
+class PredictionImages(_Budgeted):
+    """Logs input | ground truth | prediction for a fixed set of validation samples (middle
+    axial/coronal/sagittal slices for volumes), from the predictions validation made.
+
+    Args:
+        num_samples: how many validation samples, spread evenly over the split (under DDP,
+            those that rank 0 evaluates).
+        budget: the largest share of the run's wall time the panels may take.
+    """
+
+    def __init__(self, num_samples: int = 4, budget: float = 0.005):
+        super().__init__(budget)
+        self.num_samples = num_samples
+        self._wanted: set[int] = set()
+        self._rows: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        self._active = False
+        self._cost = 0.0
+
+    def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._active = self._due(trainer)
+        self._rows, self._cost = {}, 0.0
+        if self._active:
+            n = len(trainer.datamodule.datasets["val"])
+            k = min(self.num_samples, n)
+            self._wanted = set(np.linspace(0, n - 1, k).round().astype(int).tolist())
+
+    def on_validation_batch_end(
+        self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0
+    ) -> None:
+        if not self._active or not isinstance(outputs, dict) or "pred" not in outputs:
+            return
+        start = time.perf_counter()
+        for j, i in enumerate(batch["index"].tolist()):
+            if i in self._wanted:
+                self._rows[i] = (
+                    batch["image"][j].float().cpu(),
+                    batch["label"][j].cpu(),
+                    outputs["pred"][j].cpu(),
+                )
+        self._cost += time.perf_counter() - start
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        writer = _tensorboard(trainer)
-        if writer is None or trainer.sanity_checking or not trainer.is_global_zero:
+        if not self._active or not self._rows:
             return
-        if trainer.current_epoch % self.every_n_epochs:
-            return
-        dataset = trainer.datamodule.datasets["val"]
-        n = min(self.num_samples, len(dataset))
-        indices = np.linspace(0, len(dataset) - 1, n).round().astype(int)  # fixed, spread out
+        start = time.perf_counter()
         palette = trainer.datamodule.palette
         panels = []
-        was_training = pl_module.training
-        pl_module.eval()
-        with torch.no_grad():
-            for i in indices:
-                sample = dataset[int(i)]
-                x = sample["image"].unsqueeze(0).to(pl_module.device)
-                label = sample["label"]
-                pred = pl_module.predict_logits(x, label.shape).argmax(1)[0].cpu()
-                render = triptych if label.ndim == 2 else volume_triptych
-                panels.append(render(sample["image"], label, pred, palette))
-        pl_module.train(was_training)
-        writer.add_image("val/predictions", vstack(panels), trainer.global_step, dataformats="HWC")
+        for i in sorted(self._rows):
+            image, label, pred = self._rows[i]
+            render = triptych if label.ndim == 2 else volume_triptych
+            panels.append(render(image, label, pred, palette))
+        _tensorboard(trainer).add_image(
+            "val/predictions", vstack(panels), trainer.global_step, dataformats="HWC"
+        )
+        self._rows = {}
+        self.budget.spend(self._cost + time.perf_counter() - start)
+        self._first = False
 
 
 def confusion_figure(cm: torch.Tensor, class_names):
@@ -64,6 +117,7 @@ def confusion_figure(cm: torch.Tensor, class_names):
     ax.set_yticks(range(k), class_names, fontsize=8)
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
+    ax.set_title("confusion, row-normalised (each true class sums to 1)", fontsize=9)
     for r in range(k):
         for c in range(k):
             v = float(norm[r, c])
@@ -81,25 +135,30 @@ def confusion_figure(cm: torch.Tensor, class_names):
     return fig
 
 
-class ConfusionMatrixFigure(L.Callback):
-    """Logs the row-normalised confusion matrix after each validation and test epoch."""
+class ConfusionMatrixFigure(_Budgeted):
+    """Logs the row-normalised confusion matrix after validation epochs (under a cost
+    budget, first and last epoch always) and after every test."""
+
+    def __init__(self, budget: float = 0.005):
+        super().__init__(budget)
 
     def _log(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        writer = _tensorboard(trainer)
-        cm = pl_module.last_confusion.get(stage)
-        if writer is None or cm is None or trainer.sanity_checking or not trainer.is_global_zero:
-            return
-        writer.add_figure(
+        start = time.perf_counter()
+        _tensorboard(trainer).add_figure(
             f"{stage}/confusion_matrix",
-            confusion_figure(cm, pl_module.class_names),
+            confusion_figure(pl_module.last_confusion[stage], pl_module.class_names),
             trainer.global_step,
             close=True,
         )
+        return time.perf_counter() - start
 
     # *_end rather than *_epoch_end: Lightning runs callbacks' epoch-end hooks before the
     # module's, which is where this epoch's matrix is computed.
     def on_validation_end(self, trainer, pl_module) -> None:
-        self._log(trainer, pl_module, "val")
+        if "val" in pl_module.last_confusion and self._due(trainer):
+            self.budget.spend(self._log(trainer, pl_module, "val"))
+            self._first = False
 
     def on_test_end(self, trainer, pl_module) -> None:
-        self._log(trainer, pl_module, "test")
+        if "test" in pl_module.last_confusion and trainer.is_global_zero and _tensorboard(trainer):
+            self._log(trainer, pl_module, "test")

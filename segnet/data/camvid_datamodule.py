@@ -86,7 +86,9 @@ class CamVidDataModule(SegmentationDataModule):
         super().__init__()
         self.root = Path(root).expanduser()
         self.image_size = tuple(image_size) if image_size else None
-        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
+        # Evaluation keeps no activations for backward, so a GPU takes twice the batch.
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size or batch_size * (2 if torch.cuda.is_available() else 1)
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
         self.class_weights_option = class_weights
@@ -150,7 +152,8 @@ class CamVidDataModule(SegmentationDataModule):
     # -- loaders ------------------------------------------------------------------------
     def bn_dataloader(self) -> DataLoader:
         """The training split without augmentation, in order: for recomputing BatchNorm."""
-        return self._loader(self.eval_dataset("train"), self.eval_batch_size, shuffle=False)
+        # the training batch size: batch statistics depend on it
+        return self._loader(self.eval_dataset("train"), self.batch_size, shuffle=False)
 
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<name>.png`` (class indices) and ``<name>_color.png`` (CamVid palette)."""
