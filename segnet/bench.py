@@ -1,17 +1,27 @@
-"""Benchmark: the full training pipeline against a bare PyTorch loop, and more.
+"""Benchmark what users live with: the training pipeline against a bare PyTorch loop.
 
-``python -m segnet.bench`` prints, per recipe: training throughput of the pipeline as
-train.py runs it, of a hand-written loop over the same network, loader and optimizer, their
-ratio, the data pipeline alone, inference throughput and peak memory, and achieved FLOP/s
-(against the device's peak where it is known). Figures are medians over repeats after a
-warm-up; nothing here asserts a time.
+``python -m segnet.bench [trainer=gpu]`` prints, per recipe:
+
+- steady-state training steps/s of the pipeline as train.py runs it, and of a hand-written
+  loop over the same network, loader, optimizer, device, precision (autocast), compile and
+  memory format;
+- whole epochs: wall time of train.py's epochs (validation, callbacks, pictures and
+  checkpoints included) against bare epochs doing the same work (training plus one
+  validation pass), after a first epoch that pays for compilation and is reported apart;
+- the data pipeline per worker, and how many workers a target rate needs;
+- inference throughput, peak memory, and achieved FLOP/s (MFU against the device's bf16
+  peak where it is known).
+
+Figures are medians; nothing here asserts a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import resource
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +32,8 @@ from omegaconf import DictConfig, open_dict
 
 # Dense bf16 tensor-core peaks, FLOP/s, for devices we can name.
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
+DEFAULT_RUN = ("camvid", "hippocampus")
+GPU_ONLY = ("camvid_full",)
 
 
 def _sync(device: torch.device) -> None:
@@ -42,21 +54,37 @@ def peak_memory_gb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB -> GB (Linux)
 
 
-def step_flops(module, batch: dict) -> float:
-    """FLOPs of one training step (forward + backward), counted by PyTorch."""
+def autocast(trainer: L.Trainer, device: torch.device):
+    """The autocast context the trainer's precision plugin uses, for the bare loop."""
+    precision = str(trainer.precision)
+    if precision.startswith("bf16") and "mixed" in precision:
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    if precision.startswith("16") and "mixed" in precision:
+        return torch.autocast(device.type, dtype=torch.float16)
+    return contextlib.nullcontext()
+
+
+def step_flops(module, batch: dict, amp) -> float:
+    """FLOPs of one training step (forward + backward), counted by PyTorch on the eager
+    network (``net.forward`` bypasses the compiled call, which the counter cannot see)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
-        module.compute_loss(module.net(batch["image"]), batch["label"]).backward()
+        with amp:
+            logits = module.net.forward(batch["image"])
+        module.compute_loss(logits, batch["label"]).backward()
     module.net.zero_grad(set_to_none=True)
     return float(counter.get_total_flops())
 
 
 class StepTimer(L.Callback):
-    """Wall time of each training step as Lightning runs it (data loading included)."""
+    """Wall time of each training step as Lightning runs it (data loading included), and
+    of each whole epoch (from one epoch's end to the next: validation, callbacks and
+    checkpoints included)."""
 
     def __init__(self, device: torch.device):
-        self.device, self.times, self._last = device, [], None
+        self.device, self.times, self.epochs = device, [], []
+        self._last = self._epoch_end = None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         _sync(self.device)
@@ -65,151 +93,270 @@ class StepTimer(L.Callback):
             self.times.append(now - self._last)
         self._last = now
 
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if self._epoch_end is None:
+            self._epoch_end = time.perf_counter()
+        self._last = None  # the step after an epoch boundary includes validation
 
-def median_rate(times: list[float], per_step: float, warmup: int) -> float:
-    timed = times[warmup:] or times
-    return per_step / statistics.median(timed)
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        _sync(self.device)
+        now = time.perf_counter()
+        self.epochs.append(now - self._epoch_end)
+        self._epoch_end = now
 
 
-def pipeline_rate(cfg: DictConfig, steps: int, warmup: int) -> tuple[float, list[float], Any, Any]:
+def steady(times: list[float], skip: int) -> float:
+    return statistics.median(times[skip:] or times)
+
+
+def build(cfg: DictConfig, **trainer_overrides: Any):
     from segnet.pipeline import build_datamodule, build_module, build_trainer
 
+    dm = build_datamodule(cfg)
+    dm.prepare_data()
+    module = build_module(cfg, dm)
+    trainer = build_trainer(cfg, progress=False, **trainer_overrides)
+    timer = StepTimer(trainer.strategy.root_device)
+    trainer.callbacks.append(timer)
+    return dm, module, trainer, timer
+
+
+def pipeline_steps(cfg: DictConfig, steps: int, warmup: int):
+    """Training steps only: no validation, callbacks or loggers."""
     cfg = copy.deepcopy(cfg)
     with open_dict(cfg):
         cfg.trainer.max_steps = steps + warmup + 1
+        cfg.trainer.max_epochs = -1
         cfg.trainer.limit_val_batches = 0
         cfg.trainer.num_sanity_val_steps = 0
         cfg.trainer.enable_model_summary = False
         cfg.callbacks = {}
         cfg.logger = {}
-    dm = build_datamodule(cfg)
-    module = build_module(cfg, dm)
-    trainer = build_trainer(cfg, progress=False, enable_checkpointing=False)
-    timer = StepTimer(trainer.strategy.root_device)
-    trainer.callbacks.append(timer)
+    dm, module, trainer, timer = build(cfg, enable_checkpointing=False)
     trainer.fit(module, datamodule=dm)
-    return median_rate(timer.times, dm.batch_size, warmup), timer.times, dm, module
+    return dm, module, trainer, timer.times
 
 
-def bare_rate(dm, module, steps: int, warmup: int, device: torch.device) -> float:
-    """A hand-written loop: same network, loader and optimizer, no Lightning."""
-    net, loss_fn = module.net.to(device).train(), module.compute_loss
-    optimizer = module.optimizer_factory(params=net.parameters())
-    loader: Iterator = iter(dm.train_dataloader())
-    times, last = [], None
-    for _ in range(steps + warmup + 1):
-        try:
-            batch = next(loader)
-        except StopIteration:
-            loader = iter(dm.train_dataloader())
-            batch = next(loader)
-        x, y = (
-            batch["image"].to(device, non_blocking=True),
-            batch["label"].to(device, non_blocking=True),
-        )
-        optimizer.zero_grad(set_to_none=True)
-        loss_fn(net(x), y).backward()
-        optimizer.step()
-        _sync(device)
-        now = time.perf_counter()
-        if last is not None:
-            times.append(now - last)
-        last = now
-    return median_rate(times, dm.batch_size, warmup)
+def pipeline_epochs(cfg: DictConfig, epochs: int, out_dir: str) -> list[float]:
+    """Whole epochs exactly as train.py runs them (all callbacks, logger, checkpoints)."""
+    cfg = copy.deepcopy(cfg)
+    with open_dict(cfg):
+        cfg.trainer.max_epochs = epochs
+        cfg.trainer.num_sanity_val_steps = 0
+        cfg.trainer.enable_model_summary = False
+        cfg.paths.output_dir = out_dir  # checkpoints and TensorBoard follow it
+    dm, module, trainer, timer = build(cfg)
+    trainer.fit(module, datamodule=dm)
+    return timer.epochs
 
 
-def data_rate(dm, batches: int) -> float:
-    loader = dm.train_dataloader()
-    it = iter(loader)
-    next(it)  # workers started
-    n, start = 0, time.perf_counter()
-    while n < batches:
-        try:
-            batch = next(it)
-        except StopIteration:
-            it = iter(loader)
-            continue
-        n += 1
-    return n * len(batch["image"]) / (time.perf_counter() - start)
+class BareLoop:
+    """A hand-written loop: same network, loader, optimizer, device, precision."""
+
+    def __init__(self, dm, module, trainer: L.Trainer):
+        self.device = trainer.strategy.root_device
+        self.module = module.to(self.device)
+        if not module._accelerated:
+            module.accelerate(self.device)
+        self.amp = autocast(trainer, self.device)
+        self.dm, self.net = dm, module.net
+        self.optimizer = module.optimizer_factory(params=self.net.parameters())
+        self.memory = torch.channels_last if module.channels_last else torch.contiguous_format
+
+    def _to(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        x = batch["image"].to(self.device, non_blocking=True).contiguous(memory_format=self.memory)
+        return x, batch["label"].to(self.device, non_blocking=True)
+
+    def train_step(self, batch: dict) -> None:
+        x, y = self._to(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.amp:
+            logits = self.net(x)
+        self.module.compute_loss(logits, y).backward()
+        self.optimizer.step()
+
+    @torch.no_grad()
+    def eval_step(self, batch: dict) -> None:
+        x, y = self._to(batch)
+        with self.amp:
+            self.module.predict_logits(x, y.shape[1:]).argmax(1)
+
+    def step_times(self, steps: int) -> list[float]:
+        self.net.train()
+        loader: Iterator = iter(self.dm.train_dataloader())
+        times, last = [], None
+        for _ in range(steps + 1):
+            try:
+                batch = next(loader)
+            except StopIteration:
+                loader = iter(self.dm.train_dataloader())
+                batch = next(loader)
+            self.train_step(batch)
+            _sync(self.device)
+            now = time.perf_counter()
+            if last is not None:
+                times.append(now - last)
+            last = now
+        return times
+
+    def epoch_times(self, epochs: int) -> list[float]:
+        out = []
+        for _ in range(epochs):
+            start = time.perf_counter()
+            self.net.train()
+            for batch in self.dm.train_dataloader():
+                self.train_step(batch)
+            self.net.eval()
+            for batch in self.dm.val_dataloader():
+                self.eval_step(batch)
+            _sync(self.device)
+            out.append(time.perf_counter() - start)
+        return out
+
+    def inference_rate(self) -> tuple[float, float]:
+        """Validation-set samples (and voxels) per second, as validation batches them."""
+        self.net.eval()
+        batches = list(self.dm.val_dataloader())
+        self.eval_step(batches[0])  # warm-up (compilation for eval shapes)
+        _sync(self.device)
+        start = time.perf_counter()
+        samples = voxels = 0
+        for batch in batches:
+            self.eval_step(batch)
+            samples += len(batch["label"])
+            voxels += batch["label"].numel()
+        _sync(self.device)
+        elapsed = time.perf_counter() - start
+        return samples / elapsed, voxels / elapsed
 
 
-@torch.no_grad()
-def inference_rate(dm, module, samples: int, device: torch.device) -> tuple[float, float]:
-    module = module.to(device).eval()
-    dataset = dm.datasets["val"]
-    n = min(samples, len(dataset))
-    items = [dataset[i] for i in range(n)]
-    module.predict_logits(items[0]["image"][None].to(device))  # warm-up
-    _sync(device)
-    start = time.perf_counter()
-    voxels = 0
-    for item in items:
-        x = item["image"][None].to(device)
-        module.predict_logits(x, item["label"].shape).argmax(1)
-        voxels += item["label"].numel()
-    _sync(device)
-    elapsed = time.perf_counter() - start
-    return n / elapsed, voxels / elapsed
+def data_rate_per_worker(dm, samples: int) -> float:
+    """Training samples per second that one loader worker (one thread) produces."""
+    dataset = dm.datasets["train"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a DataLoader worker
+    try:
+        dataset[0]
+        start = time.perf_counter()
+        for i in range(samples):
+            dataset[i % len(dataset)]
+        return samples / (time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str], None]) -> dict:
-    pipe, bare, data = [], [], []
-    dm = module = None
+    pipe, bare = [], []
     for _ in range(b.repeats):
-        rate, _, dm, module = pipeline_rate(cfg, b.steps, b.warmup)
-        pipe.append(rate)
-        device = next(module.parameters()).device
-        bare.append(bare_rate(dm, module, b.steps, b.warmup, device))
-        data.append(data_rate(dm, b.data_batches))
-    device = next(module.parameters()).device
-    unit_size = dm.datasets["train"][0]["label"].numel()
-    infer, infer_voxels = inference_rate(dm, module, b.inference_samples, device)
+        dm, module, trainer, times = pipeline_steps(cfg, b.steps, b.warmup)
+        pipe.append(dm.batch_size / steady(times, b.warmup))
+        loop = BareLoop(dm, module, trainer)
+        bare.append(dm.batch_size / steady(loop.step_times(b.steps + b.warmup), b.warmup))
+    device = loop.device
+    with tempfile.TemporaryDirectory() as tmp:
+        pipe_epochs = pipeline_epochs(cfg, b.epochs, tmp)
+    bare_epochs = loop.epoch_times(b.epochs)
+    infer, infer_voxels = loop.inference_rate()
+    per_worker = data_rate_per_worker(dm, b.data_samples)
     batch = next(iter(dm.train_dataloader()))
     batch = {k: v.to(device) for k, v in batch.items() if torch.is_tensor(v)}
-    flops_per_sample = step_flops(module, batch) / len(batch["image"])
-    result = {
+    flops_per_sample = step_flops(module, batch, loop.amp) / len(batch["image"])
+    unit_size = batch["label"][0].numel()
+    r = {
+        "device": str(device),
+        "precision": str(trainer.precision),
+        "compiled": bool(module.compile_option is True or (
+            module.compile_option == "auto" and device.type == "cuda" and dm.spatial_dims == 2
+        )),
+        "channels_last": module.channels_last,
         "pipeline_samples_s": statistics.median(pipe),
         "bare_samples_s": statistics.median(bare),
-        "data_samples_s": statistics.median(data),
+        "pipeline_first_epoch_s": pipe_epochs[0],
+        "pipeline_epoch_s": steady(pipe_epochs, 1),
+        "bare_first_epoch_s": bare_epochs[0],
+        "bare_epoch_s": steady(bare_epochs, 1),
+        "data_samples_s_per_worker": per_worker,
+        "num_workers": dm.num_workers,
         "inference_samples_s": infer,
         "inference_voxels_s": infer_voxels,
         "peak_memory_gb": peak_memory_gb(device),
-        "train_voxels_per_sample": unit_size,
+        "flops_per_sample": flops_per_sample,
     }
-    result["ratio"] = result["pipeline_samples_s"] / result["bare_samples_s"]
-    result["data_over_training"] = result["data_samples_s"] / result["pipeline_samples_s"]
-    result["achieved_flops"] = flops_per_sample * result["pipeline_samples_s"]
+    r["ratio"] = r["pipeline_samples_s"] / r["bare_samples_s"]
+    r["epoch_ratio"] = r["pipeline_epoch_s"] / r["bare_epoch_s"]
+    r["achieved_flops"] = flops_per_sample * r["pipeline_samples_s"]
     peak = peak_flops(device)
-    result["mfu"] = result["achieved_flops"] / peak if peak else None
+    r["mfu"] = r["achieved_flops"] / peak if peak else None
     unit = "images" if dm.spatial_dims == 2 else "patches"
-    out(f"\n== {name} on {device} ({torch.get_num_threads()} threads) ==")
+    workers_needed = -(-b.target_rate // per_worker)
     out(
-        f"training, full pipeline : {result['pipeline_samples_s']:8.2f} {unit}/s "
-        f"({result['pipeline_samples_s'] * unit_size / 1e6:.2f} Mvoxel/s)"
+        f"\n== {name} on {device} ({torch.get_num_threads()} threads), {r['precision']}, "
+        f"compile {'on' if r['compiled'] else 'off'}, channels_last "
+        f"{'on' if r['channels_last'] else 'off'}, batch {dm.batch_size} of "
+        f"{tuple(batch['image'].shape[2:])} =="
     )
-    out(f"training, bare loop     : {result['bare_samples_s']:8.2f} {unit}/s")
-    out(f"pipeline / bare         : {result['ratio']:8.3f}")
+    out(f"training steps, pipeline  : {r['pipeline_samples_s']:9.2f} {unit}/s")
+    out(f"training steps, bare loop : {r['bare_samples_s']:9.2f} {unit}/s")
+    out(f"pipeline / bare           : {r['ratio']:9.3f}")
     out(
-        f"data pipeline alone     : {result['data_samples_s']:8.1f} {unit}/s "
-        f"({result['data_over_training']:.1f}x what training consumes)"
+        f"epoch, train.py          : {r['pipeline_epoch_s']:9.2f} s "
+        f"(first epoch {r['pipeline_first_epoch_s']:.2f} s, with start-up)"
     )
-    out(f"inference               : {infer:8.2f} samples/s ({infer_voxels / 1e6:.2f} Mvoxel/s)")
-    out(f"peak memory             : {result['peak_memory_gb']:8.2f} GB")
-    mfu = f", {100 * result['mfu']:.1f}% of peak" if result["mfu"] else " (device peak unknown)"
-    out(f"achieved                : {result['achieved_flops'] / 1e9:8.1f} GFLOP/s{mfu}")
-    return result
+    out(
+        f"epoch, bare loop         : {r['bare_epoch_s']:9.2f} s "
+        f"(training + one validation pass)"
+    )
+    out(f"epoch train.py / bare    : {r['epoch_ratio']:9.3f}")
+    out(
+        f"data pipeline            : {per_worker:9.1f} {unit}/s per worker; "
+        f"{workers_needed:.0f} workers for {b.target_rate}/s (configured: {dm.num_workers})"
+    )
+    out(f"inference                : {infer:9.2f} samples/s ({infer_voxels / 1e6:.2f} Mvoxel/s)")
+    out(f"peak memory              : {r['peak_memory_gb']:9.2f} GB")
+    mfu = f", {100 * r['mfu']:.1f}% of bf16 peak" if r["mfu"] else " (device peak unknown)"
+    out(
+        f"achieved                 : {r['achieved_flops'] / 1e9:9.1f} GFLOP/s "
+        f"({flops_per_sample / 1e9:.0f} GFLOP per training {unit[:-1]}){mfu}"
+    )
+    return r
 
 
-def run(cfg: DictConfig) -> dict[str, dict]:
+def trainer_choice(cfg: DictConfig) -> str:
+    """The trainer option the bench was given (``trainer=gpu``), passed on to each recipe."""
+    if "hydra" in cfg:
+        return cfg.hydra.runtime.choices.trainer
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.get().runtime.choices.trainer
+
+
+def recipes_to_run(cfg: DictConfig) -> list[str]:
+    if cfg.run is not None:
+        unknown = [r for r in cfg.run if r not in cfg.recipes]
+        if unknown:
+            raise ValueError(f"run={list(cfg.run)}: unknown {unknown}; known: {list(cfg.recipes)}")
+        return list(cfg.run)
+    gpu = torch.cuda.is_available() and cfg.trainer.accelerator != "cpu"
+    return [*DEFAULT_RUN, *(GPU_ONLY if gpu else ())]
+
+
+def recipe_overrides(cfg: DictConfig, name: str) -> list[str]:
+    return [*cfg.recipes[name], f"trainer={trainer_choice(cfg)}", *cfg.extra_overrides]
+
+
+def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
     from hydra import compose
 
+    names = recipes_to_run(cfg)
+    skipped = [n for n in GPU_ONLY if n not in names]
+    if skipped:
+        out(f"skipped {skipped}: full size, hours on a CPU; run=[{','.join(skipped)}] runs it")
     results = {}
-    for name in cfg.run:
-        overrides = [*cfg.recipes[name], *cfg.extra_overrides]
-        recipe_cfg = compose("train", overrides=overrides)
+    for name in names:
+        recipe_cfg = compose("train", overrides=recipe_overrides(cfg, name))
         with open_dict(recipe_cfg):
             recipe_cfg.paths.output_dir = cfg.paths.output_dir
-        results[name] = bench_recipe(name, recipe_cfg, cfg, print)
+        results[name] = bench_recipe(name, recipe_cfg, cfg, out)
     return results
 
 

@@ -1,0 +1,64 @@
+"""The benchmark: the README's commands compose, and a tiny run prints every figure."""
+
+import pytest
+import torch
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import open_dict
+
+from segnet import bench
+from tests.conftest import CONFIGS, TINY_CAMVID
+
+
+def compose_bench(overrides):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return hydra_compose("bench", overrides=overrides, return_hydra_config=True)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["trainer=gpu"], ["trainer=gpu", "run=[camvid_full]"], ["'extra_overrides=[\"data.num_workers=8\"]'"]],
+)
+def test_readme_commands_compose_every_recipe(command):
+    """`python -m segnet.bench trainer=gpu` and friends, as the README writes them."""
+    cfg = compose_bench([c.strip("'") for c in command])
+    names = cfg.run or list(cfg.recipes)
+    for name in names:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+            recipe = hydra_compose("train", overrides=bench.recipe_overrides(cfg, name))
+        assert recipe.trainer.accelerator == ("gpu" if "trainer=gpu" in command else "auto")
+    if "run=[camvid_full]" in command:
+        assert cfg.recipes.camvid_full[0] == "experiment=camvid_segnet"
+
+
+def test_full_size_recipe_is_skipped_on_cpu_unless_asked():
+    cfg = compose_bench([])
+    expected = ["camvid", "hippocampus"] + (["camvid_full"] if torch.cuda.is_available() else [])
+    assert bench.recipes_to_run(cfg) == expected
+    assert bench.recipes_to_run(compose_bench(["run=[camvid_full]"])) == ["camvid_full"]
+    with pytest.raises(ValueError, match="unknown"):
+        bench.recipes_to_run(compose_bench(["run=[nope]"]))
+
+
+def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, tmp_path):
+    cfg = compose_bench(
+        ["run=[tiny]", "steps=2", "warmup=1", "repeats=1", "epochs=2", "data_samples=4"]
+    )
+    with open_dict(cfg):
+        cfg.recipes.tiny = [*TINY_CAMVID, f"data.root={tiny_camvid}"]
+        cfg.paths.output_dir = str(tmp_path)
+    lines = []
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        results = bench.run(cfg, out=lines.append)
+    r = results["tiny"]
+    text = "\n".join(lines)
+    for label in ("pipeline / bare", "epoch train.py / bare", "per worker", "GFLOP/s"):
+        assert label in text
+    assert r["device"] == "cpu" and r["precision"] == "32-true"
+    assert r["pipeline_samples_s"] > 0 and r["bare_samples_s"] > 0
+    assert r["pipeline_epoch_s"] > 0 and r["bare_epoch_s"] > 0
+    assert r["flops_per_sample"] > 0 and r["data_samples_s_per_worker"] > 0
