@@ -115,6 +115,15 @@ class SegmentationModule(L.LightningModule):
         self.compile_option, self.channels_last_option = compile, channels_last
         self.channels_last = False
         self._accelerated = False
+        # set once BatchNorm statistics were recomputed over the training set; stored in
+        # checkpoints, so evaluation knows the weights are the ones training tested
+        self.bn_recomputed: dict[str, Any] | None = None
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["bn_recomputed"] = self.bn_recomputed
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.bn_recomputed = checkpoint.get("bn_recomputed")
 
     def setup(self, stage: str) -> None:
         """Speed settings that depend on the device the trainer chose ("auto": on for 2D
@@ -258,9 +267,10 @@ class SegmentationModule(L.LightningModule):
 
     # -- the paper's BatchNorm step -------------------------------------------------------
     @torch.no_grad()
-    def recompute_batchnorm(self, loader: Any) -> int:
+    def recompute_batchnorm(self, loader: Any, max_batches: int | None = None) -> int:
         """Replace BatchNorm running statistics with their exact average over ``loader``
-        (the SegNet authors' step before reporting test numbers). Returns the batch count."""
+        (the SegNet authors' step before reporting test numbers), at most ``max_batches``
+        batches (a debug run). Returns the batch count and marks the module."""
         norms = [m for m in self.net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
         if not norms:
             return 0
@@ -270,11 +280,17 @@ class SegmentationModule(L.LightningModule):
             m.momentum = None  # cumulative moving average = exact mean over the batches
         was_training = self.net.training
         self.net.train()
-        n = 0
+        n = samples = 0
         for batch in loader:
-            self.net(batch["image"].to(self.device))
-            n += 1
+            if max_batches is not None and n >= max_batches:
+                break
+            x = batch["image"].to(self.device)
+            if self.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            self.net(x)
+            n, samples = n + 1, samples + len(x)
         self.net.train(was_training)
         for m, momentum in saved.items():
             m.momentum = momentum
+        self.bn_recomputed = {"batches": n, "samples": samples}
         return n

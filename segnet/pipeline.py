@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -113,16 +114,57 @@ def write_outputs(
         dm.write_case_table(dice, out_dir / "per_case.csv")
 
 
+def bn_batch_limit(trainer: L.Trainer) -> int | None:
+    """A debug run (fast_dev_run, an integer limit_train_batches) recomputes BatchNorm over
+    as many batches as it trains on, not the whole training set."""
+    if trainer.fast_dev_run:
+        return int(trainer.fast_dev_run)
+    limit = trainer.limit_train_batches
+    return limit if isinstance(limit, int) else None
+
+
+def store_recomputed_bn(ckpt_path: str | Path, module: SegmentationModule) -> None:
+    """Write the module's weights (recomputed BatchNorm statistics) into the checkpoint it
+    was loaded from, marked ``bn_recomputed``, so that the checkpoint holds exactly what was
+    tested. Written to a temporary file and renamed: never a half-written checkpoint."""
+    path = Path(ckpt_path)
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt["state_dict"] = {k: v.detach().cpu() for k, v in module.state_dict().items()}
+    ckpt["bn_recomputed"] = module.bn_recomputed
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(ckpt, tmp)
+    os.replace(tmp, path)
+
+
 def run_test(
-    trainer: L.Trainer, module: SegmentationModule, dm: L.LightningDataModule, cfg: DictConfig
+    trainer: L.Trainer,
+    module: SegmentationModule,
+    dm: L.LightningDataModule,
+    cfg: DictConfig,
+    store_in: str | None = None,
 ) -> tuple[dict[str, float], str]:
-    """Test on the configured split (BatchNorm recomputed first if asked); returns the
-    metrics and the split actually used."""
+    """Test on the configured split; returns the metrics and the split actually used.
+
+    With ``recompute_bn``, BatchNorm statistics are recomputed first over the unaugmented
+    training images at the network's input size, unless the checkpoint's already were
+    (training does it once and stores them in ``store_in``, its best checkpoint), so that
+    evaluating a checkpoint gives the numbers its training run reported.
+    """
     split = test_split(dm)
     if cfg.get("recompute_bn", False):
-        dm.setup("test")
-        n = module.to(trainer.strategy.root_device).recompute_batchnorm(dm.bn_dataloader())
-        log.info("recomputed BatchNorm statistics over %d training batches", n)
+        if module.bn_recomputed:
+            log.info(
+                "BatchNorm statistics were recomputed by training (%s): used as stored",
+                module.bn_recomputed,
+            )
+        else:
+            dm.setup("test")
+            module.to(trainer.strategy.root_device)
+            n = module.recompute_batchnorm(dm.bn_dataloader(), bn_batch_limit(trainer))
+            log.info("recomputed BatchNorm statistics over %d training batches", n)
+            if store_in and trainer.is_global_zero:
+                store_recomputed_bn(store_in, module)
+                log.info("stored them in %s", store_in)
     results = trainer.test(module, datamodule=dm, verbose=False)
     return (dict(results[0]) if results else {}), split
 
@@ -168,13 +210,16 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if cfg.get("test", True):
         best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
         if best:
-            state = torch.load(best, map_location="cpu", weights_only=False)["state_dict"]
-            module.load_state_dict(state)
+            ckpt = torch.load(best, map_location="cpu", weights_only=False)
+            module.load_state_dict(ckpt["state_dict"])
+            module.bn_recomputed = ckpt.get("bn_recomputed")
             log.info("testing the best checkpoint %s", best)
         else:
             log.warning("no best checkpoint was saved: testing the weights as they are now")
-        test_metrics, split = run_test(trainer, module, dm, cfg)
+        test_metrics, split = run_test(trainer, module, dm, cfg, store_in=best or None)
         metrics.update(test_metrics)
+        if trainer.is_global_zero:
+            print_table(test_metrics, f"{Path(best).name if best else 'final weights'} on {split}")
         if trainer.is_global_zero:
             write_outputs(out_dir, module, dm, metrics, split, best, cfg)
         objects["best_ckpt"] = best

@@ -152,3 +152,31 @@ def test_compiled_network_trains_and_saves_plain_keys(tiny_camvid, tmp_path):
     state = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)["state_dict"]
     assert state and not any("_orig_mod" in k for k in state)
     assert 0 <= metrics["test/miou"] <= 1
+
+
+def test_recomputed_batchnorm_is_stored_so_evaluate_gives_the_same_numbers(tmp_path):
+    """recompute_bn=true: training recomputes once, stores the statistics in best.ckpt
+    (marked), and evaluate.py on that checkpoint reproduces the training run's test metrics,
+    whether or not it is asked to recompute."""
+    root = camvid_like(tmp_path / "CamVid")
+    out = tmp_path / "run"
+    overrides = FAST + [f"data.root={root}", "data.image_size=[24,32]", "recompute_bn=true"]
+    metrics, _ = train(compose("train", overrides, out))
+    ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
+    assert ckpt["bn_recomputed"] == {"batches": 3, "samples": 6}
+    tested = {k: v for k, v in metrics.items() if k.startswith("test/")}
+    assert tested
+    for flag in ("false", "true"):
+        ev, _ = evaluate(
+            compose(
+                "evaluate",
+                [
+                    f"ckpt_path={out}/checkpoints/best.ckpt",
+                    f"recompute_bn={flag}",
+                    "trainer.accelerator=cpu",
+                ],
+                tmp_path / f"eval_{flag}",
+            )
+        )
+        for key, value in tested.items():
+            assert ev[key] == pytest.approx(value, abs=1e-6), (flag, key)

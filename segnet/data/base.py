@@ -30,8 +30,12 @@ class SegmentationDataModule(L.LightningDataModule):
 
         return UnrepeatedDistributedSampler(dataset, shuffle=False)
 
-    def _loader(self, dataset: Dataset, batch_size: int, shuffle: bool) -> DataLoader:
-        sampler = self._sampler(dataset, shuffle)
+    def _loader(
+        self, dataset: Dataset, batch_size: int, shuffle: bool, shard: bool = True
+    ) -> DataLoader:
+        """``shard=False``: every rank reads the whole dataset (BatchNorm recomputation,
+        whose statistics must be the same on every rank)."""
+        sampler = self._sampler(dataset, shuffle) if shard else None
         return DataLoader(
             dataset,
             batch_size=batch_size,

@@ -153,7 +153,7 @@ class CamVidDataModule(SegmentationDataModule):
     def bn_dataloader(self) -> DataLoader:
         """The training split without augmentation, in order: for recomputing BatchNorm."""
         # the training batch size: batch statistics depend on it
-        return self._loader(self.eval_dataset("train"), self.batch_size, shuffle=False)
+        return self._loader(self.eval_dataset("train"), self.batch_size, shuffle=False, shard=False)
 
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<name>.png`` (class indices) and ``<name>_color.png`` (CamVid palette)."""

@@ -269,7 +269,7 @@ class NiftiDataModule(SegmentationDataModule):
             self.datasets["test"] = VolumeDataset(self.volumes(self.split))
 
     def bn_dataloader(self) -> DataLoader:
-        return self._loader(VolumeDataset(self.volumes("train")), 1, shuffle=False)
+        return self._loader(VolumeDataset(self.volumes("train")), 1, shuffle=False, shard=False)
 
     # -- outputs ---------------------------------------------------------------------------
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
