@@ -316,7 +316,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     mfu = f", {100 * r['mfu']:.1f}% of bf16 peak" if r["mfu"] else " (device peak unknown)"
     out(
         f"achieved                 : {r['achieved_flops'] / 1e9:9.1f} GFLOP/s "
-        f"({flops_per_sample / 1e9:.0f} GFLOP per training {unit[:-1]}){mfu}"
+        f"({flops_per_sample / 1e9:.0f} GFLOP per training {unit.removesuffix("s")}){mfu}"
     )
     return r
 

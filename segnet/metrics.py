@@ -49,3 +49,74 @@ def per_case_dice(
     inter = (p & t).sum(-1).double()
     total = (p.sum(-1) + t.sum(-1)).double()
     return torch.where(total > 0, 2 * inter / total.clamp(min=1), torch.nan)
+
+
+def per_case_surface(
+    pred: torch.Tensor,
+    target: torch.Tensor,
+    num_classes: int,
+    spacing: torch.Tensor,
+    tolerance_mm: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """95th-percentile Hausdorff distance (mm) and normalised surface Dice at
+    ``tolerance_mm`` of each case and foreground class, through MONAI's implementations,
+    with each case's voxel spacing (``spacing``: (N, dims) in mm). Shapes (N, C); the
+    background column is NaN.
+
+    Empty classes follow MONAI: absent from both label and prediction gives NaN (the case
+    is left out of that class's mean, as for Dice); present in only one gives NSD 0 and
+    HD95 infinity (counted apart in the summary, since no finite distance exists).
+    """
+    import warnings
+
+    from monai.metrics import compute_hausdorff_distance, compute_surface_dice
+    from monai.networks.utils import one_hot
+
+    n = pred.shape[0]
+    p = one_hot(pred.unsqueeze(1).cpu(), num_classes, dim=1).bool()
+    t = one_hot(target.unsqueeze(1).cpu(), num_classes, dim=1).bool()
+    hd = torch.full((n, num_classes), torch.nan, dtype=torch.float64)
+    nsd = hd.clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MONAI warns on every empty class
+        for b in range(n):
+            sp = [float(s) for s in spacing[b].tolist()]
+            hd[b, 1:] = compute_hausdorff_distance(
+                p[b : b + 1], t[b : b + 1], include_background=False, percentile=95, spacing=sp
+            )[0].double()
+            nsd[b, 1:] = compute_surface_dice(
+                p[b : b + 1],
+                t[b : b + 1],
+                class_thresholds=[tolerance_mm] * (num_classes - 1),
+                include_background=False,
+                spacing=sp,
+            )[0].double()
+    dims = tuple(range(2, p.ndim))
+    absent = ~p.any(dim=dims) & ~t.any(dim=dims)
+    one_sided = p.any(dim=dims) ^ t.any(dim=dims)
+    hd[absent], nsd[absent] = torch.nan, torch.nan
+    hd[one_sided], nsd[one_sided] = torch.inf, 0.0
+    hd[:, 0], nsd[:, 0] = torch.nan, torch.nan
+    return hd.to(pred.device), nsd.to(pred.device)
+
+
+def summarize_cases(
+    per_case: dict[str, torch.Tensor], class_names: list[str]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """nnU-Net-style summary of per-case metrics: the mean of each metric per class over
+    the cases where it is defined, and the foreground mean (of the per-class means).
+    Infinite HD95 values (a class in only one of label and prediction) are left out of the
+    mean and counted in ``<metric>_infinite``."""
+    out: dict[str, dict[str, dict[str, float]]] = {"mean": {}, "foreground_mean": {}}
+    for metric, values in per_case.items():
+        finite = torch.where(torch.isinf(values), torch.nan, values.double())
+        means = finite.nanmean(0)
+        for c, name in enumerate(class_names):
+            entry = out["mean"].setdefault(name, {})
+            if c == 0 and metric != "dice":
+                continue
+            entry[metric] = float(means[c])
+            if torch.isinf(values[:, c]).any():
+                entry[f"{metric}_infinite"] = int(torch.isinf(values[:, c]).sum())
+        out["foreground_mean"][metric] = float(means[1:].nanmean())
+    return out

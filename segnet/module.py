@@ -13,7 +13,7 @@ from torch import nn
 from torchmetrics import CatMetric, MaxMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
-from segnet.metrics import per_case_dice, scores_from_confusion
+from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
 from segnet.models import create_model
 
 STAGES = ("val", "test")
@@ -32,7 +32,9 @@ class SegmentationModule(L.LightningModule):
         loss: weights of the terms, ``{"ce": 1.0, "dice": 0.0}``.
         inferer: ``None`` for whole-input inference, or sliding-window settings
             (``roi_size``, ``overlap``, ``mode``, ``sw_batch_size``) for volumes.
-        per_case_dice: also report Dice as the mean over cases (the Decathlon convention).
+        per_case_dice: also report Dice as the mean over cases (the Decathlon convention),
+            and at test time HD95 and normalised surface Dice per case (volumes).
+        surface_tolerance_mm: the normalised surface Dice tolerance, in mm.
 
     Example:
         >>> m = SegmentationModule({"name": "segnet_basic"}, num_classes=11, in_channels=3)
@@ -55,6 +57,7 @@ class SegmentationModule(L.LightningModule):
         loss: dict[str, float] | None = None,
         inferer: dict[str, Any] | None = None,
         per_case_dice: bool = False,
+        surface_tolerance_mm: float = 1.0,
         monitor: str = "val/miou",
         compile: bool | str = "auto",
         channels_last: bool | str = "auto",
@@ -104,11 +107,14 @@ class SegmentationModule(L.LightningModule):
         self.confusion = nn.ModuleDict(
             {s: MulticlassConfusionMatrix(num_classes, ignore_index=ignore_index) for s in STAGES}
         )
-        self.case_dice = nn.ModuleDict({s: CatMetric(nan_strategy="disable") for s in STAGES})
+        self.surface_tolerance_mm = surface_tolerance_mm
+        # per case: [dataset index, Dice per class (, HD95 per class, NSD per class)]; the
+        # index puts cases back in dataset order after a gather across DDP ranks
+        self.case_rows = nn.ModuleDict({s: CatMetric(nan_strategy="disable") for s in STAGES})
         self.best = MaxMetric()
         self.best.persistent(True)  # kept in checkpoints, so a resumed run's best survives
         self.last_confusion: dict[str, torch.Tensor] = {}
-        self.last_case_dice: dict[str, torch.Tensor] = {}
+        self.last_case_metrics: dict[str, dict[str, torch.Tensor]] = {}
         for name, value in (("compile", compile), ("channels_last", channels_last)):
             if value not in (True, False, "auto"):
                 raise ValueError(f"model.{name}={value!r}: use true, false or auto.")
@@ -118,9 +124,13 @@ class SegmentationModule(L.LightningModule):
         # set once BatchNorm statistics were recomputed over the training set; stored in
         # checkpoints, so evaluation knows the weights are the ones training tested
         self.bn_recomputed: dict[str, Any] | None = None
+        self.tta = False  # mirroring test-time augmentation in predict_logits
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["bn_recomputed"] = self.bn_recomputed
+        # the length the learning-rate schedule was planned for: a resume checks it
+        if self._trainer is not None:
+            checkpoint["segnet"] = {"max_epochs": self.trainer.max_epochs}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.bn_recomputed = checkpoint.get("bn_recomputed")
@@ -166,7 +176,35 @@ class SegmentationModule(L.LightningModule):
 
     def predict_logits(self, x: torch.Tensor, size: Sequence[int] | None = None) -> torch.Tensor:
         """Logits for whole inputs (sliding window if configured), resized to ``size``:
-        a reduced-resolution recipe is scored at the labels' native resolution."""
+        a reduced-resolution recipe is scored at the labels' native resolution.
+
+        With ``self.tta`` set (``evaluate.py tta=true``), mirroring test-time augmentation:
+        the softmax averaged over every combination of flips of the mirror axes (all three
+        for volumes, as nnU-Net does; left-right only for 2D scenes, where an upside-down
+        street is not a street), returned as log-probabilities.
+        """
+        if not self.tta:
+            return self._logits(x, size)
+        import itertools
+
+        axes = list(range(2, x.ndim)) if x.ndim == 5 else [x.ndim - 1]
+        combos = [c for r in range(len(axes) + 1) for c in itertools.combinations(axes, r)]
+        probs = None
+        for flip in combos:
+            xf = x.flip(flip) if flip else x
+            logits = self._logits(xf, None).float()
+            p = logits.flip(flip).softmax(1) if flip else logits.softmax(1)
+            probs = p if probs is None else probs + p
+        logits = (probs / len(combos)).clamp_min(1e-8).log()
+        return self._resize(logits, size)
+
+    def _resize(self, logits: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:
+        if size is not None and tuple(logits.shape[2:]) != tuple(size):
+            mode = "bilinear" if logits.ndim == 4 else "trilinear"
+            logits = F.interpolate(logits.float(), size=tuple(size), mode=mode, align_corners=False)
+        return logits
+
+    def _logits(self, x: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:
         if self.inferer is None or all(
             s <= r for s, r in zip(x.shape[2:], self.inferer.roi_size, strict=True)
         ):
@@ -175,10 +213,7 @@ class SegmentationModule(L.LightningModule):
             logits = self.net(x)
         else:
             logits = self.inferer(x, self.net)
-        if size is not None and tuple(logits.shape[2:]) != tuple(size):
-            mode = "bilinear" if logits.ndim == 4 else "trilinear"
-            logits = F.interpolate(logits.float(), size=tuple(size), mode=mode, align_corners=False)
-        return logits
+        return self._resize(logits, size)
 
     # -- loss ---------------------------------------------------------------------------
     def compute_loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -203,9 +238,15 @@ class SegmentationModule(L.LightningModule):
         pred = logits.argmax(1)
         self.confusion[stage].update(pred, y)
         if self.per_case:
-            self.case_dice[stage].update(
-                per_case_dice(pred, y, self.num_classes, self.ignore_index)
-            )
+            rows = [
+                batch["index"].to(pred.device, torch.float64).unsqueeze(1),
+                per_case_dice(pred, y, self.num_classes, self.ignore_index),
+            ]
+            if stage == "test" and "spacing" in batch:
+                rows += per_case_surface(
+                    pred, y, self.num_classes, batch["spacing"], self.surface_tolerance_mm
+                )
+            self.case_rows[stage].update(torch.cat(rows, 1))
         return {"pred": pred}  # for callbacks (prediction panels): no second forward pass
 
     def validation_step(self, batch: dict, batch_idx: int) -> dict:
@@ -223,13 +264,20 @@ class SegmentationModule(L.LightningModule):
         for name, value in zip(self.class_names, scores["iou"].tolist(), strict=True):
             out[f"{stage}/iou/{name}"] = value
         if self.per_case:
-            dice = self.case_dice[stage].compute().reshape(-1, self.num_classes)
-            self.case_dice[stage].reset()
-            self.last_case_dice[stage] = dice.cpu()
-            per_class = dice.nanmean(0)
-            out[f"{stage}/dice"] = float(per_class[1:].nanmean())  # foreground classes
-            for name, value in zip(self.class_names, per_class.tolist(), strict=True):
-                out[f"{stage}/dice/{name}"] = value
+            rows = self.case_rows[stage].compute().cpu()
+            self.case_rows[stage].reset()
+            rows = rows.reshape(len(rows), -1)
+            rows = rows[rows[:, 0].argsort()]
+            c = self.num_classes
+            names = ("dice", "hd95", "nsd")[: (rows.shape[1] - 1) // c]
+            per_case = {m: rows[:, 1 + i * c : 1 + (i + 1) * c] for i, m in enumerate(names)}
+            self.last_case_metrics[stage] = {"index": rows[:, 0].long(), **per_case}
+            summary = summarize_cases(per_case, self.class_names)
+            for metric in names:
+                out[f"{stage}/{metric}"] = summary["foreground_mean"][metric]  # foreground
+                for name, entry in summary["mean"].items():
+                    if metric in entry:
+                        out[f"{stage}/{metric}/{name}"] = entry[metric]
         self.log_dict(out, sync_dist=False)  # already reduced across ranks by torchmetrics
         return out
 

@@ -16,6 +16,14 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.callbacks.progress import progress_bar
+from segnet.checkpoints import (
+    check_same_length,
+    check_same_model,
+    expected_model,
+    load_weights,
+    read_checkpoint,
+)
+from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule
 
 log = logging.getLogger(__name__)
@@ -101,17 +109,26 @@ def write_outputs(
     ckpt_path: str,
     cfg: DictConfig,
 ) -> None:
-    """metrics.json (with what was tested, on which split), plus per-case Dice for volumes."""
+    """metrics.json (what was tested, on which split; for volumes an nnU-Net-style summary
+    of the per-case metrics), plus ``per_case.csv`` for volumes."""
+    cases = module.last_case_metrics.get("test")
+    extra = {}
+    if cases is not None:
+        per_case = {k: v for k, v in cases.items() if k != "index"}
+        extra["cases"] = summarize_cases(per_case, module.class_names)
+        extra["cases"]["surface_tolerance_mm"] = module.surface_tolerance_mm
     write_metrics(
         out_dir / "metrics.json",
         metrics,
         split=split,
         ckpt_path=str(ckpt_path),
         recompute_bn=cfg.get("recompute_bn", False),
+        tta=bool(cfg.get("tta", False)),
+        bn_recomputed=module.bn_recomputed,
+        **extra,
     )
-    dice = module.last_case_dice.get("test")
-    if dice is not None and hasattr(dm, "write_case_table"):
-        dm.write_case_table(dice, out_dir / "per_case.csv")
+    if cases is not None and hasattr(dm, "write_case_table"):
+        dm.write_case_table(cases, out_dir / "per_case.csv")
 
 
 def bn_batch_limit(trainer: L.Trainer) -> int | None:
@@ -180,6 +197,29 @@ def resume_dir(ckpt_path: str | None) -> Path | None:
     return run if ckpt.parent.name == "checkpoints" and (run / "tensorboard").is_dir() else None
 
 
+def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
+    """``ckpt_path`` (resume) and ``init_from`` (a new run from a checkpoint's weights):
+    readable, of this model and dataset, and for a resume of the same planned length.
+    Runs before any data is read. Returns the ``init_from`` checkpoint, if any."""
+    ckpt_path, init_from = cfg.get("ckpt_path"), cfg.get("init_from")
+    if ckpt_path and init_from:
+        raise ValueError(
+            "ckpt_path= resumes a run and init_from= starts a new one from a checkpoint's "
+            "weights: give one of them."
+        )
+    expected = expected_model(OmegaConf.to_container(cfg.model.net, resolve=True), dm)
+    if ckpt_path:
+        ckpt = read_checkpoint(ckpt_path, "ckpt_path")
+        check_same_model(ckpt, expected, ckpt_path, "ckpt_path")
+        check_same_length(ckpt, cfg.trainer.get("max_epochs"), ckpt_path)
+        return None
+    if init_from:
+        ckpt = read_checkpoint(init_from, "init_from")
+        check_same_model(ckpt, expected, init_from, "init_from")
+        return ckpt
+    return None
+
+
 def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
@@ -191,8 +231,12 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         log.info("resuming %s in %s", cfg.ckpt_path, resumed)
     out_dir = Path(cfg.paths.output_dir)
     dm = build_datamodule(cfg)
+    init_ckpt = check_start_checkpoints(cfg, dm)
     dm.prepare_data()
     module = build_module(cfg, dm)
+    if init_ckpt is not None:
+        load_weights(module, init_ckpt)
+        log.info("new run from the weights of %s (fresh optimizer and schedule)", cfg.init_from)
     trainer = build_trainer(cfg)
     objects = {"cfg": cfg, "datamodule": dm, "module": module, "trainer": trainer}
     metrics: dict[str, float] = {}
@@ -275,6 +319,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
     dm = instantiate(data_cfg, _convert_="all")
     out_dir = Path(cfg.paths.output_dir)
+    module.tta = bool(cfg.get("tta", False))
     trainer = build_trainer(cfg)
     metrics, split = run_test(trainer, module, dm, cfg)
     if trainer.is_global_zero:

@@ -91,3 +91,18 @@ def nifti_dataset(
     elif layout == "csv":
         (root / "cases.csv").write_text("image,label\n" + "".join(f"{a},{b}\n" for a, b in rows))
     return root
+
+
+class StopAfterEpochs:
+    """A callback (``+callbacks.stop._target_=tests.helpers.StopAfterEpochs``) that stops
+    training after ``epochs`` epochs, as an interruption at an epoch boundary would."""
+
+    def __new__(cls, epochs: int):
+        import lightning as L
+
+        class _Stop(L.Callback):
+            def on_train_epoch_end(self, trainer, pl_module):
+                if trainer.current_epoch + 1 >= epochs:
+                    trainer.should_stop = True
+
+        return _Stop()

@@ -46,12 +46,22 @@ def test_volume_run_reports_per_case_dice(trained):
         assert 0.0 <= saved["metrics"][key] <= 1.0, key
     assert "val/dice_best" in metrics
     rows = list(csv.DictReader((out / "per_case.csv").open()))
-    assert len(rows) == 2 and set(rows[0]) == {"case", "dice_background", "dice_one", "dice_two"}
-    # the summary is the mean over cases of the per-case Dice (Decathlon convention)
-    mean_fg = np.nanmean(
-        [[float(r["dice_one"]), float(r["dice_two"])] for r in rows], axis=0
-    ).mean()
-    assert saved["metrics"]["test/dice"] == pytest.approx(mean_fg, abs=1e-5)
+    assert len(rows) == 2 and set(rows[0]) == {
+        "case",
+        *("dice_background", "dice_one", "dice_two"),
+        *("hd95_one", "hd95_two", "nsd_one", "nsd_two"),
+    }
+    # the summary is the mean over cases of the per-case values (Decathlon convention)
+    for metric in ("dice", "nsd"):
+        per_class = np.nanmean(
+            [[float(r[f"{metric}_one"]), float(r[f"{metric}_two"])] for r in rows], axis=0
+        )
+        assert saved["metrics"][f"test/{metric}"] == pytest.approx(per_class.mean(), abs=1e-5)
+        assert saved["cases"]["mean"]["one"][metric] == pytest.approx(per_class[0], abs=1e-5)
+    hd = [float(r["hd95_one"]) for r in rows]
+    assert all(h >= 0 for h in hd)  # mm, or inf where a class is in one mask only
+    assert saved["cases"]["surface_tolerance_mm"] == 1.0
+    assert set(saved["cases"]["foreground_mean"]) == {"dice", "hd95", "nsd"}
 
 
 def test_volume_tensorboard_shows_three_orientations(trained):

@@ -49,7 +49,8 @@ class CamVidDataModule(SegmentationDataModule):
         image_size: (H, W) the network sees; ``None`` keeps 360x480. Metrics are always
             computed on the labels' native size (the module upsamples its logits).
         split: the split that testing and ``evaluate.py`` use.
-        class_weights: ``"median_frequency"``, ``"none"``, or a list of 11 weights.
+        class_weights: ``"median_frequency"`` (the paper's), ``"median_frequency_sqrt"``
+            (their square root), ``"none"``, or a list of 11 weights.
         download: fetch ``url`` into ``root`` when the data is absent.
 
     Example:
@@ -181,14 +182,16 @@ class CamVidDataModule(SegmentationDataModule):
                     f"data.class_weights has {len(weights)} entries; CamVid needs {self.num_classes}."
                 )
             return weights
-        if option != "median_frequency":
+        if option not in ("median_frequency", "median_frequency_sqrt"):
             raise ValueError(
-                f"data.class_weights={option!r}: use 'median_frequency', 'none' or a list of "
-                f"{self.num_classes} numbers."
+                f"data.class_weights={option!r}: use 'median_frequency', "
+                f"'median_frequency_sqrt', 'none' or a list of {self.num_classes} numbers."
             )
         if self._weights is None:
             self._weights = self._median_frequency_cached()
-        return self._weights
+        # the square root halves the spread (in log terms): rare classes still count more,
+        # without the paper's 40:1 ratio that costs a short schedule its large classes
+        return self._weights.sqrt() if option == "median_frequency_sqrt" else self._weights
 
     def _median_frequency_cached(self) -> torch.Tensor:
         """Median-frequency weights, cached beside the data and keyed by the training files'

@@ -86,7 +86,8 @@ class VolumeDataset(Dataset):
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i]
         label = torch.from_numpy(v.label) if v.label is not None else torch.zeros(v.image.shape[1:], dtype=torch.long)
-        return {"image": torch.from_numpy(v.image), "label": label, "index": i}
+        spacing = torch.tensor(v.spacing or (1.0,) * label.ndim, dtype=torch.float64)
+        return {"image": torch.from_numpy(v.image), "label": label, "index": i, "spacing": spacing}
 
 
 def _seed_worker(worker_id: int) -> None:
@@ -277,12 +278,21 @@ class NiftiDataModule(SegmentationDataModule):
         volume = self.datasets["test"].volumes[index]
         nifti.save_label_volume(pred.numpy().astype(np.int16), volume, out_dir / f"{volume.name}.nii.gz")
 
-    def write_case_table(self, dice: torch.Tensor, path: Path) -> Path:
-        """Per-case Dice table: one row per case of the test split, one column per class."""
+    def write_case_table(self, cases: dict[str, torch.Tensor], path: Path) -> Path:
+        """One row per test case: Dice per class, and where measured HD95 (mm) and
+        normalised surface Dice per foreground class (nan: class in neither label nor
+        prediction; inf: HD95 of a class in only one of them)."""
         names = self.datasets["test"].names
+        columns, values = [], []
+        for metric in ("dice", "hd95", "nsd"):
+            if metric in cases:
+                first = 0 if metric == "dice" else 1
+                columns += [f"{metric}_{c}" for c in self.class_names[first:]]
+                values.append(cases[metric][:, first:])
+        table = torch.cat(values, 1).tolist()
         with path.open("w", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow(["case", *(f"dice_{c}" for c in self.class_names)])
-            for name, row in zip(names, dice.tolist(), strict=True):
-                writer.writerow([name, *(f"{v:.6f}" for v in row)])
+            writer.writerow(["case", *columns])
+            for i, row in zip(cases["index"].tolist(), table, strict=True):
+                writer.writerow([names[i], *(f"{v:.6f}" for v in row)])
         return path

@@ -1,0 +1,97 @@
+"""Checks on a checkpoint before a run uses it: readable, the same network and data, and
+(for resuming) the same planned length. Each runs before any data is loaded and fails
+with a message that names the file and says what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# Scheduler state keys that fix the length of the schedule at creation time.
+SCHEDULE_LENGTH_KEYS = ("total_steps", "total_iters", "T_max")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used as asked; the message says why and what to do."""
+
+
+def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, Any]:
+    """The checkpoint's contents, or an error naming the file (and the other checkpoints
+    beside it) when it is missing, empty or truncated."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{setting}={str(path)!r}: no such file.")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # EOFError, zip "central directory" errors, unpickling errors
+        others = sorted(p.name for p in path.parent.glob("*.ckpt") if p.name != path.name)
+        hint = f" Other checkpoints in {path.parent}: {', '.join(others)}." if others else ""
+        raise CheckpointError(
+            f"{setting}={str(path)!r} is not a readable checkpoint ({path.stat().st_size} "
+            f"bytes; {type(err).__name__}: {str(err)[:200]}). It may be empty or truncated "
+            f"(a full disk, a copy that did not finish).{hint}"
+        ) from None
+
+
+def _describe(hp: dict[str, Any]) -> dict[str, Any]:
+    net = {k: v for k, v in dict(hp.get("net") or {}).items() if k != "encoder_weights"}
+    return {
+        "net": net,
+        "num_classes": hp.get("num_classes"),
+        "in_channels": hp.get("in_channels"),
+        "spatial_dims": hp.get("spatial_dims"),
+    }
+
+
+def expected_model(net: dict[str, Any], dm: Any) -> dict[str, Any]:
+    """What a run builds, in the terms a checkpoint records (no data is read)."""
+    return _describe(
+        {
+            "net": net,
+            "num_classes": dm.num_classes,
+            "in_channels": dm.in_channels,
+            "spatial_dims": dm.spatial_dims,
+        }
+    )
+
+
+def check_same_model(
+    ckpt: dict[str, Any], expected: dict[str, Any], path: str | Path, setting: str
+) -> None:
+    """The checkpoint's network and data sizes must be the ones this run builds."""
+    theirs = _describe(ckpt.get("hyper_parameters") or {})
+    diff = {k: (theirs[k], v) for k, v in expected.items() if theirs.get(k) != v}
+    if diff:
+        lines = [f"{k}: {a} in the checkpoint, {b} here" for k, (a, b) in diff.items()]
+        raise CheckpointError(
+            f"{setting}={str(path)!r} holds another model or dataset than this run builds:\n  "
+            + "\n  ".join(lines)
+            + "\nUse the experiment and overrides it was trained with (its run folder's "
+            ".hydra/overrides.yaml)."
+        )
+
+
+def check_same_length(ckpt: dict[str, Any], max_epochs: int | None, path: str | Path) -> None:
+    """Resuming under a learning-rate schedule planned for another length would run past
+    its end (a zero or undefined learning rate): stop and say what to do instead."""
+    planned = (ckpt.get("segnet") or {}).get("max_epochs")
+    schedules = ckpt.get("lr_schedulers") or []
+    fixed = any(any(k in s for k in SCHEDULE_LENGTH_KEYS) for s in schedules)
+    if not fixed or planned is None or planned == max_epochs:
+        return
+    raise CheckpointError(
+        f"ckpt_path={str(path)!r} belongs to a run planned for trainer.max_epochs={planned}, "
+        f"and its learning-rate schedule ends there; this resume asks for {max_epochs}.\n"
+        f"  To finish that run: add trainer.max_epochs={planned}.\n"
+        f"  To train on with a new schedule over {max_epochs} epochs: start a new run from its "
+        f"weights with init_from={path} (instead of ckpt_path)."
+    )
+
+
+def load_weights(module: torch.nn.Module, ckpt: dict[str, Any]) -> None:
+    """The network weights of a checkpoint, for a new run (``init_from``): no optimizer,
+    schedule, epoch or best metric is carried over."""
+    state = {k: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+    module.load_state_dict(state, strict=False)

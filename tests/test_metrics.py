@@ -1,0 +1,54 @@
+"""Per-case surface metrics (HD95, NSD) through MONAI, and their nnU-Net-style summary."""
+
+import math
+
+import pytest
+import torch
+
+from segnet.metrics import per_case_surface, summarize_cases
+
+
+def cube(offset=0, shape=(16, 16, 16)):
+    v = torch.zeros(shape, dtype=torch.long)
+    v[4 + offset : 10 + offset, 4:10, 4:10] = 1
+    return v
+
+
+def test_identical_masks_have_zero_distance_and_full_surface_dice():
+    label = cube()[None]
+    hd, nsd = per_case_surface(label, label, 2, torch.tensor([[1.0, 1.0, 1.0]]), 1.0)
+    assert hd.shape == (1, 2) and math.isnan(hd[0, 0])  # background is not scored
+    assert hd[0, 1] == 0 and nsd[0, 1] == 1
+
+
+def test_distances_are_in_millimetres_from_the_spacing():
+    label, pred = cube()[None], cube(offset=2)[None]  # shifted 2 voxels along x
+    hd1, nsd1 = per_case_surface(pred, label, 2, torch.tensor([[1.0, 1.0, 1.0]]), 1.0)
+    hd2, _ = per_case_surface(pred, label, 2, torch.tensor([[2.0, 1.0, 1.0]]), 1.0)
+    assert 0 < hd1[0, 1] <= 2.0 + 1e-6
+    assert abs(float(hd2[0, 1]) - 2 * float(hd1[0, 1])) < 1e-6  # 2 mm voxels along x
+    assert 0 < nsd1[0, 1] < 1  # part of the surface is further than 1 mm away
+    _, nsd_wide = per_case_surface(pred, label, 2, torch.tensor([[1.0, 1.0, 1.0]]), 3.0)
+    assert nsd_wide[0, 1] == 1  # all of it is within 3 mm
+
+
+def test_empty_classes_follow_monai():
+    label = cube()[None]
+    empty = torch.zeros_like(label)
+    spacing = torch.tensor([[1.0, 1.0, 1.0]])
+    hd, nsd = per_case_surface(empty, label, 3, spacing, 1.0)  # class 1 missed, 2 absent
+    assert math.isinf(hd[0, 1]) and nsd[0, 1] == 0
+    assert math.isnan(hd[0, 2]) and math.isnan(nsd[0, 2])
+
+
+def test_summary_leaves_out_undefined_values_and_counts_infinite_ones():
+    per_case = {
+        "dice": torch.tensor([[1.0, 0.8, float("nan")], [1.0, 0.6, 0.5]]),
+        "hd95": torch.tensor([[float("nan"), 2.0, float("nan")], [float("nan"), float("inf"), 4.0]]),
+    }
+    s = summarize_cases(per_case, ["bg", "a", "b"])
+    assert s["mean"]["a"]["dice"] == pytest.approx(0.7) and s["mean"]["b"]["dice"] == 0.5
+    assert s["mean"]["a"]["hd95"] == 2.0 and s["mean"]["a"]["hd95_infinite"] == 1
+    assert "hd95" not in s["mean"]["bg"]
+    assert s["foreground_mean"]["dice"] == pytest.approx(0.6)
+    assert s["foreground_mean"]["hd95"] == 3.0

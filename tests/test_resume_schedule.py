@@ -1,0 +1,80 @@
+"""Resuming under a schedule planned for a length: exact continuation, or a clear stop;
+init_from starts a new run (fresh schedule) from a checkpoint's weights."""
+
+import pytest
+import torch
+
+from segnet.checkpoints import CheckpointError
+from segnet.pipeline import train
+from tests.conftest import TINY_CAMVID, compose
+
+
+def lrs(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0}).Reload()
+    return {s.step: s.value for s in acc.Scalars("lr-AdamW")}
+
+
+@pytest.mark.parametrize("scheduler", ["poly", "onecycle"])
+def test_resume_continues_the_schedule_exactly(tiny_camvid, tmp_path, scheduler):
+    base = TINY_CAMVID + [
+        f"data.root={tiny_camvid}",
+        "test=false",
+        f"model/scheduler={scheduler}",
+        "trainer.max_epochs=4",
+    ]
+    train(compose("train", base, tmp_path / "whole"))
+    stop = ["+callbacks.stop._target_=tests.helpers.StopAfterEpochs", "+callbacks.stop.epochs=2"]
+    train(compose("train", base + stop, tmp_path / "run"))
+    assert torch.load(tmp_path / "run/checkpoints/last.ckpt", weights_only=True)["global_step"] == 6
+    ckpt = f"ckpt_path={tmp_path}/run/checkpoints/last.ckpt"
+    train(compose("train", base + [ckpt], tmp_path / "elsewhere"))
+    whole, resumed = lrs(tmp_path / "whole"), lrs(tmp_path / "run")
+    assert sorted(resumed) == sorted(whole) and len(whole) == 12  # 4 epochs x 3 steps
+    for step, lr in whole.items():
+        assert resumed[step] == pytest.approx(lr, rel=1e-6), step
+    assert min(lr for step, lr in whole.items() if step < 11) > 0
+
+
+def test_resume_with_another_length_stops_before_training_and_says_what_to_do(
+    tiny_camvid, tmp_path
+):
+    base = TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false", "model/scheduler=poly"]
+    train(compose("train", base + ["trainer.max_epochs=1"], tmp_path / "run"))
+    longer = base + ["trainer.max_epochs=3", f"ckpt_path={tmp_path}/run/checkpoints/last.ckpt"]
+    with pytest.raises(CheckpointError, match=r"(?s)trainer.max_epochs=1.*init_from="):
+        train(compose("train", longer, tmp_path / "x"))
+    # init_from: a new run over 3 epochs, its schedule starting afresh from the weights
+    new = base + ["trainer.max_epochs=3", f"init_from={tmp_path}/run/checkpoints/last.ckpt"]
+    _, objects = train(compose("train", new, tmp_path / "new"))
+    assert objects["trainer"].global_step == 9
+    values = lrs(tmp_path / "new")
+    assert values[0] == pytest.approx(0.01)  # the configured lr, not the end of the old one
+    assert all(v > 0 for step, v in values.items() if step < 8)
+
+
+def test_a_truncated_checkpoint_is_named_with_its_neighbours(tiny_camvid, tmp_path):
+    folder = tmp_path / "run" / "checkpoints"
+    folder.mkdir(parents=True)
+    (folder / "last.ckpt").write_bytes(b"PK\x03\x04 truncated")
+    (folder / "best.ckpt").write_bytes(b"")
+    cfg = compose(
+        "train", TINY_CAMVID + [f"data.root={tiny_camvid}", f"ckpt_path={folder}/last.ckpt"], tmp_path
+    )
+    with pytest.raises(CheckpointError, match=r"last\.ckpt.*not a readable checkpoint.*best\.ckpt"):
+        train(cfg)
+
+
+def test_a_checkpoint_of_another_model_is_refused_before_training(tiny_camvid, tmp_path):
+    train(compose("train", TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false"], tmp_path / "a"))
+    other = TINY_CAMVID + [
+        f"data.root={tiny_camvid}",
+        "model.net.features=[16,16,16,16]",
+        f"ckpt_path={tmp_path}/a/checkpoints/last.ckpt",
+    ]
+    events = sorted((tmp_path / "a" / "tensorboard").iterdir())
+    with pytest.raises(CheckpointError, match=r"(?s)another model.*features"):
+        train(compose("train", other, tmp_path / "b"))
+    # the refused resume wrote nothing into the source run
+    assert sorted((tmp_path / "a" / "tensorboard").iterdir()) == events
