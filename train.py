@@ -19,4 +19,9 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
+    import sys
+
+    from segnet.outputs import refuse_existing_run_dir
+
+    refuse_existing_run_dir(sys.argv[1:])
     main()

@@ -261,13 +261,13 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     batch = next(iter(dm.train_dataloader()))
     batch = {k: v.to(device) for k, v in batch.items() if torch.is_tensor(v)}
     flops_per_sample = step_flops(module, batch, loop.amp) / len(batch["image"])
-    unit_size = batch["label"][0].numel()
     r = {
         "device": str(device),
         "precision": str(trainer.precision),
-        "compiled": bool(module.compile_option is True or (
-            module.compile_option == "auto" and device.type == "cuda" and dm.spatial_dims == 2
-        )),
+        "compiled": bool(
+            module.compile_option is True
+            or (module.compile_option == "auto" and device.type == "cuda" and dm.spatial_dims == 2)
+        ),
         "channels_last": module.channels_last,
         "pipeline_samples_s": statistics.median(pipe),
         "bare_samples_s": statistics.median(bare),
@@ -302,10 +302,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         f"epoch, train.py          : {r['pipeline_epoch_s']:9.2f} s "
         f"(first epoch {r['pipeline_first_epoch_s']:.2f} s, with start-up)"
     )
-    out(
-        f"epoch, bare loop         : {r['bare_epoch_s']:9.2f} s "
-        f"(training + one validation pass)"
-    )
+    out(f"epoch, bare loop         : {r['bare_epoch_s']:9.2f} s (training + one validation pass)")
     out(f"epoch train.py / bare    : {r['epoch_ratio']:9.3f}")
     out(
         f"data pipeline            : {per_worker:9.1f} {unit}/s per worker; "
@@ -316,7 +313,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     mfu = f", {100 * r['mfu']:.1f}% of bf16 peak" if r["mfu"] else " (device peak unknown)"
     out(
         f"achieved                 : {r['achieved_flops'] / 1e9:9.1f} GFLOP/s "
-        f"({flops_per_sample / 1e9:.0f} GFLOP per training {unit.removesuffix("s")}){mfu}"
+        f"({flops_per_sample / 1e9:.0f} GFLOP per training {unit.removesuffix('s')}){mfu}"
     )
     return r
 

@@ -77,6 +77,9 @@ class SegmentationModule(L.LightningModule):
         # replace them anyway.
         self.hparams["net"] = {k: v for k, v in dict(net).items() if k != "encoder_weights"}
         self.num_classes, self.ignore_index = num_classes, ignore_index
+        # The smallest axis inference passes to the network: one whose deepest feature map
+        # still has 2 elements per axis (instance norm needs more than one value).
+        self.min_input = 2 * getattr(self.net, "min_size", 1) - 1
         self.class_names = list(class_names or [str(i) for i in range(num_classes)])
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.scheduler_interval = scheduler_interval
@@ -205,6 +208,16 @@ class SegmentationModule(L.LightningModule):
         return logits
 
     def _logits(self, x: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:
+        small = [max(0, self.min_input - s) for s in x.shape[2:]]
+        if any(small):
+            # An input smaller than the network's deepest stage can take is padded with
+            # zeros (the mean, after normalisation), as training pads small volumes to the
+            # patch size, and the logits cropped back: the same rule in validation, testing,
+            # evaluate and predict, whatever the format of the model.
+            pad = [p for axis in reversed(small) for p in (axis // 2, axis - axis // 2)]
+            logits = self._logits(F.pad(x, pad), None)
+            crop = tuple(slice(a // 2, a // 2 + s) for a, s in zip(small, x.shape[2:], strict=True))
+            return self._resize(logits[(..., *crop)], size)
         if self.inferer is None or all(
             s <= r for s, r in zip(x.shape[2:], self.inferer.roi_size, strict=True)
         ):

@@ -25,6 +25,7 @@ from segnet.checkpoints import (
 )
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule
+from segnet.outputs import existing_products
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +308,13 @@ def print_table(metrics: dict[str, float], title: str) -> None:
 def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
     (what it was trained with), overridden by any ``data.*`` the user gives."""
+    out_dir = Path(cfg.paths.output_dir)
+    found = existing_products(out_dir)
+    if found:
+        raise FileExistsError(
+            f"{out_dir} already holds {', '.join(found)}; evaluate never overwrites a run's "
+            "outputs. Choose another folder (hydra.run.dir=...) or leave it out for a new one."
+        )
     module = load_module(cfg.ckpt_path)
     info = module.hparams.get("data_info") or {}
     data_cfg = OmegaConf.create(info.get("data_cfg") or {})
@@ -318,7 +326,6 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if "_target_" not in data_cfg:
         raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
     dm = instantiate(data_cfg, _convert_="all")
-    out_dir = Path(cfg.paths.output_dir)
     module.tta = bool(cfg.get("tta", False))
     trainer = build_trainer(cfg)
     metrics, split = run_test(trainer, module, dm, cfg)

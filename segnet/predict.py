@@ -53,6 +53,12 @@ class Predictor:
     def predict_volume(self, path: str | Path) -> tuple[np.ndarray, nifti.Volume]:
         """A NIfTI file -> (RAS label map, the volume it came from)."""
         volume = nifti.load_volume(nifti.Case(nifti.case_name(Path(path)), Path(path), None))
+        channels = self.info.get("in_channels", volume.image.shape[0])
+        if volume.image.shape[0] != channels:
+            raise ValueError(
+                f"{path} has {volume.image.shape[0]} channel(s); the model takes {channels} "
+                "(one per modality, as in the data it was trained on)."
+            )
         clip = (self.info.get("normalization") or {}).get("clip")
         x = torch.from_numpy(nifti.normalize_intensity(volume.image, clip))[None].to(self.device)
         pred = self.module.predict_logits(x).argmax(1)[0]
@@ -63,8 +69,16 @@ class Predictor:
         from PIL import Image
 
         path, out_dir = Path(path), Path(out_dir)
+        is_volume = path.name.endswith(nifti.NIFTI_SUFFIXES)
+        dims = self.info.get("spatial_dims", 2)
+        if is_volume != (dims == 3):
+            kind = "NIfTI volumes" if dims == 3 else "2D images (PNG, JPEG)"
+            raise ValueError(
+                f"{path}: this model segments {kind} ({dims}D); give it one of those, or use a "
+                f"model trained on {'volumes' if is_volume else 'images'}."
+            )
         out_dir.mkdir(parents=True, exist_ok=True)
-        if path.name.endswith(nifti.NIFTI_SUFFIXES):
+        if is_volume:
             pred, volume = self.predict_volume(path)
             return [nifti.save_label_volume(pred, volume, out_dir / path.name)]
         with Image.open(path) as im:

@@ -19,7 +19,12 @@ def compose_bench(overrides):
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["trainer=gpu"], ["trainer=gpu", "run=[camvid_full]"], ["'extra_overrides=[\"data.num_workers=8\"]'"]],
+    [
+        [],
+        ["trainer=gpu"],
+        ["trainer=gpu", "run=[camvid_full]"],
+        ["'extra_overrides=[\"data.num_workers=8\"]'"],
+    ],
 )
 def test_readme_commands_compose_every_recipe(command):
     """`python -m segnet.bench trainer=gpu` and friends, as the README writes them."""

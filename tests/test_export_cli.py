@@ -113,3 +113,28 @@ def test_predict_volume_from_exported_3d_model(tmp_path):
     saved, source = nib.load(str(written[0])), nib.load(str(root / "imagesTr" / "case_000.nii.gz"))
     assert saved.shape == source.shape
     np.testing.assert_allclose(saved.affine, source.affine)
+    # the wrong kind of input is refused, naming the file and what the model takes
+    predictor = Predictor(tmp_path / "exp" / "model.onnx")
+    png = tmp_path / "frame.png"
+    Image.fromarray(np.zeros((40, 40, 3), np.uint8)).save(png)
+    with pytest.raises(ValueError, match=r"frame\.png: this model segments NIfTI volumes"):
+        predictor.predict_file(png, tmp_path / "out2")
+    two = nifti_dataset(tmp_path / "two", "msd", n=1, channels=2)
+    with pytest.raises(
+        ValueError, match=r"case_000\.nii\.gz has 2 channel\(s\); the model takes 1"
+    ):
+        predictor.predict_file(two / "imagesTr" / "case_000.nii.gz", tmp_path / "out3")
+    # a case smaller than the network's deepest stage is padded, not garbage or a crash
+    tiny = tmp_path / "tiny.nii.gz"
+    nib.save(nib.Nifti1Image(np.random.rand(6, 6, 6).astype(np.float32), np.eye(4)), str(tiny))
+    (mask,) = predictor.predict_file(tiny, tmp_path / "out4")
+    assert nib.load(str(mask)).shape == (6, 6, 6)
+
+
+def test_a_2d_model_refuses_a_volume(exported, tmp_path):
+    from tests.helpers import nifti_dataset
+
+    _, out, _, _ = exported
+    root = nifti_dataset(tmp_path / "v", "msd", n=1)
+    with pytest.raises(ValueError, match=r"this model segments 2D images"):
+        Predictor(out / "model.onnx").predict_file(root / "imagesTr" / "case_000.nii.gz", tmp_path)

@@ -44,7 +44,9 @@ def test_empty_classes_follow_monai():
 def test_summary_leaves_out_undefined_values_and_counts_infinite_ones():
     per_case = {
         "dice": torch.tensor([[1.0, 0.8, float("nan")], [1.0, 0.6, 0.5]]),
-        "hd95": torch.tensor([[float("nan"), 2.0, float("nan")], [float("nan"), float("inf"), 4.0]]),
+        "hd95": torch.tensor(
+            [[float("nan"), 2.0, float("nan")], [float("nan"), float("inf"), 4.0]]
+        ),
     }
     s = summarize_cases(per_case, ["bg", "a", "b"])
     assert s["mean"]["a"]["dice"] == pytest.approx(0.7) and s["mean"]["b"]["dice"] == 0.5
@@ -52,3 +54,23 @@ def test_summary_leaves_out_undefined_values_and_counts_infinite_ones():
     assert "hd95" not in s["mean"]["bg"]
     assert s["foreground_mean"]["dice"] == pytest.approx(0.6)
     assert s["foreground_mean"]["hd95"] == 3.0
+
+
+def test_small_volumes_are_padded_for_inference_and_cropped_back():
+    """A case smaller than the deepest stage can take (instance norm needs more than one
+    value) is padded, as training pads small volumes, and its logits cropped back."""
+    from segnet.module import SegmentationModule
+
+    m = SegmentationModule(
+        {"name": "unet", "features": [4, 8, 8], "norm": "instance"},
+        num_classes=3,
+        in_channels=1,
+        spatial_dims=3,
+    ).eval()
+    assert m.min_input == 5  # 2 pools: deepest map 2 voxels per axis
+    x = torch.randn(1, 1, 3, 4, 6)
+    with torch.no_grad():
+        out = m.predict_logits(x)
+        padded = m.net(torch.nn.functional.pad(x, (0, 0, 0, 1, 1, 1)))
+    assert out.shape == (1, 3, 3, 4, 6)
+    torch.testing.assert_close(out, padded[:, :, 1:4, 0:4, :])

@@ -60,14 +60,18 @@ def test_a_truncated_checkpoint_is_named_with_its_neighbours(tiny_camvid, tmp_pa
     (folder / "last.ckpt").write_bytes(b"PK\x03\x04 truncated")
     (folder / "best.ckpt").write_bytes(b"")
     cfg = compose(
-        "train", TINY_CAMVID + [f"data.root={tiny_camvid}", f"ckpt_path={folder}/last.ckpt"], tmp_path
+        "train",
+        TINY_CAMVID + [f"data.root={tiny_camvid}", f"ckpt_path={folder}/last.ckpt"],
+        tmp_path,
     )
     with pytest.raises(CheckpointError, match=r"last\.ckpt.*not a readable checkpoint.*best\.ckpt"):
         train(cfg)
 
 
 def test_a_checkpoint_of_another_model_is_refused_before_training(tiny_camvid, tmp_path):
-    train(compose("train", TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false"], tmp_path / "a"))
+    train(
+        compose("train", TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false"], tmp_path / "a")
+    )
     other = TINY_CAMVID + [
         f"data.root={tiny_camvid}",
         "model.net.features=[16,16,16,16]",

@@ -92,9 +92,11 @@ def test_evaluate_reproduces_the_test_metrics_and_saves_predictions(trained, tmp
     colour = np.asarray(Image.open(tmp_path / "predictions" / "test_000_color.png"))
     assert index_map.shape == (45, 61) and index_map.max() <= 10  # the label's native size
     assert colour.shape == (45, 61, 3)
-    # evaluating again into the same folder must not overwrite those predictions
-    with pytest.raises(FileExistsError, match="never overwritten"):
+    # evaluating again into the same folder stops before any work, overwriting nothing
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(FileExistsError, match="never overwrites"):
         evaluate(cfg)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_evaluate_with_missing_checkpoint_says_so(tmp_path):

@@ -8,6 +8,19 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 
+def check_count(setting: str, value, minimum: int = 1, allow_none: bool = False) -> int | None:
+    """A whole-number setting (batch size, workers), checked before any data is read."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(
+            f"data.{setting}={value!r}: expected a whole number >= {minimum}"
+            + (" (or null)" if allow_none else "")
+            + "."
+        )
+    return value
+
+
 class SegmentationDataModule(L.LightningDataModule):
     """Base class. Subclasses fill ``self.datasets`` ("train", "val", "test") in ``setup``
     and set ``batch_size``, ``eval_batch_size``, ``num_workers`` and ``pin_memory``.

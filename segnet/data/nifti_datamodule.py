@@ -19,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from segnet.data import nifti
-from segnet.data.base import SegmentationDataModule
+from segnet.data.base import SegmentationDataModule, check_count
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
@@ -143,6 +143,10 @@ class NiftiDataModule(SegmentationDataModule):
         cache_max_gb: float = 8.0,
     ):
         super().__init__()
+        check_count("batch_size", batch_size)
+        check_count("num_workers", num_workers, minimum=0)
+        check_count("samples_per_volume", samples_per_volume)
+        check_count("sw_batch_size", sw_batch_size)
         if split not in SPLITS:
             raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
         self.root = Path(root).expanduser()

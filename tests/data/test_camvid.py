@@ -150,3 +150,11 @@ def test_validation_keeps_native_labels_with_reduced_input(root):
     s = dm.datasets["val"][0]
     assert s["image"].shape == (3, 24, 32)
     assert s["label"].shape == (45, 61)
+
+
+@pytest.mark.parametrize("setting", ["batch_size", "eval_batch_size", "num_workers"])
+def test_bad_counts_are_refused_before_any_data_is_read(setting, tmp_path):
+    from segnet.data.camvid_datamodule import CamVidDataModule
+
+    with pytest.raises(ValueError, match=rf"data\.{setting}='abc': expected a whole number"):
+        CamVidDataModule(tmp_path / "nowhere", **{setting: "abc"})

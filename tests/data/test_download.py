@@ -1,7 +1,9 @@
 """download: true, against a small generated archive served on 127.0.0.1."""
 
 import functools
+import hashlib
 import http.server
+import os
 import shutil
 import threading
 
@@ -11,12 +13,37 @@ from segnet.data.camvid_datamodule import CamVidDataModule
 from tests.helpers import camvid_like
 
 
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files, honouring "Range: bytes=N-" (206) as real web servers do; records the
+    ranges asked for."""
+
+    ranges: list = []
+
+    def do_GET(self):
+        wanted = self.headers.get("Range")
+        path = self.translate_path(self.path)
+        if not wanted or not os.path.isfile(path):
+            return super().do_GET()
+        RangeHandler.ranges.append(wanted)
+        data = open(path, "rb").read()
+        start = int(wanted.removeprefix("bytes=").rstrip("-"))
+        if start >= len(data):
+            self.send_error(416)
+            return
+        self.send_response(206)
+        self.send_header("Content-Length", str(len(data) - start))
+        self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.end_headers()
+        self.wfile.write(data[start:])
+
+
 @pytest.fixture
 def server(tmp_path):
     """An HTTP server on 127.0.0.1 serving tmp_path/www; yields its base URL."""
     www = tmp_path / "www"
     www.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    RangeHandler.ranges = []
+    handler = functools.partial(RangeHandler, directory=str(www))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -46,7 +73,7 @@ def test_download_unpacks_and_checks_counts(tmp_path, server, fmt):
     ]
     dm.setup("fit")
     assert len(dm.datasets["train"]) == 4
-    assert not list((tmp_path / "data").glob(".download-*"))  # temporary files cleaned up
+    assert not list((tmp_path / "data").glob(".*"))  # staging and unpack folders cleaned up
 
 
 def test_incomplete_download_is_refused(tmp_path, server):
@@ -85,3 +112,42 @@ def test_download_never_writes_into_a_non_empty_folder(tmp_path, server):
     with pytest.raises(FileExistsError, match="not empty"):
         dm.prepare_data()
     assert (root / "notes.txt").read_text() == "mine"
+
+
+def test_an_interrupted_download_resumes_where_it_stopped(tmp_path, server):
+    www, base = server
+    archive = make_archive(tmp_path, www, "zip")
+    data = open(archive, "rb").read()
+    root = tmp_path / "data" / "CamVid"
+    # what an interrupted first attempt leaves behind: the first half of the archive
+    staging = tmp_path / "data" / ".CamVid.download"
+    staging.mkdir(parents=True)
+    (staging / "archive.part").write_bytes(data[: len(data) // 2])
+    dm = CamVidDataModule(
+        str(root), download=True, url=f"{base}/segnet.zip", num_workers=0,
+        expected_counts={"train": 4, "val": 2, "test": 2},
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    dm.prepare_data()
+    assert RangeHandler.ranges == [f"bytes={len(data) // 2}-"]  # only the rest was fetched
+    assert len(list((root / "train").glob("*.png"))) == 4
+    assert not staging.exists()
+
+
+def test_a_checksum_mismatch_is_refused_and_the_file_removed(tmp_path, server):
+    www, base = server
+    make_archive(tmp_path, www, "zip")
+    root = tmp_path / "data" / "CamVid"
+    dm = CamVidDataModule(str(root), download=True, url=f"{base}/segnet.zip", sha256="0" * 64)
+    with pytest.raises(RuntimeError, match=r"does not match data.sha256.*removed"):
+        dm.prepare_data()
+    assert not root.exists()
+    assert not list((tmp_path / "data" / ".CamVid.download").iterdir())
+
+
+def test_offline_error_names_the_url_and_the_manual_steps(tmp_path):
+    dm = CamVidDataModule(
+        str(tmp_path / "CamVid"), download=True, url="http://127.0.0.1:9/camvid.zip"
+    )
+    with pytest.raises(RuntimeError, match=r"(?s)127.0.0.1:9/camvid.zip.*Without network.*train, trainannot/"):
+        dm.prepare_data()

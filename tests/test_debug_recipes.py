@@ -1,0 +1,42 @@
+"""debug=fdr (one batch through every stage) and debug=limit (a short complete run) work for
+every experiment recipe, BatchNorm recomputation and per-case outputs included."""
+
+import json
+
+import pytest
+
+from segnet.pipeline import train
+from tests.conftest import CONFIGS, compose
+from tests.helpers import nifti_dataset
+
+EXPERIMENTS = sorted(p.stem for p in (CONFIGS / "experiment").glob("*.yaml"))
+# On this CPU machine: no downloads, no GPU, no worker processes.
+CPU = ["trainer.accelerator=cpu", "trainer.precision=32-true", "data.num_workers=0"]
+
+
+@pytest.fixture(scope="module")
+def volumes(tmp_path_factory):
+    return nifti_dataset(tmp_path_factory.mktemp("vol") / "data", "msd", n=8, shape=(19, 23, 17))
+
+
+@pytest.mark.parametrize("debug", ["fdr", "limit"])
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes, tmp_path):
+    overrides = [f"experiment={experiment}", f"debug={debug}", *CPU]
+    if experiment.startswith("camvid"):
+        overrides += [f"data.root={tiny_camvid}", "data.batch_size=2", "data.eval_batch_size=2"]
+        if experiment != "camvid_segnet_basic":  # VGG encoders: no ImageNet download here
+            overrides.append("model.net.encoder_weights=null")
+    else:
+        overrides += [f"data.root={volumes}", "data.patch_size=[16,16,16]", "data.batch_size=2"]
+    metrics, objects = train(compose("train", overrides, tmp_path))
+    assert any(k.startswith("test/") for k in metrics), sorted(metrics)
+    if objects["cfg"].recompute_bn and objects["module"].bn_recomputed:
+        # one batch per training batch the debug run allows, not the whole training set
+        assert objects["module"].bn_recomputed["batches"] <= 4
+    if debug == "limit":
+        saved = json.loads((tmp_path / "metrics.json").read_text())
+        assert saved["split"] in ("test", "val")
+        if experiment.startswith("hippocampus"):
+            rows = (tmp_path / "per_case.csv").read_text().splitlines()
+            assert len(rows) >= 2  # header + the cases tested (complete rows only)
