@@ -21,7 +21,7 @@ def main(cfg: DictConfig) -> float | None:
 if __name__ == "__main__":
     import sys
 
-    from segnet.outputs import refuse_existing_run_dir
+    from segnet.outputs import resume_into_its_run
 
-    refuse_existing_run_dir(sys.argv[1:])
+    sys.argv[1:] = resume_into_its_run(sys.argv[1:])
     main()

@@ -199,11 +199,13 @@ def export_checkpoint(
     example = None
     if size:
         example = torch.randn(2, net.in_channels, *size)
+    targets = [out_dir / f"model{SUFFIX[fmt]}" for fmt in formats] + [out_dir / CARD_NAME]
+    existing = [p for p in targets if p.exists()]
+    if existing:  # checked before any export work
+        raise FileExistsError(f"{existing[0]} exists; exports are never overwritten.")
     diffs = {}
     for fmt in formats:
         path = out_dir / f"model{SUFFIX[fmt]}"
-        if path.exists():
-            raise FileExistsError(f"{path} exists; exports are never overwritten.")
         if fmt == "safetensors":
             save_safetensors(net, path)
         else:

@@ -28,3 +28,24 @@ def refuse_existing_run_dir(argv: Sequence[str]) -> None:
                     "nothing there is overwritten. Choose a new folder, or leave hydra.run.dir "
                     "out for a new timestamped one."
                 )
+
+
+def resume_into_its_run(argv: list[str]) -> list[str]:
+    """``train.py ckpt_path=<run>/checkpoints/x.ckpt``: a resume continues in the run the
+    checkpoint belongs to. Return argv with ``hydra.run.dir=<run>`` added, so Hydra writes
+    its log and config there rather than into a new, nearly empty folder; the run's
+    previous ``.hydra/`` is kept as ``.hydra.<n>/`` (the config each part was run with).
+    Any other argv is checked by :func:`refuse_existing_run_dir` and returned as is."""
+    ckpt = next((a.split("=", 1)[1] for a in argv if a.startswith("ckpt_path=")), None)
+    explicit = any(a.startswith("hydra.run.dir=") for a in argv)
+    if ckpt and ckpt not in ("null", "None") and not explicit:
+        path = Path(ckpt).expanduser().resolve()
+        run = path.parent.parent
+        if path.is_file() and path.parent.name == "checkpoints" and (run / ".hydra").is_dir():
+            n = 1
+            while (run / f".hydra.{n}").exists():
+                n += 1
+            (run / ".hydra").rename(run / f".hydra.{n}")
+            return [*argv, f"hydra.run.dir={run}"]
+    refuse_existing_run_dir(argv)
+    return argv

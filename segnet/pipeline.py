@@ -290,7 +290,11 @@ def load_module(ckpt_path: str) -> SegmentationModule:
         from segnet.model_card import load_exported_module
 
         return load_exported_module(path)
-    return SegmentationModule.load_from_checkpoint(path, map_location="cpu", weights_only=True)
+    try:
+        return SegmentationModule.load_from_checkpoint(path, map_location="cpu", weights_only=True)
+    except Exception:
+        read_checkpoint(path)  # an unreadable file: raises the error that names it
+        raise
 
 
 def print_table(metrics: dict[str, float], title: str) -> None:

@@ -77,22 +77,26 @@ class Predictor:
                 f"{path}: this model segments {kind} ({dims}D); give it one of those, or use a "
                 f"model trained on {'volumes' if is_volume else 'images'}."
             )
+        targets = self.targets(path, out_dir)
+        existing = [t for t in targets if t.exists()]
+        if existing:  # checked before any work
+            raise FileExistsError(f"{existing[0]} exists; predictions are never overwritten.")
         out_dir.mkdir(parents=True, exist_ok=True)
         if is_volume:
             pred, volume = self.predict_volume(path)
-            return [nifti.save_label_volume(pred, volume, out_dir / path.name)]
+            return [nifti.save_label_volume(pred, volume, targets[0])]
         with Image.open(path) as im:
             mask = self.predict_image(np.asarray(im.convert("RGB")))
-        written = []
-        for target, array in (
-            (out_dir / f"{path.stem}.png", mask),
-            (out_dir / f"{path.stem}_color.png", colorize(mask, self.palette)),
-        ):
-            if target.exists():
-                raise FileExistsError(f"{target} exists; predictions are never overwritten.")
+        for target, array in zip(targets, (mask, colorize(mask, self.palette)), strict=True):
             Image.fromarray(array).save(target)
-            written.append(target)
-        return written
+        return targets
+
+    @staticmethod
+    def targets(path: Path, out_dir: Path) -> list[Path]:
+        """The files ``predict_file`` writes for ``path``."""
+        if path.name.endswith(nifti.NIFTI_SUFFIXES):
+            return [out_dir / path.name]
+        return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -106,6 +110,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="folder for the masks")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    existing = [t for i in args.inputs for t in Predictor.targets(Path(i), out) if t.exists()]
+    if existing:  # before loading the model or predicting anything
+        raise SystemExit(
+            f"{existing[0]} exists ({len(existing)} output(s) in all); predictions are never "
+            "overwritten: choose another --out folder."
+        )
     predictor = Predictor(args.model, args.device)
     for item in args.inputs:
         for written in predictor.predict_file(item, args.out):

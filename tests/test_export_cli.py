@@ -67,6 +67,11 @@ def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     mask = np.asarray(Image.open(tmp_path / "masks" / "test_000.png"))
     assert mask.shape == (45, 61)
     assert np.asarray(Image.open(tmp_path / "masks" / "test_000_color.png")).shape == (45, 61, 3)
+    # the same command again: refused before the model is even loaded, nothing rewritten
+    before = (tmp_path / "masks" / "test_000.png").stat().st_mtime_ns
+    with pytest.raises(SystemExit, match="never overwritten"):
+        predict_main([str(out / "model.onnx"), str(image), "--out", str(tmp_path / "masks")])
+    assert (tmp_path / "masks" / "test_000.png").stat().st_mtime_ns == before
     # the same mask from the checkpoint through evaluate.py's saved predictions
     cfg = compose(
         "evaluate",

@@ -136,3 +136,22 @@ def test_a_kill_during_a_checkpoint_write_leaves_a_loadable_checkpoint(tmp_path)
         proc.wait()
         ckpt = torch.load(path, weights_only=True)
         assert torch.all(ckpt["w"] == ckpt["i"])  # a whole checkpoint, never a partial one
+
+
+def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, tmp_path):
+    """train.py ckpt_path=...: Hydra's log and config go to the checkpoint's run (no new,
+    nearly empty folder); the config of the first part is kept beside the new one."""
+    from tests.conftest import run_cli
+
+    run = tmp_path / "run"
+    args = [*TINY_CAMVID, f"data.root={tiny_camvid}", "test=false"]
+    script = str(REPO / "train.py")
+    run_cli([script, *args, f"hydra.run.dir={run}"], cwd=tmp_path)
+    run_cli([script, *args, f"ckpt_path={run}/checkpoints/last.ckpt"], cwd=tmp_path)
+    assert not (tmp_path / "outputs").exists()  # nothing written to a new run folder
+    assert "ckpt_path" in (run / ".hydra" / "overrides.yaml").read_text()
+    assert "ckpt_path" not in (run / ".hydra.1" / "overrides.yaml").read_text()
+    assert (run / "train.log").is_file()
+    # pointing a new run at a folder that holds a run's outputs is refused before any work
+    with pytest.raises(AssertionError, match="already holds a run's outputs"):
+        run_cli([script, *args, f"hydra.run.dir={run}"], cwd=tmp_path)

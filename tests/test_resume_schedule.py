@@ -82,3 +82,12 @@ def test_a_checkpoint_of_another_model_is_refused_before_training(tiny_camvid, t
         train(compose("train", other, tmp_path / "b"))
     # the refused resume wrote nothing into the source run
     assert sorted((tmp_path / "a" / "tensorboard").iterdir()) == events
+
+
+def test_evaluate_names_an_unreadable_checkpoint(tmp_path):
+    from segnet.pipeline import evaluate
+
+    (tmp_path / "best.ckpt").write_bytes(b"")
+    cfg = compose("evaluate", [f"ckpt_path={tmp_path}/best.ckpt"], tmp_path / "ev")
+    with pytest.raises(CheckpointError, match=r"best\.ckpt.*0 bytes.*empty or truncated"):
+        evaluate(cfg)

@@ -73,11 +73,13 @@ class EpochTimer(L.Callback):
             startup = self._train.excess() + self._val.excess()
             self._startup_reported = True
             elapsed -= startup
-            pl_module.log("time/startup_s", startup, on_epoch=True, on_step=False)
+            pl_module.log(
+                "time/startup_s", startup, on_epoch=True, on_step=False, rank_zero_only=True
+            )
             if trainer.is_global_zero:
                 log.info(
                     "start-up: %.1f s in the first steps (torch.compile, cuDNN autotuning, "
                     "data workers), left out of time/epoch_s",
                     startup,
                 )
-        pl_module.log("time/epoch_s", elapsed, on_epoch=True, on_step=False)
+        pl_module.log("time/epoch_s", elapsed, on_epoch=True, on_step=False, rank_zero_only=True)
