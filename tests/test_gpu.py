@@ -12,8 +12,21 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("extra", [[], ["model.compile=true"], ["model.channels_last=true"]])
-def test_gpu_training_runs_and_checkpoints_keep_plain_keys(tiny_camvid, tmp_path, extra):
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """Each case compiles from scratch: compiled graphs and recompile counters of earlier
+    cases in the same process must not decide whether this one recompiles or falls back."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize(
+    "extra,compiled",
+    [([], True), (["model.compile=false", "model.channels_last=false"], False)],
+    ids=["auto", "eager"],
+)
+def test_gpu_training_runs_and_checkpoints_keep_plain_keys(tiny_camvid, tmp_path, extra, compiled):
     cfg = compose(
         "train",
         [
@@ -27,6 +40,10 @@ def test_gpu_training_runs_and_checkpoints_keep_plain_keys(tiny_camvid, tmp_path
     )
     metrics, objects = train(cfg)
     assert objects["trainer"].precision == "bf16-mixed"
+    module = objects["module"]
+    assert module.channels_last is compiled  # auto: on for 2D networks on a GPU
+    assert (module.net._compiled_call_impl is not None) is compiled  # nn.Module.compile()
     assert 0 <= metrics["test/miou"] <= 1
+    assert metrics["time/startup_s"] >= 0
     ckpt = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)
     assert not any("_orig_mod" in k for k in ckpt["state_dict"])
