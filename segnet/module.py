@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -188,8 +189,6 @@ class SegmentationModule(L.LightningModule):
         """
         if not self.tta:
             return self._logits(x, size)
-        import itertools
-
         axes = list(range(2, x.ndim)) if x.ndim == 5 else [x.ndim - 1]
         combos = [c for r in range(len(axes) + 1) for c in itertools.combinations(axes, r)]
         probs = None

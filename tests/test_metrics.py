@@ -74,3 +74,19 @@ def test_small_volumes_are_padded_for_inference_and_cropped_back():
         padded = m.net(torch.nn.functional.pad(x, (0, 0, 0, 1, 1, 1)))
     assert out.shape == (1, 3, 3, 4, 6)
     torch.testing.assert_close(out, padded[:, :, 1:4, 0:4, :])
+
+
+def test_mirroring_tta_averages_the_softmax_over_flips():
+    from segnet.module import SegmentationModule
+
+    m = SegmentationModule({"name": "segnet_basic", "features": [4, 4, 4, 4]}, 5, 3).eval()
+    x = torch.randn(2, 3, 36, 48)
+    with torch.no_grad():
+        plain = m.predict_logits(x)
+        m.tta = True
+        tta = m.predict_logits(x, (72, 96))
+        flipped = m.net(x.flip(-1)).flip(-1)
+    # 2D: left-right only (two passes), the mean of the two softmaxes, as log-probabilities
+    expected = ((plain.softmax(1) + flipped.softmax(1)) / 2).log()
+    expected = torch.nn.functional.interpolate(expected, (72, 96), mode="bilinear")
+    torch.testing.assert_close(tta, expected, atol=1e-5, rtol=1e-5)
