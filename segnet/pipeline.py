@@ -254,6 +254,9 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
 
     if cfg.get("test", True):
         best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+        # Rank 0 writes checkpoints in a background thread and waits for it when fit ends;
+        # the other ranks must wait for rank 0 before they read the file.
+        trainer.strategy.barrier("best checkpoint written")
         if best:
             ckpt = torch.load(best, map_location="cpu", weights_only=False)
             module.load_state_dict(ckpt["state_dict"])
