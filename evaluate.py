@@ -3,12 +3,14 @@
 import hydra
 from omegaconf import DictConfig
 
+from segnet.console import traceback_in_log
 from segnet.pipeline import evaluate
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    evaluate(cfg)
+    with traceback_in_log("evaluation"):
+        evaluate(cfg)
 
 
 if __name__ == "__main__":

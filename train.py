@@ -3,6 +3,7 @@
 import hydra
 from omegaconf import DictConfig
 
+from segnet.console import traceback_in_log
 from segnet.pipeline import train
 
 
@@ -12,7 +13,8 @@ def main(cfg: DictConfig) -> float | None:
         from segnet.tune import run_study
 
         return float(run_study(cfg).best_value)
-    metrics, _ = train(cfg)
+    with traceback_in_log("training"):
+        metrics, _ = train(cfg)
     # returned for Hydra sweepers (Optuna): the value they optimise
     value = metrics.get(f"{cfg.monitor}_best")
     return None if value is None else float(value)

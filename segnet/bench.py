@@ -110,10 +110,11 @@ def steady(times: list[float], skip: int) -> float:
 
 
 def build(cfg: DictConfig, **trainer_overrides: Any):
-    from segnet.pipeline import build_datamodule, build_module, build_trainer
+    from segnet.pipeline import build_datamodule, build_module, build_trainer, prepare
 
     dm = build_datamodule(cfg)
-    dm.prepare_data()
+    prepare(cfg, dm)
+    dm.setup("fit")
     module = build_module(cfg, dm)
     trainer = build_trainer(cfg, progress=False, **trainer_overrides)
     timer = StepTimer(trainer.strategy.root_device)
@@ -264,10 +265,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     r = {
         "device": str(device),
         "precision": str(trainer.precision),
-        "compiled": bool(
-            module.compile_option is True
-            or (module.compile_option == "auto" and device.type == "cuda" and dm.spatial_dims == 2)
-        ),
+        "compiled": module.compiled,
         "channels_last": module.channels_last,
         "pipeline_samples_s": statistics.median(pipe),
         "bare_samples_s": statistics.median(bare),
@@ -287,7 +285,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     r["achieved_flops"] = flops_per_sample * r["pipeline_samples_s"]
     peak = peak_flops(device)
     r["mfu"] = r["achieved_flops"] / peak if peak else None
-    unit = "images" if dm.spatial_dims == 2 else "patches"
+    unit = "images" if dm.info().spatial_dims == 2 else "patches"
     workers_needed = -(-b.target_rate // per_worker)
     out(
         f"\n== {name} on {device} ({torch.get_num_threads()} threads), {r['precision']}, "

@@ -37,24 +37,19 @@ def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, A
 
 def _describe(hp: dict[str, Any]) -> dict[str, Any]:
     net = {k: v for k, v in dict(hp.get("net") or {}).items() if k != "encoder_weights"}
+    data = hp.get("data") or {}
     return {
         "net": net,
-        "num_classes": hp.get("num_classes"),
-        "in_channels": hp.get("in_channels"),
-        "spatial_dims": hp.get("spatial_dims"),
+        "class_names": data.get("class_names"),
+        "in_channels": data.get("in_channels"),
+        "spatial_dims": data.get("spatial_dims"),
     }
 
 
-def expected_model(net: dict[str, Any], dm: Any) -> dict[str, Any]:
-    """What a run builds, in the terms a checkpoint records (no data is read)."""
-    return _describe(
-        {
-            "net": net,
-            "num_classes": dm.num_classes,
-            "in_channels": dm.in_channels,
-            "spatial_dims": dm.spatial_dims,
-        }
-    )
+def expected_model(net: dict[str, Any], info: Any) -> dict[str, Any]:
+    """What a run builds (``info``: the DataModule's ``DataInfo``), in the terms a
+    checkpoint records."""
+    return _describe({"net": net, "data": info.to_dict()})
 
 
 def check_same_model(

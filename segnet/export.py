@@ -7,11 +7,13 @@ Formats:
     * ``onnx``: dynamo exporter, dynamic batch and spatial sizes; runs in onnxruntime.
     * ``pt2``: ``torch.export`` program, dynamic batch and spatial sizes.
 
-Each writer is paired with a loader, and :func:`verify` compares a reloaded file with
-the eager network.
+Each writer is paired with a loader in :mod:`segnet.loading`, and :func:`verify` compares
+a reloaded file with the eager network. Exporting reads the checkpoint through
+``segnet.loading`` too: no Lightning, Hydra or torchmetrics.
 
 Example:
     >>> from segnet.models import create_model
+    >>> from segnet.loading import load_safetensors
     >>> net = create_model("segnet_basic", out_channels=4)
     >>> path = save_safetensors(net, "/tmp/segnet_basic.safetensors")
     >>> type(load_safetensors(path)).__name__
@@ -20,30 +22,31 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from segnet.models import create_model
+from segnet.loading import (  # noqa: F401  (the loaders are part of this module's API)
+    LOADERS,
+    SPEC_KEY,
+    SUFFIX,
+    clean_state_dict,
+    load_model,
+    load_onnx,
+    load_pt2,
+    load_safetensors,
+    read_safetensors_metadata,
+)
+from segnet.model_card import CARD_NAME, make_card
 
-SPEC_KEY = "segnet_spec"
 FORMATS = ("safetensors", "onnx", "pt2")
-SUFFIX = {"safetensors": ".safetensors", "onnx": ".onnx", "pt2": ".pt2"}
-
-
-def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Strip the prefixes that torch.compile (``_orig_mod.``) and DDP (``module.``) add."""
-    out = {}
-    for key, value in state.items():
-        for prefix in ("_orig_mod.", "module."):
-            key = key.replace(prefix, "")
-        out[key] = value
-    return out
 
 
 def save_safetensors(
@@ -60,29 +63,6 @@ def save_safetensors(
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(state, str(path), metadata=meta)
     return path
-
-
-def read_safetensors_metadata(path: str | Path) -> dict[str, Any]:
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        meta = f.metadata() or {}
-    if SPEC_KEY not in meta:
-        raise ValueError(
-            f"{path} has no '{SPEC_KEY}' metadata: it was not written by segnet.export, so the "
-            "network it holds is unknown."
-        )
-    return {k: json.loads(v) for k, v in meta.items()}
-
-
-def load_safetensors(path: str | Path, device: str | torch.device = "cpu") -> nn.Module:
-    """Rebuild the network stored by :func:`save_safetensors` (in eval mode)."""
-    from safetensors.torch import load_file
-
-    spec = read_safetensors_metadata(path)[SPEC_KEY]
-    net = create_model(**spec)
-    net.load_state_dict(load_file(str(path), device=str(device)))
-    return net.to(device).eval()
 
 
 def _dynamic_shapes(spatial_dims: int) -> dict[str, dict[int, Any]]:
@@ -111,43 +91,40 @@ def export_pt2(net: nn.Module, path: str | Path, example: torch.Tensor | None = 
     return path
 
 
-def load_pt2(path: str | Path) -> Callable[[torch.Tensor], torch.Tensor]:
-    return torch.export.load(str(path)).module()
+@contextlib.contextmanager
+def quiet_loggers(*names: str) -> Iterator[None]:
+    """The ONNX exporter's optimiser logs every pass at INFO (about 80 lines per export):
+    warnings and errors only, while exporting."""
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(max(lg.getEffectiveLevel(), logging.WARNING))
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def export_onnx(net: nn.Module, path: str | Path, example: torch.Tensor | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     net = net.eval()
-    program = torch.onnx.export(
-        net,
-        (_example(net, example),),
-        dynamo=True,
-        dynamic_shapes=_dynamic_shapes(net.spatial_dims),
-        input_names=["x"],
-        output_names=["logits"],
-        verbose=False,
-    )
+    with quiet_loggers("onnxscript", "onnx_ir", "torch.onnx"):
+        program = torch.onnx.export(
+            net,
+            (_example(net, example),),
+            dynamo=True,
+            dynamic_shapes=_dynamic_shapes(net.spatial_dims),
+            input_names=["x"],
+            output_names=["logits"],
+            verbose=False,
+        )
     program.save(str(path))
     return path
 
 
-def load_onnx(path: str | Path) -> Callable[[torch.Tensor], torch.Tensor]:
-    """An onnxruntime session wrapped to take and return torch tensors."""
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    name = session.get_inputs()[0].name
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        (out,) = session.run(None, {name: x.detach().cpu().numpy().astype(np.float32)})
-        return torch.from_numpy(out)
-
-    return run
-
-
 WRITERS = {"safetensors": save_safetensors, "onnx": export_onnx, "pt2": export_pt2}
-LOADERS = {"safetensors": load_safetensors, "onnx": load_onnx, "pt2": load_pt2}
 
 
 def verify(
@@ -167,6 +144,14 @@ def verify(
     return float((expected - got.to(expected)).abs().max())
 
 
+def normal_permissions(path: Path) -> None:
+    """What a new file gets under the user's umask (usually 0644): some writers (safetensors)
+    create theirs 0600, which a serving account or a colleague then cannot read."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 def checkpoint_metrics(ckpt: dict[str, Any]) -> dict[str, float]:
     """The monitored best validation score recorded in a Lightning checkpoint."""
     out = {}
@@ -183,18 +168,15 @@ def export_checkpoint(
     example_size: list[int] | None = None,
 ) -> dict[str, float]:
     """Write each format plus ``model.json``; return the largest reload difference per format."""
-    from segnet.model_card import CARD_NAME, make_card
-    from segnet.pipeline import load_module
-
     unknown = set(formats) - set(FORMATS)
     if unknown:
         raise ValueError(f"formats {sorted(unknown)} unknown; choose from {list(FORMATS)}.")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    module = load_module(str(ckpt_path)).eval()
-    net = module.net
+    model = load_model(ckpt_path)
+    net = model.net
     ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-    card = make_card(module, checkpoint_metrics(ckpt))
+    card = make_card(model.spec, model.module_args, model.info, checkpoint_metrics(ckpt))
     size = example_size or card["input"]["trained_input_size"]
     example = None
     if size:
@@ -210,6 +192,7 @@ def export_checkpoint(
             save_safetensors(net, path)
         else:
             WRITERS[fmt](net, path, example)
+        normal_permissions(path)
         diffs[fmt] = verify(net, path, fmt, example)
         print(f"{fmt:12s} {path}  largest difference on reload: {diffs[fmt]:.3g}")
     (out_dir / CARD_NAME).write_text(
@@ -222,6 +205,7 @@ def export_checkpoint(
             indent=2,
         )
     )
+    normal_permissions(out_dir / CARD_NAME)
     print(f"model card   {out_dir / CARD_NAME}")
     return diffs
 

@@ -1,5 +1,5 @@
-"""The model card (``model.json``) written beside exported models, and loading an
-exported model back as a module that evaluates like a checkpoint."""
+"""The model card (``model.json``) written beside exported models: the network, the data
+it expects and produces, and the settings evaluation rebuilds. Plain data, no torch."""
 
 from __future__ import annotations
 
@@ -7,50 +7,98 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import nn
-
 CARD_NAME = "model.json"
 CARD_VERSION = 1
-# SegmentationModule arguments a card carries (everything but optimisation)
-MODULE_KEYS = (
-    "num_classes",
-    "in_channels",
-    "spatial_dims",
-    "ignore_index",
-    "class_names",
-    "inferer",
-    "per_case_dice",
-    "monitor",
-    "loss",
-    "class_weights",
-)
+# SegmentationModule arguments a card carries besides the network and the data description
+# (everything but optimisation), so that evaluating an exported model scores like its
+# checkpoint
+MODULE_KEYS = ("class_weights", "loss", "monitor", "surface_tolerance_mm", "data_cfg")
 
 
-def make_card(module, metrics: dict[str, float] | None = None) -> dict[str, Any]:
-    hp = dict(module.hparams)
-    data = hp.get("data_info") or {}
-    dims = hp["spatial_dims"]
-    layout = "NCHW" if dims == 2 else "NCDHW (D, H, W = the RAS x, y, z axes)"
+def make_card(
+    spec: dict[str, Any],
+    module_args: dict[str, Any],
+    data: Any,
+    metrics: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """``data``: the ``DataInfo`` the model was trained with."""
+    layout = "NCHW" if data.spatial_dims == 2 else "NCDHW (D, H, W = the RAS x, y, z axes)"
     return {
         "card_version": CARD_VERSION,
-        "net": module.net.spec(),
-        "module": {k: hp.get(k) for k in MODULE_KEYS},
-        "data": data,
+        "net": spec,
+        "module": {k: module_args.get(k) for k in MODULE_KEYS},
+        "data": data.to_dict(),
         "input": {
             "layout": layout,
             "dtype": "float32",
-            "channels": hp["in_channels"],
-            "normalization": data.get("normalization"),
-            "trained_input_size": data.get("input_size"),
+            "channels": data.in_channels,
+            "normalization": data.normalization,
+            "trained_input_size": data.input_size,
         },
         "output": {
             "layout": "logits, N x num_classes x spatial",
-            "classes": hp.get("class_names"),
-            "palette": data.get("palette"),
+            "classes": data.class_names,
+            "palette": data.palette,
         },
+        "deployment": deployment_steps(data),
         "metrics": metrics or {},
     }
+
+
+def deployment_steps(data: Any) -> dict[str, Any]:
+    """What to do around the ONNX file, step by step, with nothing but onnxruntime, numpy
+    and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does."""
+    norm = data.normalization
+    onnx = {
+        "input_name": "x",
+        "output_name": "logits",
+        "dynamic_axes": "batch and every spatial axis",
+    }
+    if norm["kind"] == "rgb_mean_std":
+        pre = [
+            {"step": "decode", "to": "uint8 RGB (H, W, 3)", "channel_order": norm["channel_order"]},
+        ]
+        if data.input_size:
+            pre.append(
+                {
+                    "step": "resize",
+                    "size_hw": data.input_size,
+                    "interpolation": "bilinear, antialiased (Pillow Image.resize BILINEAR)",
+                }
+            )
+        pre += [
+            {"step": "scale", "multiply_by": norm["scale"], "result": "float32 in [0, 1]"},
+            {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
+            {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
+        ]
+        post = [
+            {
+                "step": "resize_logits",
+                "to": "the original image's (H, W)",
+                "interpolation": "bilinear, half-pixel centres (align_corners=False)",
+                "skip_if": "sizes already equal",
+            },
+            {"step": "argmax", "axis": 1, "result": "class index per pixel"},
+            {"step": "colorize", "palette": "output.palette (RGB per class index)"},
+        ]
+    else:
+        pre = [
+            {
+                "step": "read",
+                "with": "nibabel",
+                "reorient_to": "RAS (nibabel.as_closest_canonical)",
+            },
+            {"step": "layout", "to": "NCDHW", "channels": "4th NIfTI axis, if any"},
+            {"step": "clip", "range": norm.get("clip"), "skip_if": "range is null"},
+            {"step": "normalize", "how": "z-score per volume and channel (mean 0, std 1)"},
+        ]
+        post = [
+            {"step": "argmax", "axis": 1},
+            {"step": "write", "reorient_from": "RAS back to the source image's orientation"},
+        ]
+        if data.sliding_window:
+            onnx["sliding_window"] = data.sliding_window
+    return {"onnx": onnx, "preprocess": pre, "postprocess": post}
 
 
 def read_card(model_path: str | Path) -> dict[str, Any]:
@@ -61,52 +109,3 @@ def read_card(model_path: str | Path) -> dict[str, Any]:
             "segnet.export writes both)."
         )
     return json.loads(path.read_text())
-
-
-class ExportedNet(nn.Module):
-    """An exported ONNX or torch.export program behind the network interface."""
-
-    def __init__(self, run, spec: dict[str, Any]):
-        super().__init__()
-        self.run = run
-        self.spatial_dims, self.in_channels = spec["spatial_dims"], spec["in_channels"]
-        self.out_channels = spec["out_channels"]
-        self._spec = spec
-
-    def spec(self) -> dict[str, Any]:
-        return dict(self._spec)
-
-    def train(self, mode: bool = True) -> ExportedNet:
-        # An exported program has one fixed mode (inference) and refuses train()/eval().
-        self.training = mode
-        return self
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.run(x).to(x.device)
-
-
-def load_exported_module(model_path: str | Path):
-    """A SegmentationModule whose network is the exported file (.safetensors, .onnx, .pt2)."""
-    from segnet import export
-    from segnet.module import SegmentationModule
-
-    path = Path(model_path)
-    fmt = {v: k for k, v in export.SUFFIX.items()}.get(path.suffix)
-    if fmt is None:
-        raise ValueError(f"{path}: unknown model format; use .ckpt, .safetensors, .onnx or .pt2.")
-    card = read_card(path)
-    spec = dict(card["net"])
-    module = SegmentationModule(
-        net={
-            k: v
-            for k, v in spec.items()
-            if k not in ("spatial_dims", "in_channels", "out_channels")
-        },
-        data_info=card["data"],
-        **card["module"],
-    )
-    if fmt == "safetensors":
-        module.net = export.load_safetensors(path)
-    else:
-        module.net = ExportedNet(export.LOADERS[fmt](path), spec)
-    return module.eval()

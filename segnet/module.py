@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import inspect
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import lightning as L
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torchmetrics import CatMetric, MaxMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
+from segnet.data.info import DataInfo
+from segnet.inference import Inference
+from segnet.losses import lovasz_softmax
 from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
 from segnet.models import create_model
 
@@ -28,63 +29,72 @@ class SegmentationModule(L.LightningModule):
 
     Args:
         net: architecture spec, ``{"name": "segnet", ...}``; data-dependent sizes
-            (channels, classes, spatial_dims) come from the DataModule.
+            (channels, classes, spatial_dims) come from ``data``.
+        data: the dataset's description, :class:`segnet.data.info.DataInfo` or its dict
+            (``DataModule.info()``): classes, channels, dims, ignore label, sliding-window
+            settings, whether to score per case (volumes: mean Dice over cases, and at
+            test time HD95 and normalised surface Dice per case).
+        class_weights: cross-entropy weight per class, or None.
         optimizer, scheduler: partially applied constructors (Hydra ``_partial_: true``).
-        loss: weights of the terms, ``{"ce": 1.0, "dice": 0.0}``.
-        inferer: ``None`` for whole-input inference, or sliding-window settings
-            (``roi_size``, ``overlap``, ``mode``, ``sw_batch_size``) for volumes.
-        per_case_dice: also report Dice as the mean over cases (the Decathlon convention),
-            and at test time HD95 and normalised surface Dice per case (volumes).
+        loss: weights of the terms, ``{"ce": 1.0, "dice": 0.0, "lovasz": 0.0}``
+            (Lovasz-softmax: a surrogate of 1 - IoU that leaves void pixels out).
+        monitor: the validation metric whose best value is tracked; None: ``data``'s.
         surface_tolerance_mm: the normalised surface Dice tolerance, in mm.
+        data_cfg: the data config the run's DataModule was made from; kept in checkpoints
+            so that ``evaluate.py`` rebuilds the same data (the pipeline sets it).
 
     Example:
-        >>> m = SegmentationModule({"name": "segnet_basic"}, num_classes=11, in_channels=3)
+        >>> from segnet.data.info import DataInfo, rgb_normalization
+        >>> data = DataInfo(2, 3, ["sky", "road", "car"], [[0, 0, 255]] * 3, None,
+        ...                 rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)
+        >>> m = SegmentationModule({"name": "segnet_basic"}, data)
         >>> m(torch.zeros(1, 3, 36, 48)).shape
-        torch.Size([1, 11, 36, 48])
+        torch.Size([1, 3, 36, 48])
     """
 
     def __init__(
         self,
         net: dict[str, Any],
-        num_classes: int,
-        in_channels: int,
-        spatial_dims: int = 2,
-        ignore_index: int | None = None,
-        class_names: Sequence[str] | None = None,
+        data: DataInfo | dict[str, Any],
         class_weights: Sequence[float] | None = None,
         optimizer: Callable[..., torch.optim.Optimizer] | None = None,
         scheduler: Callable[..., Any] | None = None,
         scheduler_interval: str = "step",
         loss: dict[str, float] | None = None,
-        inferer: dict[str, Any] | None = None,
-        per_case_dice: bool = False,
+        monitor: str | None = None,
         surface_tolerance_mm: float = 1.0,
-        monitor: str = "val/miou",
         compile: bool | str = "auto",
         channels_last: bool | str = "auto",
-        data_info: dict[str, Any] | None = None,
+        data_cfg: dict[str, Any] | None = None,
     ):
         super().__init__()
+        info = data if isinstance(data, DataInfo) else DataInfo.from_dict(data)
+        data = info.to_dict()  # plain data in the checkpoint's hyperparameters
         if class_weights is not None:
             class_weights = [float(w) for w in class_weights]
+        monitor = monitor or info.monitor
         self.save_hyperparameters(ignore=["optimizer", "scheduler"])
+        self.data_info = info
+        num_classes, ignore_index = info.num_classes, info.ignore_index
         self.net = create_model(
             **dict(net),
-            spatial_dims=spatial_dims,
-            in_channels=in_channels,
+            spatial_dims=info.spatial_dims,
+            in_channels=info.in_channels,
             out_channels=num_classes,
         )
         # Reloading a checkpoint must not fetch the initial weights again: its own weights
         # replace them anyway.
         self.hparams["net"] = {k: v for k, v in dict(net).items() if k != "encoder_weights"}
         self.num_classes, self.ignore_index = num_classes, ignore_index
-        # The smallest axis inference passes to the network: one whose deepest feature map
-        # still has 2 elements per axis (instance norm needs more than one value).
-        self.min_input = 2 * getattr(self.net, "min_size", 1) - 1
-        self.class_names = list(class_names or [str(i) for i in range(num_classes)])
+        self.class_names = list(info.class_names)
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.scheduler_interval = scheduler_interval
-        self.loss_weights = {"ce": 1.0, "dice": 0.0, **(loss or {})}
+        self.loss_weights = {"ce": 1.0, "dice": 0.0, "lovasz": 0.0, **(loss or {})}
+        unknown = set(self.loss_weights) - {"ce", "dice", "lovasz"}
+        if unknown:
+            raise ValueError(
+                f"model.loss has unknown term(s) {sorted(unknown)}: use ce, dice and lovasz."
+            )
         weights = None if class_weights is None else torch.tensor(class_weights)
         self.ce = nn.CrossEntropyLoss(
             weight=weights, ignore_index=-100 if ignore_index is None else ignore_index
@@ -101,12 +111,10 @@ class SegmentationModule(L.LightningModule):
             self.dice_loss = DiceLoss(
                 include_background=False, to_onehot_y=True, softmax=True, batch=True
             )
-        self.inferer = None
-        if inferer:
-            from monai.inferers import SlidingWindowInferer
-
-            self.inferer = SlidingWindowInferer(**inferer)
-        self.per_case = per_case_dice
+        # whole-input inference (sliding window, small-input padding, TTA): plain torch,
+        # shared with evaluation and deployed models
+        self.inference = Inference.for_net(self.net, info.sliding_window)
+        self.per_case = info.per_case
         self.monitor = monitor
         self.confusion = nn.ModuleDict(
             {s: MulticlassConfusionMatrix(num_classes, ignore_index=ignore_index) for s in STAGES}
@@ -124,11 +132,11 @@ class SegmentationModule(L.LightningModule):
                 raise ValueError(f"model.{name}={value!r}: use true, false or auto.")
         self.compile_option, self.channels_last_option = compile, channels_last
         self.channels_last = False
+        self.compiled = False  # whether accelerate() compiled the network
         self._accelerated = False
         # set once BatchNorm statistics were recomputed over the training set; stored in
         # checkpoints, so evaluation knows the weights are the ones training tested
         self.bn_recomputed: dict[str, Any] | None = None
-        self.tta = False  # mirroring test-time augmentation in predict_logits
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["bn_recomputed"] = self.bn_recomputed
@@ -156,7 +164,7 @@ class SegmentationModule(L.LightningModule):
         """
         self._accelerated = True
         on_gpu = device.type == "cuda"
-        two_d = self.hparams.spatial_dims == 2
+        two_d = self.data_info.spatial_dims == 2
         resolve = lambda v: (on_gpu and two_d) if v == "auto" else bool(v)  # noqa: E731
         if on_gpu:
             # TF32 matmuls/convolutions in fp32 parts (bf16 autocast covers the rest)
@@ -168,6 +176,7 @@ class SegmentationModule(L.LightningModule):
         if resolve(self.compile_option):
             # compiles forward in place: the state_dict keeps its plain keys
             self.net.compile()
+            self.compiled = True
 
     def on_after_batch_transfer(self, batch: dict, dataloader_idx: int) -> dict:
         if self.channels_last:
@@ -179,53 +188,17 @@ class SegmentationModule(L.LightningModule):
         return self.net(x)
 
     def predict_logits(self, x: torch.Tensor, size: Sequence[int] | None = None) -> torch.Tensor:
-        """Logits for whole inputs (sliding window if configured), resized to ``size``:
-        a reduced-resolution recipe is scored at the labels' native resolution.
+        """Logits for whole inputs (sliding window if configured, mirroring TTA with
+        ``tta``), resized to ``size``: see :class:`segnet.inference.Inference`."""
+        return self.inference.logits(self.net, x, size)
 
-        With ``self.tta`` set (``evaluate.py tta=true``), mirroring test-time augmentation:
-        the softmax averaged over every combination of flips of the mirror axes (all three
-        for volumes, as nnU-Net does; left-right only for 2D scenes, where an upside-down
-        street is not a street), returned as log-probabilities.
-        """
-        if not self.tta:
-            return self._logits(x, size)
-        axes = list(range(2, x.ndim)) if x.ndim == 5 else [x.ndim - 1]
-        combos = [c for r in range(len(axes) + 1) for c in itertools.combinations(axes, r)]
-        probs = None
-        for flip in combos:
-            xf = x.flip(flip) if flip else x
-            logits = self._logits(xf, None).float()
-            p = logits.flip(flip).softmax(1) if flip else logits.softmax(1)
-            probs = p if probs is None else probs + p
-        logits = (probs / len(combos)).clamp_min(1e-8).log()
-        return self._resize(logits, size)
+    @property
+    def tta(self) -> bool:
+        return self.inference.tta
 
-    def _resize(self, logits: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:
-        if size is not None and tuple(logits.shape[2:]) != tuple(size):
-            mode = "bilinear" if logits.ndim == 4 else "trilinear"
-            logits = F.interpolate(logits.float(), size=tuple(size), mode=mode, align_corners=False)
-        return logits
-
-    def _logits(self, x: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:
-        small = [max(0, self.min_input - s) for s in x.shape[2:]]
-        if any(small):
-            # An input smaller than the network's deepest stage can take is padded with
-            # zeros (the mean, after normalisation), as training pads small volumes to the
-            # patch size, and the logits cropped back: the same rule in validation, testing,
-            # evaluate and predict, whatever the format of the model.
-            pad = [p for axis in reversed(small) for p in (axis // 2, axis - axis // 2)]
-            logits = self._logits(F.pad(x, pad), None)
-            crop = tuple(slice(a // 2, a // 2 + s) for a, s in zip(small, x.shape[2:], strict=True))
-            return self._resize(logits[(..., *crop)], size)
-        if self.inferer is None or all(
-            s <= r for s, r in zip(x.shape[2:], self.inferer.roi_size, strict=True)
-        ):
-            # A volume that fits in one window gets one plain pass: MONAI would pad it to
-            # the window first, and the padding changes what the network sees.
-            logits = self.net(x)
-        else:
-            logits = self.inferer(x, self.net)
-        return self._resize(logits, size)
+    @tta.setter
+    def tta(self, value: bool) -> None:
+        self.inference.tta = bool(value)
 
     # -- loss ---------------------------------------------------------------------------
     def compute_loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -233,6 +206,10 @@ class SegmentationModule(L.LightningModule):
         if self.dice_loss is not None:
             loss = loss + self.loss_weights["dice"] * self.dice_loss(
                 logits.float(), target.unsqueeze(1)
+            )
+        if self.loss_weights["lovasz"] > 0:
+            loss = loss + self.loss_weights["lovasz"] * lovasz_softmax(
+                logits, target, self.ignore_index
             )
         return loss
 

@@ -12,6 +12,7 @@ from typing import Any
 import lightning as L
 import torch
 from hydra.utils import instantiate
+from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -23,6 +24,9 @@ from segnet.checkpoints import (
     load_weights,
     read_checkpoint,
 )
+from segnet.console import log_config, log_summary, quiet_library_noise
+from segnet.data.base import SegmentationDataModule
+from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule
 from segnet.outputs import existing_products
@@ -30,47 +34,34 @@ from segnet.outputs import existing_products
 log = logging.getLogger(__name__)
 
 
-def build_datamodule(cfg: DictConfig) -> L.LightningDataModule:
+def build_datamodule(cfg: DictConfig) -> SegmentationDataModule:
     return instantiate(cfg.data, _convert_="all")
 
 
-def build_module(cfg: DictConfig, dm: L.LightningDataModule) -> SegmentationModule:
-    """The model config holds the architecture; sizes and classes come from the data."""
-    weights = getattr(dm, "class_weights", None)
+def build_module(cfg: DictConfig, dm: SegmentationDataModule) -> SegmentationModule:
+    """The model config holds the architecture and optimisation; everything about the data
+    comes from the DataModule's ``info()`` (and its class weights, when training)."""
     module = instantiate(
         cfg.model,
-        num_classes=dm.num_classes,
-        in_channels=dm.in_channels,
-        spatial_dims=dm.spatial_dims,
-        ignore_index=dm.ignore_index,
-        class_names=list(dm.class_names),
-        class_weights=None if weights is None else weights.tolist(),
-        inferer=getattr(dm, "inferer", None),
-        per_case_dice=dm.spatial_dims == 3,
+        data=dm.info().to_dict(),
+        class_weights=dm.class_weights,
         monitor=cfg.monitor,
         _convert_="all",
     )
     # Set after instantiation: the data config has a _target_, and passing it through
     # instantiate would build a DataModule into the checkpoint instead of plain data.
-    module.hparams["data_info"] = {
-        **data_info(dm),
-        "data_cfg": OmegaConf.to_container(cfg.data, resolve=True),
-    }
+    # evaluate.py rebuilds the DataModule from it (a module argument, so it reloads).
+    module.hparams["data_cfg"] = OmegaConf.to_container(cfg.data, resolve=True)
     return module
 
 
-def data_info(dm: L.LightningDataModule) -> dict[str, Any]:
-    """What a user of an exported model needs to prepare inputs and read outputs."""
-    return {
-        "class_names": list(dm.class_names),
-        "palette": [list(c) for c in dm.palette],
-        "ignore_index": dm.ignore_index,
-        "spatial_dims": dm.spatial_dims,
-        "in_channels": dm.in_channels,
-        "normalization": getattr(dm, "normalization", None)
-        or {"mean": list(dm.mean), "std": list(dm.std)},
-        "input_size": list(getattr(dm, "image_size", None) or []) or None,
-    }
+def prepare(cfg: DictConfig, dm: SegmentationDataModule) -> None:
+    """Fetch and describe the data (no images read yet); a ``monitor: null`` becomes the
+    dataset's own (val/miou for scenes, val/dice for volumes)."""
+    dm.prepare_data()
+    if cfg.get("monitor") is None:
+        with open_dict(cfg):
+            cfg.monitor = dm.info().monitor
 
 
 def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L.Trainer:
@@ -90,15 +81,6 @@ def write_metrics(path: Path, metrics: dict[str, Any], **extra: Any) -> Path:
     payload = {**extra, "metrics": {k: float(v) for k, v in metrics.items()}}
     path.write_text(json.dumps(payload, indent=2))
     return path
-
-
-def test_split(dm: L.LightningDataModule) -> str:
-    """The split to test on; CamVid copies without test/ fall back to val, loudly."""
-    split = getattr(dm, "split", "test")
-    if hasattr(dm, "has_split") and not dm.has_split(split):
-        log.warning("split '%s' not found under %s: testing on 'val' instead", split, dm.root)
-        dm.split = "val"
-    return dm.split
 
 
 def write_outputs(
@@ -123,12 +105,13 @@ def write_outputs(
         metrics,
         split=split,
         ckpt_path=str(ckpt_path),
+        monitor=module.monitor,
         recompute_bn=cfg.get("recompute_bn", False),
         tta=bool(cfg.get("tta", False)),
         bn_recomputed=module.bn_recomputed,
         **extra,
     )
-    if cases is not None and hasattr(dm, "write_case_table"):
+    if cases is not None:
         dm.write_case_table(cases, out_dir / "per_case.csv")
 
 
@@ -168,7 +151,7 @@ def run_test(
     (training does it once and stores them in ``store_in``, its best checkpoint), so that
     evaluating a checkpoint gives the numbers its training run reported.
     """
-    split = test_split(dm)
+    split = dm.test_split()
     if cfg.get("recompute_bn", False):
         if module.bn_recomputed:
             log.info(
@@ -208,7 +191,7 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
             "ckpt_path= resumes a run and init_from= starts a new one from a checkpoint's "
             "weights: give one of them."
         )
-    expected = expected_model(OmegaConf.to_container(cfg.model.net, resolve=True), dm)
+    expected = expected_model(OmegaConf.to_container(cfg.model.net, resolve=True), dm.info())
     if ckpt_path:
         ckpt = read_checkpoint(ckpt_path, "ckpt_path")
         check_same_model(ckpt, expected, ckpt_path, "ckpt_path")
@@ -222,6 +205,9 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
 
 
 def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
+    quiet_library_noise()
+    if rank_zero_only.rank == 0:
+        log_config(cfg)
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     resumed = resume_dir(cfg.get("ckpt_path"))
@@ -232,8 +218,10 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         log.info("resuming %s in %s", cfg.ckpt_path, resumed)
     out_dir = Path(cfg.paths.output_dir)
     dm = build_datamodule(cfg)
+    prepare(cfg, dm)
     init_ckpt = check_start_checkpoints(cfg, dm)
-    dm.prepare_data()
+    if cfg.get("train", True):
+        dm.setup("fit")  # reads the data; the class weights come from the training labels
     module = build_module(cfg, dm)
     if init_ckpt is not None:
         load_weights(module, init_ckpt)
@@ -272,6 +260,10 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             write_outputs(out_dir, module, dm, metrics, split, best, cfg)
         objects["best_ckpt"] = best
 
+    if trainer.is_global_zero:
+        log_summary(
+            out_dir, objects.get("best_ckpt"), split if cfg.get("test", True) else None, metrics
+        )
     for logger in trainer.loggers:
         # "hp/" names: the logger also writes these as scalars at step 0, which must not
         # add a stray point to the val/* and test/* curves.
@@ -282,22 +274,17 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
 
 
 def load_module(ckpt_path: str) -> SegmentationModule:
-    """A checkpoint (.ckpt) or an exported model (.safetensors/.onnx/.pt2 + model.json)."""
+    """A checkpoint (.ckpt) or an exported model (.safetensors/.onnx/.pt2 + model.json) as
+    a module that evaluates like the checkpoint it came from."""
     path = Path(ckpt_path).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"ckpt_path={ckpt_path!r}: no such file. Point it at a .ckpt from a training run "
-            "(outputs/train/runs/<date>/checkpoints/best.ckpt) or an exported model."
-        )
     if path.suffix != ".ckpt":
-        from segnet.model_card import load_exported_module
-
-        return load_exported_module(path)
-    try:
-        return SegmentationModule.load_from_checkpoint(path, map_location="cpu", weights_only=True)
-    except Exception:
-        read_checkpoint(path)  # an unreadable file: raises the error that names it
-        raise
+        model = load_model(path)  # names a missing file or an unknown format
+        net = {k: v for k, v in model.spec.items() if k not in SIZE_KEYS}
+        module = SegmentationModule(net=net, data=model.info, **model.module_args)
+        module.net = model.net
+        return module.eval()
+    read_checkpoint(path, "ckpt_path")  # missing or unreadable: an error that names it
+    return SegmentationModule.load_from_checkpoint(path, map_location="cpu", weights_only=True)
 
 
 def print_table(metrics: dict[str, float], title: str) -> None:
@@ -315,6 +302,7 @@ def print_table(metrics: dict[str, float], title: str) -> None:
 def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
     (what it was trained with), overridden by any ``data.*`` the user gives."""
+    quiet_library_noise()
     out_dir = Path(cfg.paths.output_dir)
     found = existing_products(out_dir)
     if found:
@@ -323,16 +311,16 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             "outputs. Choose another folder (hydra.run.dir=...) or leave it out for a new one."
         )
     module = load_module(cfg.ckpt_path)
-    info = module.hparams.get("data_info") or {}
-    data_cfg = OmegaConf.create(info.get("data_cfg") or {})
+    data_cfg = OmegaConf.create(module.hparams.get("data_cfg") or {})
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
     data_cfg = OmegaConf.merge(data_cfg, overrides)
     if "class_names" in data_cfg and not data_cfg.class_names:
         # e.g. a plain folder without dataset.json: the checkpoint knows its classes
-        data_cfg.class_names = info.get("class_names")
+        data_cfg.class_names = module.data_info.class_names
     if "_target_" not in data_cfg:
         raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
     dm = instantiate(data_cfg, _convert_="all")
+    dm.prepare_data()
     module.tta = bool(cfg.get("tta", False))
     trainer = build_trainer(cfg)
     metrics, split = run_test(trainer, module, dm, cfg)

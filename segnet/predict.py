@@ -7,6 +7,8 @@ API::
     mask = predictor.predict_image(rgb_uint8_array)     # (H, W) class indices
     predictor.predict_file("scan.nii.gz", "out/")       # writes out/scan.nii.gz
 
+Predicting imports neither Lightning, Hydra nor torchmetrics (``segnet.loading``).
+
 CLI::
 
     python -m segnet.predict export/model.onnx frame1.png frame2.png --out masks/
@@ -23,45 +25,44 @@ import torch
 from segnet.data import nifti
 from segnet.data.camvid import colorize
 from segnet.data.transforms import resize_images
+from segnet.loading import load_model
 
 
 class Predictor:
     def __init__(self, model_path: str | Path, device: str = "cpu"):
-        from segnet.pipeline import load_module
-
-        self.module = load_module(str(model_path)).to(device).eval()
+        self.model = load_model(model_path).to(device)
         self.device = torch.device(device)
-        self.info = self.module.hparams.get("data_info") or {}
-        self.palette = self.info.get("palette") or [(0, 0, 0)]
+        self.info = self.model.info
+        self.palette = self.info.palette
 
     @torch.no_grad()
     def predict_image(self, rgb: np.ndarray) -> np.ndarray:
         """(H, W, 3) uint8 -> (H, W) uint8 class indices at the image's own size."""
         if rgb.ndim != 3 or rgb.shape[2] != 3:
             raise ValueError(f"expected an (H, W, 3) RGB image, got shape {rgb.shape}.")
-        norm = self.info.get("normalization") or {"mean": [0, 0, 0], "std": [1, 1, 1]}
-        x = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None]
-        if self.info.get("input_size"):
-            x = resize_images(x, self.info["input_size"])
+        norm = self.info.normalization
+        x = torch.from_numpy(np.array(rgb)).permute(2, 0, 1)[None]  # a writable copy
+        if self.info.input_size:
+            x = resize_images(x, self.info.input_size)
         mean = torch.tensor(norm["mean"]).view(1, 3, 1, 1)
         std = torch.tensor(norm["std"]).view(1, 3, 1, 1)
-        x = ((x.float() / 255 - mean) / std).to(self.device)
-        pred = self.module.predict_logits(x, rgb.shape[:2]).argmax(1)[0]
+        x = ((x.float() * norm["scale"] - mean) / std).to(self.device)
+        pred = self.model.logits(x, rgb.shape[:2]).argmax(1)[0]
         return pred.cpu().numpy().astype(np.uint8)
 
     @torch.no_grad()
     def predict_volume(self, path: str | Path) -> tuple[np.ndarray, nifti.Volume]:
         """A NIfTI file -> (RAS label map, the volume it came from)."""
         volume = nifti.load_volume(nifti.Case(nifti.case_name(Path(path)), Path(path), None))
-        channels = self.info.get("in_channels", volume.image.shape[0])
+        channels = self.info.in_channels
         if volume.image.shape[0] != channels:
             raise ValueError(
                 f"{path} has {volume.image.shape[0]} channel(s); the model takes {channels} "
                 "(one per modality, as in the data it was trained on)."
             )
-        clip = (self.info.get("normalization") or {}).get("clip")
+        clip = self.info.normalization.get("clip")
         x = torch.from_numpy(nifti.normalize_intensity(volume.image, clip))[None].to(self.device)
-        pred = self.module.predict_logits(x).argmax(1)[0]
+        pred = self.model.logits(x).argmax(1)[0]
         return pred.cpu().numpy().astype(np.int16), volume
 
     def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:
@@ -70,7 +71,7 @@ class Predictor:
 
         path, out_dir = Path(path), Path(out_dir)
         is_volume = path.name.endswith(nifti.NIFTI_SUFFIXES)
-        dims = self.info.get("spatial_dims", 2)
+        dims = self.info.spatial_dims
         if is_volume != (dims == 3):
             kind = "NIfTI volumes" if dims == 3 else "2D images (PNG, JPEG)"
             raise ValueError(

@@ -15,13 +15,27 @@ from omegaconf import DictConfig
 log = logging.getLogger(__name__)
 
 
-def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
-    """One row per job: the overrides that vary across the sweep, the best validation
-    metric and the test metrics (overrides common to every job are left out)."""
-    jobs = sorted(
+def jobs_of(sweep_dir: Path) -> list[Path]:
+    return sorted(
         (p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
         key=lambda p: int(p.name),
     )
+
+
+def recorded_monitor(sweep_dir: Path) -> str:
+    """The metric the jobs picked checkpoints by (``monitor: null`` means the dataset's
+    own, which each job records in its metrics.json)."""
+    for job in jobs_of(sweep_dir):
+        path = job / "metrics.json"
+        if path.is_file() and json.loads(path.read_text()).get("monitor"):
+            return json.loads(path.read_text())["monitor"]
+    return "val/miou"
+
+
+def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
+    """One row per job: the overrides that vary across the sweep, the best validation
+    metric and the test metrics (overrides common to every job are left out)."""
+    jobs = jobs_of(sweep_dir)
     overrides = {}
     for job in jobs:
         path = job / ".hydra" / "overrides.yaml"
@@ -44,7 +58,8 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
     return rows
 
 
-def write_summary(sweep_dir: Path, monitor: str) -> Path | None:
+def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
+    monitor = monitor or recorded_monitor(sweep_dir)
     rows = collect(sweep_dir, monitor)
     if not rows:
         return None
@@ -78,4 +93,4 @@ class SweepSummary(Callback):
     """Hydra callback: after a multirun, write ``summary.csv`` in the sweep folder and print it."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        write_summary(Path(config.hydra.sweep.dir), config.get("monitor", "val/miou"))
+        write_summary(Path(config.hydra.sweep.dir), config.get("monitor"))

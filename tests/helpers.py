@@ -106,3 +106,24 @@ class StopAfterEpochs:
                     trainer.should_stop = True
 
         return _Stop()
+
+
+def data_info(num_classes: int = 3, spatial_dims: int = 2, in_channels: int | None = None):
+    """A dataset description (``DataModule.info()``) for modules built without data."""
+    from segnet.data.info import DataInfo, rgb_normalization, zscore_normalization
+
+    two_d = spatial_dims == 2
+    return DataInfo(
+        spatial_dims=spatial_dims,
+        in_channels=in_channels or (3 if two_d else 1),
+        class_names=[f"class{i}" for i in range(num_classes)],
+        palette=[[10 * i, 0, 0] for i in range(num_classes)],
+        ignore_index=None,
+        normalization=rgb_normalization([0.5] * 3, [0.25] * 3)
+        if two_d
+        else zscore_normalization(None),
+        input_size=None,
+        sliding_window=None,
+        monitor="val/miou" if two_d else "val/dice",
+        per_case=not two_d,
+    ).to_dict()

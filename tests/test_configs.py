@@ -8,6 +8,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 
 from tests.conftest import CONFIGS
+from tests.helpers import data_info
 
 
 def options(group: str) -> list[str]:
@@ -23,6 +24,7 @@ def compose_train(overrides):
 GROUPS = [
     "data",
     "model",
+    "model/net",
     "trainer",
     "experiment",
     "debug",
@@ -50,12 +52,11 @@ def test_every_option_composes(group, option, tiny_camvid):
             cfg.trainer, logger=False, enable_checkpointing=False, default_root_dir=str(tiny_camvid)
         )
         assert trainer is not None
-    if group in ("model", "model/optimizer", "model/scheduler"):
+    if group in ("model", "model/net", "model/optimizer", "model/scheduler"):
+        three_d = "3d" in option
         module = instantiate(
             cfg.model,
-            num_classes=3,
-            in_channels=1 if "3d" in option else 3,
-            spatial_dims=3 if "3d" in option else 2,
+            data=data_info(num_classes=3, spatial_dims=3 if three_d else 2),
             _convert_="all",
         )
         assert module.net.out_channels == 3
@@ -66,5 +67,6 @@ def test_default_is_the_paper_recipe():
     assert cfg == compose_train(["experiment=camvid_segnet"])
     assert cfg.model.net.name == "segnet" and cfg.model.net.encoder_weights == "imagenet"
     assert cfg.data.root == "data/CamVid" and cfg.data.image_size is None
-    assert cfg.recompute_bn is True and cfg.monitor == "val/miou" and cfg.data.batch_size == 12
+    assert cfg.recompute_bn is True and cfg.data.batch_size == 12
+    assert cfg.monitor is None  # the dataset's own: val/miou for CamVid
     assert cfg.model.optimizer._target_ == "torch.optim.SGD" and cfg.model.optimizer.lr == 0.1

@@ -1,6 +1,8 @@
 """python -m segnet.export, evaluate.py on exported files, segnet.predict."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from segnet.pipeline import evaluate, train
 from segnet.predict import Predictor
 from segnet.predict import main as predict_main
 from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
+from tests.test_imports import TRAINING_STACK
 
 pytest.importorskip("onnxruntime")
 
@@ -84,6 +87,98 @@ def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     # API on an array, from safetensors
     api = Predictor(out / "model.safetensors").predict_image(np.asarray(Image.open(image)))
     assert (api == reference).mean() > 0.999
+
+
+@pytest.mark.parametrize("name", ["model.onnx", "model.safetensors", "model.pt2"])
+def test_predicting_with_an_exported_model_imports_no_training_stack(
+    exported, tiny_camvid, tmp_path, name
+):
+    _, out, _, _ = exported
+    image = tiny_camvid / "test" / "test_000.png"
+    code = (
+        "import sys; from segnet.predict import main; "
+        f"main([{str(out / name)!r}, {str(image)!r}, '--out', {str(tmp_path)!r}]); "
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {TRAINING_STACK!r}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+    assert np.asarray(Image.open(tmp_path / "test_000.png")).shape == (45, 61)
+
+
+# A deployment that has only onnxruntime, numpy and Pillow: it follows model.json's steps.
+DEPLOY = """
+import sys
+
+class Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("segnet", "torch", "torchvision", "lightning"):
+            raise ImportError(f"{name} is not available in this deployment")
+
+sys.meta_path.insert(0, Blocked())
+import json
+import numpy as np
+import onnxruntime as ort
+from PIL import Image
+
+card = json.load(open(sys.argv[1]))
+pre, post, onnx = (card["deployment"][k] for k in ("preprocess", "postprocess", "onnx"))
+steps = {s["step"]: s for s in pre}
+image = Image.open(sys.argv[2]).convert(steps["decode"]["channel_order"])
+original_hw = image.size[::-1]
+if "resize" in steps:
+    h, w = steps["resize"]["size_hw"]
+    image = image.resize((w, h), Image.BILINEAR)
+x = np.asarray(image, np.float32) * steps["scale"]["multiply_by"]
+x = (x - steps["normalize"]["subtract"]) / steps["normalize"]["divide_by"]
+x = x.transpose(2, 0, 1)[None].astype(np.float32)
+session = ort.InferenceSession(sys.argv[3], providers=["CPUExecutionProvider"])
+(logits,) = session.run([onnx["output_name"]], {onnx["input_name"]: x})
+
+
+def resize_axis(a, size, axis):
+    # bilinear with half-pixel centres (align_corners=False), one axis at a time
+    n = a.shape[axis]
+    pos = np.clip((np.arange(size) + 0.5) * n / size - 0.5, 0, n - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, n - 1)
+    frac = (pos - lo).reshape([-1 if i == axis else 1 for i in range(a.ndim)])
+    return np.take(a, lo, axis) * (1 - frac) + np.take(a, hi, axis) * frac
+
+
+if logits.shape[2:] != tuple(original_hw):
+    logits = resize_axis(resize_axis(logits, original_hw[0], 2), original_hw[1], 3)
+np.save(sys.argv[4], logits.argmax(1)[0].astype(np.uint8))
+"""
+
+
+def test_model_card_is_enough_to_deploy_with_onnxruntime_numpy_and_pillow(
+    exported, tiny_camvid, tmp_path
+):
+    _, out, _, _ = exported
+    image = tiny_camvid / "test" / "test_000.png"
+    script = tmp_path / "deploy.py"
+    script.write_text(DEPLOY)
+    args = [str(out / "model.json"), str(image), str(out / "model.onnx"), str(tmp_path / "m.npy")]
+    subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
+    deployed = np.load(tmp_path / "m.npy")
+    reference = Predictor(out / "model.onnx").predict_image(np.asarray(Image.open(image)))
+    assert deployed.shape == reference.shape == (45, 61)
+    # Pillow's and torchvision's antialiased resizes round differently in a few pixels
+    assert (deployed == reference).mean() > 0.98
+
+
+def test_exported_files_get_normal_permissions(exported):
+    import os
+    import stat
+
+    _, out, _, _ = exported
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("model.safetensors", "model.onnx", "model.pt2", "model.json"):
+        mode = stat.S_IMODE((out / name).stat().st_mode)
+        assert mode == 0o666 & ~umask, (name, oct(mode))
 
 
 def test_predict_volume_from_exported_3d_model(tmp_path):

@@ -59,33 +59,34 @@ def test_summary_leaves_out_undefined_values_and_counts_infinite_ones():
 def test_small_volumes_are_padded_for_inference_and_cropped_back():
     """A case smaller than the deepest stage can take (instance norm needs more than one
     value) is padded, as training pads small volumes, and its logits cropped back."""
-    from segnet.module import SegmentationModule
+    from segnet.inference import Inference
+    from segnet.models import create_model
 
-    m = SegmentationModule(
-        {"name": "unet", "features": [4, 8, 8], "norm": "instance"},
-        num_classes=3,
-        in_channels=1,
-        spatial_dims=3,
+    net = create_model(
+        "unet", spatial_dims=3, in_channels=1, out_channels=3, features=[4, 8, 8], norm="instance"
     ).eval()
-    assert m.min_input == 5  # 2 pools: deepest map 2 voxels per axis
+    inference = Inference.for_net(net)
+    assert inference.min_input == 5  # 2 pools: deepest map 2 voxels per axis
     x = torch.randn(1, 1, 3, 4, 6)
     with torch.no_grad():
-        out = m.predict_logits(x)
-        padded = m.net(torch.nn.functional.pad(x, (0, 0, 0, 1, 1, 1)))
+        out = inference.logits(net, x)
+        padded = net(torch.nn.functional.pad(x, (0, 0, 0, 1, 1, 1)))
     assert out.shape == (1, 3, 3, 4, 6)
     torch.testing.assert_close(out, padded[:, :, 1:4, 0:4, :])
 
 
 def test_mirroring_tta_averages_the_softmax_over_flips():
-    from segnet.module import SegmentationModule
+    from segnet.inference import Inference
+    from segnet.models import create_model
 
-    m = SegmentationModule({"name": "segnet_basic", "features": [4, 4, 4, 4]}, 5, 3).eval()
+    net = create_model("segnet_basic", out_channels=5, features=[4, 4, 4, 4]).eval()
+    inference = Inference.for_net(net)
     x = torch.randn(2, 3, 36, 48)
     with torch.no_grad():
-        plain = m.predict_logits(x)
-        m.tta = True
-        tta = m.predict_logits(x, (72, 96))
-        flipped = m.net(x.flip(-1)).flip(-1)
+        plain = inference.logits(net, x)
+        inference.tta = True
+        tta = inference.logits(net, x, (72, 96))
+        flipped = net(x.flip(-1)).flip(-1)
     # 2D: left-right only (two passes), the mean of the two softmaxes, as log-probabilities
     expected = ((plain.softmax(1) + flipped.softmax(1)) / 2).log()
     expected = torch.nn.functional.interpolate(expected, (72, 96), mode="bilinear")

@@ -62,8 +62,10 @@ def test_tensorboard_has_scalars_images_confusion_and_hparams(trained):
     images = set(acc.Tags()["images"])
     assert {"val/predictions", "val/confusion_matrix", "test/confusion_matrix"} <= images
     panel = acc.Images("val/predictions")[-1]
-    # the 3 val samples stacked (4 asked), each input | truth | prediction at 45x61
-    assert panel.width == 3 * 61 + 2 * 4 and panel.height == 3 * 45 + 2 * 4
+    # the 3 val samples stacked (4 asked), each input | truth | prediction at 45x61 in a
+    # grid with 4-pixel gaps, below column titles and above the 11-class legend
+    assert panel.width == 3 * 61 + 4 * 4
+    assert panel.height > 3 * 45 + 4 * 4 + 2 * 22
     # hparams session with the final metrics, as TensorBoard's HPARAMS tab reads it
     plugins = {m.plugin_data.plugin_name for m in acc.summary_metadata.values()}
     assert "hparams" in plugins
@@ -108,7 +110,7 @@ def test_evaluate_with_missing_checkpoint_says_so(tmp_path):
 def test_checkpoint_loads_with_weights_only_and_no_hydra(trained):
     _, out, _, _ = trained
     ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
-    info = ckpt["hyper_parameters"]["data_info"]
+    info = ckpt["hyper_parameters"]["data"]
     assert info["class_names"][3] == "Road" and info["ignore_index"] == 11
     assert ckpt["hyper_parameters"]["net"]["name"] == "segnet_basic"
 

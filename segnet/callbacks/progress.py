@@ -38,22 +38,57 @@ class PlainProgress(ProgressBar):
                 f"{self.total_train_batches} loss {float(loss) if loss is not None else float('nan'):.4f}",
             )
 
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._fit_start, self._first_epoch = time.monotonic(), trainer.current_epoch
+        self._validated = -1
+
     def on_validation_end(self, trainer, pl_module) -> None:
-        if trainer.sanity_checking:
-            return
-        shown = {
-            k: float(v)
-            for k, v in trainer.callback_metrics.items()
-            if k.count("/") == 1 and (k.startswith("val/") or k == "train/loss_epoch")
-        }
+        if not trainer.sanity_checking:
+            self._validated = trainer.current_epoch
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        """One line per epoch, after its validation: this epoch's mean training loss (the
+        epoch aggregate is computed by now), its validation metrics if it validated, and
+        the time left at the mean epoch time so far."""
+        metrics = trainer.callback_metrics
+        shown = {}
+        if "train/loss_epoch" in metrics:
+            shown["train/loss"] = float(metrics["train/loss_epoch"])
+        if self._validated == trainer.current_epoch:
+            shown.update(
+                {
+                    k: float(v)
+                    for k, v in metrics.items()
+                    if k.startswith("val/") and k.count("/") == 1
+                }
+            )
+        done = trainer.current_epoch + 1 - self._first_epoch
+        per_epoch = (time.monotonic() - self._fit_start) / max(done, 1)
+        left = max(trainer.max_epochs - trainer.current_epoch - 1, 0) if trainer.max_epochs else 0
         self._print(
             trainer,
             f"epoch {trainer.current_epoch} "
-            + " ".join(f"{k} {v:.4f}" for k, v in sorted(shown.items())),
+            + " ".join(f"{k} {v:.4f}" for k, v in sorted(shown.items()))
+            + f" | eta {format_duration(per_epoch * left)}",
         )
 
     def on_test_end(self, trainer, pl_module) -> None:
         self._print(trainer, "test done")
+
+
+def format_duration(seconds: float) -> str:
+    """``3h05m``, ``12m04s`` or ``9s``.
+
+    Example:
+        >>> format_duration(3725), format_duration(724), format_duration(9.4)
+        ('1h02m', '12m04s', '9s')
+    """
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
 
 
 def progress_bar() -> ProgressBar:

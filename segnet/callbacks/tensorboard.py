@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from segnet.callbacks.budget import CostBudget, is_last_epoch
-from segnet.callbacks.render import triptych, volume_triptych, vstack
+from segnet.callbacks.render import prediction_grid, sample_panels, volume_panels
 
 
 def _tensorboard(trainer: L.Trainer):
@@ -87,14 +87,17 @@ class PredictionImages(_Budgeted):
         if not self._active or not self._rows:
             return
         start = time.perf_counter()
-        palette = trainer.datamodule.palette
-        panels = []
+        info = pl_module.data_info
+        rows = []
         for i in sorted(self._rows):
             image, label, pred = self._rows[i]
-            render = triptych if label.ndim == 2 else volume_triptych
-            panels.append(render(image, label, pred, palette))
+            if label.ndim == 2:
+                rows.append(sample_panels(image, label, pred, info.palette))
+            else:
+                rows.extend(volume_panels(image, label, pred, info.palette))
+        picture = prediction_grid(rows, info.class_names, info.palette)
         _tensorboard(trainer).add_image(
-            "val/predictions", vstack(panels), trainer.global_step, dataformats="HWC"
+            "val/predictions", picture, trainer.global_step, dataformats="HWC"
         )
         self._rows = {}
         self.budget.spend(self._cost + time.perf_counter() - start)

@@ -1,11 +1,20 @@
-"""What the CamVid and NIfTI DataModules share: loaders that are exact under DDP."""
+"""What every DataModule provides (the contract the pipeline relies on) and what the
+CamVid and NIfTI DataModules share: loaders that are exact under DDP."""
 
 from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
 
 import lightning as L
 import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from segnet.data.info import DataInfo
+
+log = logging.getLogger(__name__)
 
 
 def check_count(setting: str, value, minimum: int = 1, allow_none: bool = False) -> int | None:
@@ -22,8 +31,27 @@ def check_count(setting: str, value, minimum: int = 1, allow_none: bool = False)
 
 
 class SegmentationDataModule(L.LightningDataModule):
-    """Base class. Subclasses fill ``self.datasets`` ("train", "val", "test") in ``setup``
-    and set ``batch_size``, ``eval_batch_size``, ``num_workers`` and ``pin_memory``.
+    """Base class: the contract between a dataset and the rest of the pipeline.
+
+    A subclass implements:
+
+    * ``describe()`` -> :class:`~segnet.data.info.DataInfo`: classes, channels, dims,
+      palette, normalisation, input size, sliding-window settings. It may read metadata
+      (a NIfTI header, ``dataset.json``) but no images.
+    * ``build_datasets(stage)``: fill ``self.datasets`` ("train", "val" for fit; "test"
+      for test) with datasets whose samples are ``{"image", "label", "index"}`` (plus
+      ``"spacing"`` for volumes) and which have ``names`` (one per sample).
+    * optionally ``fetch()`` (download the data when asked and absent),
+      ``compute_class_weights()`` (loss weights from the training labels),
+      ``has_split(split)``, ``bn_dataloader()`` and ``save_prediction(...)``.
+
+    Disk work happens in the hooks, never in ``__init__``: ``prepare_data`` fetches and
+    describes, ``setup`` describes (on processes where ``prepare_data`` did not run),
+    computes the class weights (fit) and builds the datasets. Afterwards ``info()`` is the
+    one description that the module, the model card and evaluation read.
+
+    Subclasses set ``batch_size``, ``eval_batch_size``, ``num_workers``, ``pin_memory``
+    and ``split`` (the split testing uses) in ``__init__``.
 
     Under DDP each rank evaluates a disjoint share of the validation/test set with nothing
     repeated (PyTorch's DistributedSampler pads by repeating samples, which would bias the
@@ -32,7 +60,91 @@ class SegmentationDataModule(L.LightningDataModule):
     """
 
     worker_init_fn = None
-    datasets: dict[str, Dataset]
+    split = "test"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.datasets: dict[str, Dataset] = {}
+        self.class_weights: list[float] | None = None
+        self._info: DataInfo | None = None
+
+    # -- the contract ---------------------------------------------------------------------
+    def describe(self) -> DataInfo:
+        raise NotImplementedError(f"{type(self).__name__} must implement describe()")
+
+    def build_datasets(self, stage: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement build_datasets()")
+
+    def fetch(self) -> None:
+        """Download the data when it is absent and downloading was asked for."""
+
+    def compute_class_weights(self) -> list[float] | None:
+        return None
+
+    def has_split(self, split: str) -> bool:
+        return True
+
+    def bn_dataloader(self) -> DataLoader:
+        """The training split without augmentation at the network's input size, in order,
+        whole on every rank (``shard=False``): what BatchNorm statistics are recomputed
+        over."""
+        raise NotImplementedError(f"{type(self).__name__} cannot recompute BatchNorm")
+
+    def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot save predictions")
+
+    # -- Lightning hooks --------------------------------------------------------------------
+    def prepare_data(self) -> None:
+        self.fetch()
+        self._describe_once()
+
+    def setup(self, stage: str | None = None) -> None:
+        self._describe_once()
+        if stage in ("fit", None) and self.class_weights is None:
+            self.class_weights = self.compute_class_weights()
+        self.build_datasets(stage or "fit")
+        if stage is None:
+            self.build_datasets("test")
+
+    def _describe_once(self) -> None:
+        if self._info is None:
+            self._info = self.describe()
+
+    def info(self) -> DataInfo:
+        if self._info is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.info() before prepare_data() or setup(): the "
+                "description is read from the data there."
+            )
+        return self._info
+
+    def test_split(self) -> str:
+        """The split to test on; a copy without it (CamVid without test/) falls back to
+        val, loudly."""
+        if self.split != "val" and not self.has_split(self.split):
+            log.warning("split '%s' not found: testing on 'val' instead", self.split)
+            self.split = "val"
+        return self.split
+
+    def write_case_table(self, cases: dict[str, torch.Tensor], path: Path) -> Path:
+        """One row per test case: Dice per class, and where measured HD95 (mm) and
+        normalised surface Dice per foreground class (nan: class in neither label nor
+        prediction; inf: HD95 of a class in only one of them)."""
+        names = self.datasets["test"].names
+        class_names = self.info().class_names
+        columns, values = [], []
+        for metric in ("dice", "hd95", "nsd"):
+            if metric in cases:
+                first = 0 if metric == "dice" else 1
+                columns += [f"{metric}_{c}" for c in class_names[first:]]
+                values.append(cases[metric][:, first:])
+        table = torch.cat(values, 1).tolist()
+        with path.open("w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["case", *columns])
+            for i, row in zip(cases["index"].tolist(), table, strict=True):
+                writer.writerow([names[i], *(f"{v:.6f}" for v in row)])
+        return path
 
     def _sampler(self, dataset: Dataset, shuffle: bool):
         if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
@@ -70,4 +182,3 @@ class SegmentationDataModule(L.LightningDataModule):
 
     def test_dataloader(self) -> DataLoader:
         return self._loader(self.datasets["test"], self.eval_batch_size, shuffle=False)
-

@@ -101,7 +101,9 @@ def _load_pair(pair: tuple[Path, Path]) -> tuple[np.ndarray, np.ndarray]:
     return image, label
 
 
-def load_split(root: Path, split: str, threads: int = 4) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+def load_split(
+    root: Path, split: str, threads: int = 4
+) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
     """Decode a whole split once: uint8 images (N,3,H,W), labels (N,H,W) and file names.
 
     The train split is ~190 MB as uint8; holding it in memory means every epoch after the
@@ -125,7 +127,9 @@ def median_frequency_weights(labels: torch.Tensor, num_classes: int = VOID) -> t
     """SegNet's class balancing: ``median(freq) / freq(c)``, where ``freq(c)`` is the pixel
     count of c over the pixels of the images in which c appears (void excluded)."""
     flat = labels.reshape(labels.shape[0], -1).long()
-    counts = torch.stack([torch.bincount(row, minlength=num_classes + 1)[:num_classes] for row in flat])
+    counts = torch.stack(
+        [torch.bincount(row, minlength=num_classes + 1)[:num_classes] for row in flat]
+    )
     present = counts > 0
     image_pixels = flat.shape[1]
     total = counts.sum(0).double()

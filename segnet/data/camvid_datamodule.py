@@ -15,6 +15,7 @@ from torchvision import tv_tensors
 from segnet.data import camvid
 from segnet.data.base import SegmentationDataModule, check_count
 from segnet.data.download import download_dataset
+from segnet.data.info import DataInfo, rgb_normalization
 from segnet.data.transforms import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -25,20 +26,32 @@ from segnet.data.transforms import (
 )
 
 log = logging.getLogger(__name__)
+CLASS_WEIGHT_RULES = ("median_frequency", "median_frequency_sqrt", "none")
 
 
 class ImageLabelDataset(Dataset):
     """Samples from in-memory uint8 images and labels, through a v2 transform."""
 
     def __init__(self, images: torch.Tensor, labels: torch.Tensor, transform, names: Sequence[str]):
-        self.images, self.labels, self.transform, self.names = images, labels, transform, list(names)
+        self.images, self.labels, self.transform, self.names = (
+            images,
+            labels,
+            transform,
+            list(names),
+        )
 
     def __len__(self) -> int:
         return len(self.images)
 
     def __getitem__(self, i: int) -> dict:
-        image, label = self.transform(tv_tensors.Image(self.images[i]), tv_tensors.Mask(self.labels[i]))
-        return {"image": image.as_subclass(torch.Tensor), "label": label.as_subclass(torch.Tensor).long(), "index": i}
+        image, label = self.transform(
+            tv_tensors.Image(self.images[i]), tv_tensors.Mask(self.labels[i])
+        )
+        return {
+            "image": image.as_subclass(torch.Tensor),
+            "label": label.as_subclass(torch.Tensor).long(),
+            "index": i,
+        }
 
 
 class CamVidDataModule(SegmentationDataModule):
@@ -87,13 +100,16 @@ class CamVidDataModule(SegmentationDataModule):
     ):
         super().__init__()
         check_count("batch_size", batch_size)
+        check_class_weights(class_weights, self.num_classes)
         check_count("eval_batch_size", eval_batch_size, allow_none=True)
         check_count("num_workers", num_workers, minimum=0)
         self.root = Path(root).expanduser()
         self.image_size = tuple(image_size) if image_size else None
         # Evaluation keeps no activations for backward, so a GPU takes twice the batch.
         self.batch_size = batch_size
-        self.eval_batch_size = eval_batch_size or batch_size * (2 if torch.cuda.is_available() else 1)
+        self.eval_batch_size = eval_batch_size or batch_size * (
+            2 if torch.cuda.is_available() else 1
+        )
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
         self.class_weights_option = class_weights
@@ -101,12 +117,24 @@ class CamVidDataModule(SegmentationDataModule):
         self.aug = dict(scale=tuple(scale), hflip=hflip, color_jitter=color_jitter)
         self.download, self.url, self.sha256 = download, url, sha256
         self.expected_counts = dict(expected_counts or camvid.EXPECTED_COUNTS)
-        self.datasets: dict[str, ImageLabelDataset] = {}
         self._raw: dict[str, tuple[torch.Tensor, torch.Tensor, list[str]]] = {}
-        self._weights: torch.Tensor | None = None
+
+    def describe(self) -> DataInfo:
+        return DataInfo(
+            spatial_dims=self.spatial_dims,
+            in_channels=self.in_channels,
+            class_names=list(self.class_names),
+            palette=[list(c) for c in self.palette],
+            ignore_index=self.ignore_index,
+            normalization=rgb_normalization(self.mean, self.std),
+            input_size=list(self.image_size) if self.image_size else None,
+            sliding_window=None,
+            monitor="val/miou",
+            per_case=False,
+        )
 
     # -- data on disk -------------------------------------------------------------------
-    def prepare_data(self) -> None:
+    def fetch(self) -> None:
         self.ensure_data()
 
     def ensure_data(self) -> None:
@@ -114,8 +142,11 @@ class CamVidDataModule(SegmentationDataModule):
             return
         if self.download:
             download_dataset(
-                self.url, self.root, marker=("train", "trainannot"),
-                expected_counts=self.expected_counts, sha256=self.sha256,
+                self.url,
+                self.root,
+                marker=("train", "trainannot"),
+                expected_counts=self.expected_counts,
+                sha256=self.sha256,
             )
             return
         raise FileNotFoundError(
@@ -142,8 +173,8 @@ class CamVidDataModule(SegmentationDataModule):
             images = resize_images(images, self.image_size)
         return ImageLabelDataset(images, labels, normalize(self.mean, self.std), names)
 
-    def setup(self, stage: str | None = None) -> None:
-        if stage in ("fit", None) and "train" not in self.datasets:
+    def build_datasets(self, stage: str) -> None:
+        if stage in ("fit", "validate") and "train" not in self.datasets:
             images, labels, names = self.raw("train")
             size = self.image_size or tuple(images.shape[-2:])
             if self.image_size:
@@ -151,7 +182,7 @@ class CamVidDataModule(SegmentationDataModule):
             transform = train_transform(size, self.ignore_index, self.mean, self.std, **self.aug)
             self.datasets["train"] = ImageLabelDataset(images, labels, transform, names)
             self.datasets["val"] = self.eval_dataset("val")
-        if stage in ("test", "predict", None) and "test" not in self.datasets:
+        if stage in ("test", "predict") and "test" not in self.datasets:
             self.datasets["test"] = self.eval_dataset(self.split)
 
     # -- loaders ------------------------------------------------------------------------
@@ -174,28 +205,16 @@ class CamVidDataModule(SegmentationDataModule):
             Image.fromarray(array).save(path)
 
     # -- class weights ------------------------------------------------------------------
-    @property
-    def class_weights(self) -> torch.Tensor | None:
+    def compute_class_weights(self) -> list[float] | None:
         option = self.class_weights_option
         if option in (None, "none"):
             return None
         if not isinstance(option, str):
-            weights = torch.tensor(list(option), dtype=torch.float32)
-            if len(weights) != self.num_classes:
-                raise ValueError(
-                    f"data.class_weights has {len(weights)} entries; CamVid needs {self.num_classes}."
-                )
-            return weights
-        if option not in ("median_frequency", "median_frequency_sqrt"):
-            raise ValueError(
-                f"data.class_weights={option!r}: use 'median_frequency', "
-                f"'median_frequency_sqrt', 'none' or a list of {self.num_classes} numbers."
-            )
-        if self._weights is None:
-            self._weights = self._median_frequency_cached()
+            return [float(w) for w in option]
+        weights = self._median_frequency_cached()
         # the square root halves the spread (in log terms): rare classes still count more,
         # without the paper's 40:1 ratio that costs a short schedule its large classes
-        return self._weights.sqrt() if option == "median_frequency_sqrt" else self._weights
+        return (weights.sqrt() if option == "median_frequency_sqrt" else weights).tolist()
 
     def _median_frequency_cached(self) -> torch.Tensor:
         """Median-frequency weights, cached beside the data and keyed by the training files'
@@ -203,8 +222,10 @@ class CamVidDataModule(SegmentationDataModule):
         pairs = camvid.split_pairs(self.root, "train")
         stat = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for _, p in pairs]
         key = hashlib.sha256(json.dumps(stat).encode()).hexdigest()[:16]
-        candidates = [self.root / ".segnet_class_weights.json",
-                      Path.home() / ".cache" / "segnet" / f"camvid_weights_{key}.json"]
+        candidates = [
+            self.root / ".segnet_class_weights.json",
+            Path.home() / ".cache" / "segnet" / f"camvid_weights_{key}.json",
+        ]
         for path in candidates:
             if path.is_file():
                 cached = json.loads(path.read_text())
@@ -221,3 +242,17 @@ class CamVidDataModule(SegmentationDataModule):
         return weights
 
 
+def check_class_weights(option, num_classes: int) -> None:
+    """``data.class_weights``: a known rule or one number per class (checked before any
+    data is read)."""
+    if option is None or (isinstance(option, str) and option in CLASS_WEIGHT_RULES):
+        return
+    if isinstance(option, str):
+        raise ValueError(
+            f"data.class_weights={option!r}: use {', '.join(map(repr, CLASS_WEIGHT_RULES))} "
+            f"or a list of {num_classes} numbers."
+        )
+    if len(list(option)) != num_classes:
+        raise ValueError(
+            f"data.class_weights has {len(list(option))} entries; CamVid needs {num_classes}."
+        )

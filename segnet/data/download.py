@@ -34,8 +34,12 @@ def fetch(url: str, dest: Path, sha256: str | None = None, manual: str = "") -> 
             total = have + length if length else None
             with (
                 part.open("ab" if resumed else "wb") as out,
-                Progress("[progress.description]{task.description}", BarColumn(),
-                         DownloadColumn(), TransferSpeedColumn()) as progress,
+                Progress(
+                    "[progress.description]{task.description}",
+                    BarColumn(),
+                    DownloadColumn(),
+                    TransferSpeedColumn(),
+                ) as progress,
             ):
                 label = f"{'resuming' if resumed else 'downloading'} {Path(url).name}"
                 task = progress.add_task(label, total=total, completed=have)

@@ -97,7 +97,9 @@ def find_cases(
         cases = []
         for image in _nifti_files(images):
             name = case_name(image)
-            match = [labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()]
+            match = [
+                labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()
+            ]
             if not match:
                 raise NiftiDataError(
                     f"image {image} has no label: expected {labels / (name + '.nii.gz')}."
@@ -133,7 +135,11 @@ def _cases_from_csv(path: Path) -> list[Case]:
         raise NiftiDataError(f"{path} needs a header with 'image' and 'label' columns.")
     base = path.parent
     return [
-        Case(case_name(Path(r["image"])), base / r["image"], base / r["label"] if r["label"] else None)
+        Case(
+            case_name(Path(r["image"])),
+            base / r["image"],
+            base / r["label"] if r["label"] else None,
+        )
         for r in rows
     ]
 
@@ -177,7 +183,9 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
             raise NiftiDataError(f"label {case.label} holds non-integer values.")
         label = values.astype(np.int64)
         if label.min() < 0 or (num_classes is not None and label.max() >= num_classes):
-            bad = sorted(int(v) for v in np.unique(label) if v < 0 or (num_classes and v >= num_classes))
+            bad = sorted(
+                int(v) for v in np.unique(label) if v < 0 or (num_classes and v >= num_classes)
+            )
             raise NiftiDataError(
                 f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}."
             )

@@ -7,7 +7,6 @@ the field's standard, tested implementations, rather than hand-written copies.
 
 from __future__ import annotations
 
-import csv
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +19,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from segnet.data import nifti
 from segnet.data.base import SegmentationDataModule, check_count
+from segnet.data.info import DataInfo, zscore_normalization
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
@@ -27,14 +27,28 @@ SPLITS = ("train", "val", "test", "all")
 
 def label_palette(num_classes: int) -> list[tuple[int, int, int]]:
     """Background black, then well-separated colours."""
-    base = [(0, 0, 0), (230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200),
-            (245, 130, 48), (145, 30, 180), (70, 240, 240), (240, 50, 230), (210, 245, 60)]
+    base = [
+        (0, 0, 0),
+        (230, 25, 75),
+        (60, 180, 75),
+        (255, 225, 25),
+        (0, 130, 200),
+        (245, 130, 48),
+        (145, 30, 180),
+        (70, 240, 240),
+        (240, 50, 230),
+        (210, 245, 60),
+    ]
     return [base[i % len(base)] for i in range(num_classes)]
 
 
 def split_cases(
-    names: Sequence[str], val_fraction: float, test_fraction: float, seed: int,
-    fold: int | None = None, num_folds: int = 5,
+    names: Sequence[str],
+    val_fraction: float,
+    test_fraction: float,
+    seed: int,
+    fold: int | None = None,
+    num_folds: int = 5,
 ) -> dict[str, list[int]]:
     """Indices of train/val/test. The test part is drawn first from a seeded permutation;
     the rest is split by ``val_fraction``, or into ``num_folds`` folds with ``fold`` as val."""
@@ -43,15 +57,21 @@ def split_cases(
     test, rest = order[:n_test], order[n_test:]
     if fold is not None:
         if not 0 <= fold < num_folds:
-            raise ValueError(f"data.fold={fold} must be in 0..{num_folds - 1} (data.num_folds={num_folds}).")
+            raise ValueError(
+                f"data.fold={fold} must be in 0..{num_folds - 1} (data.num_folds={num_folds})."
+            )
         folds = np.array_split(rest, num_folds)
         val = folds[fold]
         train = np.concatenate([f for i, f in enumerate(folds) if i != fold])
     else:
         n_val = max(1, int(round(val_fraction * len(names)))) if val_fraction > 0 else 0
         val, train = rest[:n_val], rest[n_val:]
-    return {"train": sorted(train.tolist()), "val": sorted(val.tolist()),
-            "test": sorted(test.tolist()), "all": list(range(len(names)))}
+    return {
+        "train": sorted(train.tolist()),
+        "val": sorted(val.tolist()),
+        "test": sorted(test.tolist()),
+        "all": list(range(len(names))),
+    }
 
 
 class PatchDataset(Dataset):
@@ -66,11 +86,17 @@ class PatchDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i % len(self.volumes)]
-        out = self.transform({"image": torch.from_numpy(v.image), "label": torch.from_numpy(v.label[None])})
+        out = self.transform(
+            {"image": torch.from_numpy(v.image), "label": torch.from_numpy(v.label[None])}
+        )
         out = out[0] if isinstance(out, list) else out
         image = torch.as_tensor(out["image"]).as_subclass(torch.Tensor).float()
         label = torch.as_tensor(out["label"]).as_subclass(torch.Tensor)[0].long()
-        return {"image": image.contiguous(), "label": label.contiguous(), "index": i % len(self.volumes)}
+        return {
+            "image": image.contiguous(),
+            "label": label.contiguous(),
+            "index": i % len(self.volumes),
+        }
 
 
 class VolumeDataset(Dataset):
@@ -85,7 +111,11 @@ class VolumeDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i]
-        label = torch.from_numpy(v.label) if v.label is not None else torch.zeros(v.image.shape[1:], dtype=torch.long)
+        label = (
+            torch.from_numpy(v.label)
+            if v.label is not None
+            else torch.zeros(v.image.shape[1:], dtype=torch.long)
+        )
         spacing = torch.tensor(v.spacing or (1.0,) * label.ndim, dtype=torch.float64)
         return {"image": torch.from_numpy(v.image), "label": label, "index": i, "spacing": spacing}
 
@@ -104,14 +134,11 @@ class NiftiDataModule(SegmentationDataModule):
 
     Example:
         >>> dm = NiftiDataModule("data/Task04_Hippocampus", patch_size=(40, 56, 40))  # doctest: +SKIP
-        >>> dm.setup("fit"); dm.num_classes, dm.class_names                          # doctest: +SKIP
-        (3, ['background', 'Anterior', 'Posterior'])
+        >>> dm.prepare_data(); dm.info().class_names                                 # doctest: +SKIP
+        ['background', 'Anterior', 'Posterior']
     """
 
-    spatial_dims = 3
-    ignore_index = None
     worker_init_fn = staticmethod(_seed_worker)
-    class_weights = None
 
     def __init__(
         self,
@@ -158,24 +185,48 @@ class NiftiDataModule(SegmentationDataModule):
         self.samples_per_volume, self.foreground_ratio = samples_per_volume, foreground_ratio
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
-        self.split_args = dict(val_fraction=val_fraction, test_fraction=test_fraction, seed=seed,
-                               fold=fold, num_folds=num_folds)
+        self.split_args = dict(
+            val_fraction=val_fraction,
+            test_fraction=test_fraction,
+            seed=seed,
+            fold=fold,
+            num_folds=num_folds,
+        )
         self.clip = tuple(clip) if clip else None
         self.aug = dict(flip=flip, rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
-        self.inferer = {"roi_size": list(self.patch_size), "overlap": sw_overlap, "mode": sw_mode,
-                        "sw_batch_size": sw_batch_size}
+        self.sliding_window = {
+            "roi_size": list(self.patch_size),
+            "overlap": sw_overlap,
+            "mode": sw_mode,
+            "sw_batch_size": sw_batch_size,
+        }
         self.cache_max_gb = cache_max_gb
-        self.cases = nifti.find_cases(self.root, csv, image_dir, label_dir)
-        self.splits = split_cases([c.name for c in self.cases], **self.split_args)
+        self.cases: list[nifti.Case] = []
+        self.splits: dict[str, list[int]] = {}
         self._volumes: dict[int, nifti.Volume] = {}
-        self.datasets: dict[str, Dataset] = {}
-        # the header alone gives the channel count; volumes are read (once) in setup
-        shape = nib.load(str(self.cases[0].image)).shape
-        self.in_channels = shape[3] if len(shape) == 4 else 1
 
     # -- what the model needs to know -----------------------------------------------------
-    @property
-    def class_names(self) -> list[str]:
+    def describe(self) -> DataInfo:
+        """Finds the cases and splits them; reads one header (the channel count) and
+        dataset.json (the class names). Volumes are read later, once, in setup."""
+        self.cases = nifti.find_cases(self.root, self.csv, self.image_dir, self.label_dir)
+        self.splits = split_cases([c.name for c in self.cases], **self.split_args)
+        shape = nib.load(str(self.cases[0].image)).shape
+        class_names = self._read_class_names()
+        return DataInfo(
+            spatial_dims=3,
+            in_channels=shape[3] if len(shape) == 4 else 1,
+            class_names=class_names,
+            palette=[list(c) for c in label_palette(len(class_names))],
+            ignore_index=None,
+            normalization=zscore_normalization(self.clip),
+            input_size=list(self.patch_size),
+            sliding_window=dict(self.sliding_window),
+            monitor="val/dice",
+            per_case=True,
+        )
+
+    def _read_class_names(self) -> list[str]:
         if self._class_names:
             return self._class_names
         index = self.root / "dataset.json"
@@ -188,18 +239,6 @@ class NiftiDataModule(SegmentationDataModule):
             "data.class_names=[background,...] (one per label value)."
         )
 
-    @property
-    def num_classes(self) -> int:
-        return len(self.class_names)
-
-    @property
-    def palette(self) -> list[tuple[int, int, int]]:
-        return label_palette(self.num_classes)
-
-    @property
-    def normalization(self) -> dict:
-        return {"kind": "zscore_per_volume", "clip": list(self.clip) if self.clip else None}
-
     def has_split(self, split: str) -> bool:
         return bool(self.splits.get(split))
 
@@ -209,23 +248,35 @@ class NiftiDataModule(SegmentationDataModule):
         indices = self.splits[split]
         missing = [i for i in indices if i not in self._volumes]
 
+        info = self.info()
+
         def read(i: int) -> nifti.Volume:
-            v = nifti.load_volume(self.cases[i], self.num_classes)
-            if v.image.shape[0] != self.in_channels:
+            v = nifti.load_volume(self.cases[i], info.num_classes)
+            if v.image.shape[0] != info.in_channels:
                 raise nifti.NiftiDataError(
                     f"image {self.cases[i].image} has {v.image.shape[0]} channel(s); the "
-                    f"dataset's first image has {self.in_channels}."
+                    f"dataset's first image has {info.in_channels}."
                 )
             v.image = nifti.normalize_intensity(v.image, self.clip)
             return v
 
         with ThreadPoolExecutor(4) as pool:  # nibabel's gzip decoding releases the GIL
             loaded = dict(zip(missing, pool.map(read, missing), strict=True))
-        size_gb = sum(v.image.nbytes + (v.label.nbytes if v.label is not None else 0) for v in loaded.values()) / 1e9
+        size_gb = (
+            sum(
+                v.image.nbytes + (v.label.nbytes if v.label is not None else 0)
+                for v in loaded.values()
+            )
+            / 1e9
+        )
         if size_gb + self._cached_gb() <= self.cache_max_gb:
             self._volumes.update(loaded)
         else:
-            log.warning("volumes of split '%s' (%.1f GB) exceed data.cache_max_gb; not cached", split, size_gb)
+            log.warning(
+                "volumes of split '%s' (%.1f GB) exceed data.cache_max_gb; not cached",
+                split,
+                size_gb,
+            )
         return [self._volumes.get(i) or loaded[i] for i in indices]
 
     def _cached_gb(self) -> float:
@@ -239,8 +290,12 @@ class NiftiDataModule(SegmentationDataModule):
         ops = [
             T.SpatialPadd(keys, spatial_size=self.patch_size),
             T.RandCropByPosNegLabeld(
-                keys, label_key="label", spatial_size=self.patch_size,
-                pos=self.foreground_ratio, neg=1 - self.foreground_ratio, num_samples=1,
+                keys,
+                label_key="label",
+                spatial_size=self.patch_size,
+                pos=self.foreground_ratio,
+                neg=1 - self.foreground_ratio,
+                num_samples=1,
                 allow_smaller=True,
             ),
         ]
@@ -260,17 +315,19 @@ class NiftiDataModule(SegmentationDataModule):
         transform.set_random_state(seed=int(torch.initial_seed() % 2**32))
         return transform
 
-    def setup(self, stage: str | None = None) -> None:
-        if stage in ("fit", None) and "train" not in self.datasets:
+    def build_datasets(self, stage: str) -> None:
+        if stage in ("fit", "validate") and "train" not in self.datasets:
             for split in ("train", "val"):
                 if not self.splits[split]:
                     raise ValueError(
                         f"the '{split}' split is empty ({len(self.cases)} cases, "
                         f"{self.split_args}); lower data.test_fraction or raise data.val_fraction."
                     )
-            self.datasets["train"] = PatchDataset(self.volumes("train"), self.train_transform(), self.samples_per_volume)
+            self.datasets["train"] = PatchDataset(
+                self.volumes("train"), self.train_transform(), self.samples_per_volume
+            )
             self.datasets["val"] = VolumeDataset(self.volumes("val"))
-        if stage in ("test", "predict", None):
+        if stage in ("test", "predict"):
             self.datasets["test"] = VolumeDataset(self.volumes(self.split))
 
     def bn_dataloader(self) -> DataLoader:
@@ -280,23 +337,6 @@ class NiftiDataModule(SegmentationDataModule):
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<case>.nii.gz`` in the source image's orientation, affine and header."""
         volume = self.datasets["test"].volumes[index]
-        nifti.save_label_volume(pred.numpy().astype(np.int16), volume, out_dir / f"{volume.name}.nii.gz")
-
-    def write_case_table(self, cases: dict[str, torch.Tensor], path: Path) -> Path:
-        """One row per test case: Dice per class, and where measured HD95 (mm) and
-        normalised surface Dice per foreground class (nan: class in neither label nor
-        prediction; inf: HD95 of a class in only one of them)."""
-        names = self.datasets["test"].names
-        columns, values = [], []
-        for metric in ("dice", "hd95", "nsd"):
-            if metric in cases:
-                first = 0 if metric == "dice" else 1
-                columns += [f"{metric}_{c}" for c in self.class_names[first:]]
-                values.append(cases[metric][:, first:])
-        table = torch.cat(values, 1).tolist()
-        with path.open("w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["case", *columns])
-            for i, row in zip(cases["index"].tolist(), table, strict=True):
-                writer.writerow([names[i], *(f"{v:.6f}" for v in row)])
-        return path
+        nifti.save_label_volume(
+            pred.numpy().astype(np.int16), volume, out_dir / f"{volume.name}.nii.gz"
+        )

@@ -10,13 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from segnet.models.nets import SegmentationNet, SegNet, SegNetBasic, UNet
-
-MODELS: dict[str, type[SegmentationNet]] = {
-    "segnet": SegNet,
-    "segnet_basic": SegNetBasic,
-    "unet": UNet,
-}
+from segnet.models.nets import MODELS, SegmentationNet, SegNet, SegNetBasic, UNet
 
 
 def create_model(name: str, **kwargs: Any) -> SegmentationNet:

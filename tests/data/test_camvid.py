@@ -24,7 +24,9 @@ def test_list_files_resolve_against_the_root(root):
 def test_pairs_by_name_without_list_files(tmp_path):
     root = camvid_like(tmp_path / "c", list_files=False)
     assert [p[0].name for p in camvid.split_pairs(root, "val")] == [
-        "val_000.png", "val_001.png", "val_002.png"
+        "val_000.png",
+        "val_001.png",
+        "val_002.png",
     ]
 
 
@@ -92,37 +94,55 @@ def test_median_frequency_weights_by_hand():
     torch.testing.assert_close(w, torch.tensor([median / freq0, median / freq1, 0.0]))
 
 
+def weights(root, **kwargs):
+    """The class weights a training run gets (computed in setup("fit"))."""
+    dm = CamVidDataModule(str(root), **kwargs)
+    dm.setup("fit")
+    return None if dm.class_weights is None else torch.tensor(dm.class_weights)
+
+
 def test_class_weights_cached_and_recomputed_when_data_changes(root):
-    w1 = CamVidDataModule(str(root)).class_weights
+    w1 = weights(root)
     cache = root / ".segnet_class_weights.json"
     assert cache.is_file()
     # same data: the cached numbers are used (tamper with them to prove it)
     cached = json.loads(cache.read_text())
     cached["weights"][0] = 123456.0
     cache.write_text(json.dumps(cached))
-    assert CamVidDataModule(str(root)).class_weights[0] == 123456.0
+    assert weights(root)[0] == 123456.0
     # changed data: recomputed
     label = np.zeros((45, 61), np.uint8)
     Image.fromarray(label).save(root / "trainannot" / "train_000.png")
-    w2 = CamVidDataModule(str(root)).class_weights
+    w2 = weights(root)
     assert not torch.allclose(w1, w2)
     assert len(w2) == 11 and (w2[:11] > 0).all()
 
 
 def test_class_weight_options(root):
-    assert CamVidDataModule(str(root), class_weights="none").class_weights is None
-    explicit = CamVidDataModule(str(root), class_weights=[1.0] * 11).class_weights
-    assert explicit.tolist() == [1.0] * 11
+    assert weights(root, class_weights="none") is None
+    assert weights(root, class_weights=[1.0] * 11).tolist() == [1.0] * 11
+    sqrt = weights(root, class_weights="median_frequency_sqrt")
+    torch.testing.assert_close(sqrt, weights(root).sqrt())
+    # wrong settings are refused when the DataModule is made, before any data is read
     with pytest.raises(ValueError, match="has 3 entries; CamVid needs 11"):
-        CamVidDataModule(str(root), class_weights=[1, 2, 3]).class_weights
+        CamVidDataModule(str(root), class_weights=[1, 2, 3])
+    with pytest.raises(ValueError, match="class_weights='median'"):
+        CamVidDataModule(str(root), class_weights="median")
 
 
 def test_augmentation_moves_image_and_mask_together(tmp_path):
     """Labels are recoverable from colours, so after augmentation every non-void pixel's
     colour must still decode to its label."""
     root = camvid_like(tmp_path / "c", counts={"train": 2, "val": 1})
-    dm = CamVidDataModule(str(root), image_size=(32, 48), num_workers=0, scale=(0.6, 1.6),
-                          mean=(0, 0, 0), std=(1, 1, 1), class_weights="none")
+    dm = CamVidDataModule(
+        str(root),
+        image_size=(32, 48),
+        num_workers=0,
+        scale=(0.6, 1.6),
+        mean=(0, 0, 0),
+        std=(1, 1, 1),
+        class_weights="none",
+    )
     dm.setup("fit")
     colours = np.random.default_rng(0).integers(0, 256, size=(12, 3)) / 255.0
     torch.manual_seed(0)

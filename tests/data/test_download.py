@@ -6,6 +6,7 @@ import http.server
 import os
 import shutil
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +26,7 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
         if not wanted or not os.path.isfile(path):
             return super().do_GET()
         RangeHandler.ranges.append(wanted)
-        data = open(path, "rb").read()
+        data = Path(path).read_bytes()
         start = int(wanted.removeprefix("bytes=").rstrip("-"))
         if start >= len(data):
             self.send_error(416)
@@ -64,12 +65,20 @@ def test_download_unpacks_and_checks_counts(tmp_path, server, fmt):
     archive = make_archive(tmp_path, www, fmt)
     root = tmp_path / "data" / "CamVid"
     dm = CamVidDataModule(
-        str(root), download=True, url=f"{base}/{archive.split('/')[-1]}",
-        expected_counts={"train": 4, "val": 2, "test": 2}, num_workers=0,
+        str(root),
+        download=True,
+        url=f"{base}/{archive.split('/')[-1]}",
+        expected_counts={"train": 4, "val": 2, "test": 2},
+        num_workers=0,
     )
     dm.prepare_data()
     assert sorted(p.name for p in root.iterdir() if p.is_dir()) == [
-        "test", "testannot", "train", "trainannot", "val", "valannot"
+        "test",
+        "testannot",
+        "train",
+        "trainannot",
+        "val",
+        "valannot",
     ]
     dm.setup("fit")
     assert len(dm.datasets["train"]) == 4
@@ -97,8 +106,9 @@ def test_file_url_works(tmp_path, server):
     www, _ = server
     archive = make_archive(tmp_path, www, "zip")
     root = tmp_path / "CamVid"
-    CamVidDataModule(str(root), download=True, url=f"file://{archive}",
-                     expected_counts={"train": 4}).prepare_data()
+    CamVidDataModule(
+        str(root), download=True, url=f"file://{archive}", expected_counts={"train": 4}
+    ).prepare_data()
     assert len(list((root / "train").glob("*.png"))) == 4
 
 
@@ -117,14 +127,17 @@ def test_download_never_writes_into_a_non_empty_folder(tmp_path, server):
 def test_an_interrupted_download_resumes_where_it_stopped(tmp_path, server):
     www, base = server
     archive = make_archive(tmp_path, www, "zip")
-    data = open(archive, "rb").read()
+    data = Path(archive).read_bytes()
     root = tmp_path / "data" / "CamVid"
     # what an interrupted first attempt leaves behind: the first half of the archive
     staging = tmp_path / "data" / ".CamVid.download"
     staging.mkdir(parents=True)
     (staging / "archive.part").write_bytes(data[: len(data) // 2])
     dm = CamVidDataModule(
-        str(root), download=True, url=f"{base}/segnet.zip", num_workers=0,
+        str(root),
+        download=True,
+        url=f"{base}/segnet.zip",
+        num_workers=0,
         expected_counts={"train": 4, "val": 2, "test": 2},
         sha256=hashlib.sha256(data).hexdigest(),
     )
@@ -149,5 +162,7 @@ def test_offline_error_names_the_url_and_the_manual_steps(tmp_path):
     dm = CamVidDataModule(
         str(tmp_path / "CamVid"), download=True, url="http://127.0.0.1:9/camvid.zip"
     )
-    with pytest.raises(RuntimeError, match=r"(?s)127.0.0.1:9/camvid.zip.*Without network.*train, trainannot/"):
+    with pytest.raises(
+        RuntimeError, match=r"(?s)127.0.0.1:9/camvid.zip.*Without network.*train, trainannot/"
+    ):
         dm.prepare_data()

@@ -16,23 +16,32 @@ def test_every_layout_finds_the_cases(tmp_path, layout):
     root = nifti_dataset(tmp_path / "d", layout, n=4)
     csv = str(root / "cases.csv") if layout == "csv" else None
     names = None if layout == "msd" else ["background", "one", "two"]
-    dm = NiftiDataModule(str(root), csv=csv, class_names=names, num_workers=0,
-                         val_fraction=0.25, test_fraction=0.25)
+    dm = NiftiDataModule(
+        str(root), csv=csv, class_names=names, num_workers=0, val_fraction=0.25, test_fraction=0.25
+    )
+    assert dm.cases == []  # nothing is read before prepare_data
+    dm.prepare_data()
     assert [c.name for c in dm.cases] == ["case_000", "case_001", "case_002", "case_003"]
-    assert dm.class_names == ["background", "one", "two"] and dm.num_classes == 3
-    assert dm.in_channels == 1
+    info = dm.info()
+    assert info.class_names == ["background", "one", "two"] and info.num_classes == 3
+    assert info.in_channels == 1 and info.spatial_dims == 3 and info.per_case
+    assert info.normalization == {"kind": "zscore_per_volume", "clip": None}
+    assert info.sliding_window["roi_size"] == list(dm.patch_size) == info.input_size
 
 
 def test_class_names_are_required_without_dataset_json(tmp_path):
     dm = NiftiDataModule(str(nifti_dataset(tmp_path / "d", "folders", n=2)), num_workers=0)
+    with pytest.raises(RuntimeError, match="before prepare_data"):
+        dm.info()
     with pytest.raises(ValueError, match="set data.class_names"):
-        dm.class_names
+        dm.prepare_data()
 
 
 def test_multichannel_4d_images(tmp_path):
     root = nifti_dataset(tmp_path / "d", "msd", n=2, channels=2)
     dm = NiftiDataModule(str(root), num_workers=0, val_fraction=0.5, test_fraction=0)
-    assert dm.in_channels == 2
+    dm.prepare_data()
+    assert dm.info().in_channels == 2
     (v,) = dm.volumes("val")
     assert v.image.shape == (2, 19, 23, 17)
     # each channel z-scored on its own
@@ -58,8 +67,8 @@ def test_reoriented_to_ras_and_predictions_saved_in_source_space(tmp_path):
         nifti.save_label_volume(v.label, v, out)
 
 
-def write(path, data, affine=np.eye(4)):
-    nib.save(nib.Nifti1Image(data, affine), str(path))
+def write(path, data, affine=None):
+    nib.save(nib.Nifti1Image(data, np.eye(4) if affine is None else affine), str(path))
 
 
 @pytest.fixture
@@ -137,8 +146,14 @@ def test_splits_are_seeded_disjoint_and_folds_cover():
 
 def test_patches_are_padded_and_sampled_around_foreground(tmp_path):
     root = nifti_dataset(tmp_path / "d", "msd", n=3, shape=(15, 17, 13))
-    dm = NiftiDataModule(str(root), patch_size=(16, 24, 16), foreground_ratio=1.0,
-                         val_fraction=0.34, test_fraction=0, num_workers=0)
+    dm = NiftiDataModule(
+        str(root),
+        patch_size=(16, 24, 16),
+        foreground_ratio=1.0,
+        val_fraction=0.34,
+        test_fraction=0,
+        num_workers=0,
+    )
     dm.setup("fit")
     for _ in range(6):
         s = dm.datasets["train"][0]
@@ -149,8 +164,15 @@ def test_patches_are_padded_and_sampled_around_foreground(tmp_path):
 
 def test_augmented_patches_keep_image_and_label_aligned(tmp_path):
     root = nifti_dataset(tmp_path / "d", "msd", n=2, shape=(16, 16, 16))
-    dm = NiftiDataModule(str(root), patch_size=(12, 12, 12), val_fraction=0.5, test_fraction=0,
-                         num_workers=0, intensity_scale=0, intensity_shift=0)
+    dm = NiftiDataModule(
+        str(root),
+        patch_size=(12, 12, 12),
+        val_fraction=0.5,
+        test_fraction=0,
+        num_workers=0,
+        intensity_scale=0,
+        intensity_shift=0,
+    )
     dm.setup("fit")
     for _ in range(8):
         s = dm.datasets["train"][0]
@@ -171,22 +193,21 @@ def test_per_case_dice_by_hand():
 
 
 def test_sliding_window_equals_a_full_pass_when_the_volume_fits():
-    from segnet.module import SegmentationModule
+    from segnet.inference import Inference
+    from segnet.models import create_model
 
     torch.manual_seed(0)
-    kwargs = dict(net={"name": "unet", "features": [4, 8, 8]}, num_classes=3, in_channels=1,
-                  spatial_dims=3)
-    full = SegmentationModule(**kwargs).eval()
-    windowed = SegmentationModule(**kwargs, inferer={"roi_size": [24, 24, 24], "overlap": 0.5,
-                                                     "mode": "gaussian"}).eval()
-    windowed.load_state_dict(full.state_dict())
+    net = create_model("unet", spatial_dims=3, in_channels=1, out_channels=3, features=[4, 8, 8])
+    net.eval()
+    window = {"roi_size": [24, 24, 24], "overlap": 0.5, "mode": "gaussian"}
+    windowed = Inference.for_net(net, window)
     x = torch.randn(1, 1, 19, 23, 17)
     with torch.no_grad():
-        torch.testing.assert_close(windowed.predict_logits(x), full.net(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(windowed.logits(net, x), net(x), rtol=1e-4, atol=1e-4)
         # a volume larger than the window is stitched from windows, still full size, and
         # in its interior it agrees closely with a full pass (instance norm and borders
         # differ a little)
         big = torch.randn(1, 1, 40, 30, 26)
-        stitched = windowed.predict_logits(big)
+        stitched = windowed.logits(net, big)
         assert stitched.shape == (1, 3, 40, 30, 26)
-        assert (stitched.argmax(1) == full.net(big).argmax(1)).float().mean() > 0.8
+        assert (stitched.argmax(1) == net(big).argmax(1)).float().mean() > 0.8

@@ -1,7 +1,11 @@
-"""What every network here shares: a plain-data spec and input validation."""
+"""What every network here shares: a registry by name, a plain-data spec and input
+validation."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -9,16 +13,65 @@ from torch import nn
 
 from segnet.models.layers import check_spatial_dims
 
+MODELS: dict[str, type[SegmentationNet]] = {}
+
+
+def register(name: str) -> Callable[[type[SegmentationNet]], type[SegmentationNet]]:
+    """Class decorator: ``create_model(name, ...)`` builds the class, and its ``spec()``
+    carries the same name."""
+
+    def add(cls: type[SegmentationNet]) -> type[SegmentationNet]:
+        if name in MODELS:
+            raise ValueError(f"a network named {name!r} is already registered: {MODELS[name]}")
+        cls.name = name
+        MODELS[name] = cls
+        return cls
+
+    return add
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
 
 class SegmentationNet(nn.Module):
-    """Base class: remembers the arguments that rebuild it and checks its inputs.
+    """Base class: records the arguments that rebuild a network and checks its inputs.
 
-    ``spec()`` returns plain data (``{"name": ..., **kwargs}``) that
+    ``spec()`` returns plain data (``{"name": ..., **arguments}``, defaults included) that
     :func:`segnet.models.create_model` turns back into the same architecture, so weights can
-    be stored beside it without pickling any module.
+    be stored beside it without pickling any module. Subclasses need do nothing for it:
+    every subclass ``__init__`` is wrapped to record its arguments.
     """
 
     name: str = ""
+    # arguments that only initialise (pretrained weights), left out of the spec
+    init_only: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+        signature = inspect.signature(init)
+
+        @functools.wraps(init)
+        def recorded(self, *args: Any, **kw: Any) -> None:
+            init(self, *args, **kw)
+            bound = signature.bind(self, *args, **kw)
+            bound.apply_defaults()
+            given = {}
+            for name, value in list(bound.arguments.items())[1:]:  # not self
+                if name in self.init_only:
+                    continue
+                if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                    given.update({k: v for k, v in value.items() if k not in self.init_only})
+                else:
+                    given[name] = value
+            # a subclass that passes its arguments on to its parent's __init__ runs this
+            # after the parent's record: both merge, the caller's arguments last
+            self._spec = {**self._spec, **{k: _plain(v) for k, v in given.items()}}
+
+        cls.__init__ = recorded
 
     def __init__(self, spatial_dims: int, in_channels: int, out_channels: int, num_pools: int):
         super().__init__()
@@ -31,9 +84,6 @@ class SegmentationNet(nn.Module):
         # Each 2x pool (ceil mode) needs at least 2 voxels along every axis at its input.
         self.min_size = 2 ** max(num_pools - 1, 0) + 1
         self._spec: dict[str, Any] = {}
-
-    def _remember(self, **kwargs: Any) -> None:
-        self._spec = {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
 
     def spec(self) -> dict[str, Any]:
         """Plain data that rebuilds this network with ``create_model(**spec)``."""

@@ -9,12 +9,13 @@ from torch import nn
 
 from segnet.models.blocks import Encoder, conv_stack
 from segnet.models.layers import get_op, max_unpool
-from segnet.models.nets.base import SegmentationNet
+from segnet.models.nets.base import SegmentationNet, register
 
 VGG16_FEATURES = (64, 128, 256, 512, 512)
 VGG16_CONVS = (2, 2, 3, 3, 3)
 
 
+@register("segnet")
 class SegNet(SegmentationNet):
     """Encoder-decoder whose decoder upsamples with the encoder's max-pooling indices.
 
@@ -30,7 +31,8 @@ class SegNet(SegmentationNet):
         torch.Size([1, 11, 45, 61])
     """
 
-    name = "segnet"
+    # initial weights, not architecture: a rebuilt network gets its weights from a file
+    init_only = ("encoder_weights",)
 
     def __init__(
         self,
@@ -59,18 +61,6 @@ class SegNet(SegmentationNet):
                 "convolution is the classifier)."
             )
         super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features))
-        self._remember(
-            spatial_dims=spatial_dims,
-            in_channels=in_channels,
-            out_channels=out_channels,
-            features=features,
-            convs=convs,
-            kernel_size=kernel_size,
-            norm=norm,
-            act=act,
-            dropout=dropout,
-            head_kernel_size=head_kernel_size,
-        )
         self.encoder = Encoder(
             spatial_dims, in_channels, features, convs, kernel_size, norm, act, dropout
         )
@@ -102,38 +92,19 @@ class SegNet(SegmentationNet):
         return self.head(x)
 
 
+@register("segnet_basic")
 class SegNetBasic(SegNet):
-    """The paper's small SegNet: 4 stages of 64 features, 7x7 kernels, a 1x1 classifier.
+    """The paper's small SegNet: 4 stages of 64 features, 7x7 kernels, a 1x1 classifier;
+    any :class:`SegNet` argument may be given.
 
     Example:
         >>> SegNetBasic(out_channels=11)(torch.zeros(1, 3, 36, 48)).shape
         torch.Size([1, 11, 36, 48])
     """
 
-    name = "segnet_basic"
+    defaults = dict(
+        features=(64, 64, 64, 64), convs=(1, 1, 1, 1), kernel_size=7, head_kernel_size=1
+    )
 
-    def __init__(
-        self,
-        spatial_dims: int = 2,
-        in_channels: int = 3,
-        out_channels: int = 11,
-        features: Sequence[int] = (64, 64, 64, 64),
-        convs: Sequence[int] = (1, 1, 1, 1),
-        kernel_size: int = 7,
-        norm: str = "batch",
-        act: str = "relu",
-        dropout: float = 0.0,
-        head_kernel_size: int | None = 1,
-    ):
-        super().__init__(
-            spatial_dims,
-            in_channels,
-            out_channels,
-            features,
-            convs,
-            kernel_size,
-            norm,
-            act,
-            dropout,
-            head_kernel_size,
-        )
+    def __init__(self, **kwargs):
+        super().__init__(**{**self.defaults, **kwargs})

@@ -9,7 +9,7 @@ from torch import nn
 
 from segnet.models.blocks import Encoder, conv_stack
 from segnet.models.layers import get_op, max_unpool
-from segnet.models.nets.base import SegmentationNet
+from segnet.models.nets.base import SegmentationNet, register
 
 UPSAMPLERS = ("transpose", "unpool")
 
@@ -27,6 +27,7 @@ def crop_to(x: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
     return x
 
 
+@register("unet")
 class UNet(SegmentationNet):
     """UNet: max-pooling encoder, decoder that concatenates the encoder's features.
 
@@ -40,15 +41,13 @@ class UNet(SegmentationNet):
         torch.Size([1, 3, 35, 51, 35])
     """
 
-    name = "unet"
-
     def __init__(
         self,
         spatial_dims: int = 3,
         in_channels: int = 1,
         out_channels: int = 2,
         features: Sequence[int] = (32, 64, 128, 256, 320),
-        convs_per_stage: int = 2,
+        convs: int = 2,
         kernel_size: int = 3,
         norm: str = "instance",
         act: str = "leakyrelu",
@@ -64,27 +63,11 @@ class UNet(SegmentationNet):
         if upsample not in UPSAMPLERS:
             raise ValueError(f"upsample={upsample!r} is not supported; choose one of {UPSAMPLERS}.")
         super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features) - 1)
-        self._remember(
-            spatial_dims=spatial_dims,
-            in_channels=in_channels,
-            out_channels=out_channels,
-            features=features,
-            convs_per_stage=convs_per_stage,
-            kernel_size=kernel_size,
-            norm=norm,
-            act=act,
-            dropout=dropout,
-            upsample=upsample,
-        )
         self.upsample = upsample
         skips = features[:-1]
         block = dict(kernel_size=kernel_size, norm=norm, act=act, dropout=dropout)
-        self.encoder = Encoder(
-            spatial_dims, in_channels, skips, [convs_per_stage] * len(skips), **block
-        )
-        self.bottleneck = conv_stack(
-            spatial_dims, [skips[-1]] + [features[-1]] * convs_per_stage, **block
-        )
+        self.encoder = Encoder(spatial_dims, in_channels, skips, [convs] * len(skips), **block)
+        self.bottleneck = conv_stack(spatial_dims, [skips[-1]] + [features[-1]] * convs, **block)
         up_op = "conv_transpose" if upsample == "transpose" else "conv"
         up_kwargs = (
             dict(kernel_size=2, stride=2) if upsample == "transpose" else dict(kernel_size=1)
@@ -94,8 +77,7 @@ class UNet(SegmentationNet):
             for c_in, c_out in zip(reversed(features[1:]), reversed(skips), strict=True)
         )
         self.decoder = nn.ModuleList(
-            conv_stack(spatial_dims, [2 * c] + [c] * convs_per_stage, **block)
-            for c in reversed(skips)
+            conv_stack(spatial_dims, [2 * c] + [c] * convs, **block) for c in reversed(skips)
         )
         self.head = get_op("conv", spatial_dims)(features[0], out_channels, kernel_size=1)
 

@@ -1,0 +1,72 @@
+"""What a run prints: its resolved config at the start, a summary at the end, and none of
+the library noise that hides them (Lightning's adverts, known deprecation warnings)."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Lightning's info lines that advertise products or narrate internals
+_QUIET_INFO = ("💡 Tip:", "Loading `train_dataloader` to estimate number of stepping batches")
+# Warnings about how Lightning or its dependencies are written, not about the user's run
+_QUIET_WARNINGS = (
+    r".*isinstance\(treespec, LeafSpec\)` is deprecated.*",
+    r".*overridden `on_after_batch_transfer` in `LightningModule` but have passed in a.*",
+)
+
+
+class _DropInfo(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_QUIET_INFO)
+
+
+def quiet_library_noise() -> None:
+    """Drop Lightning's "Tip" adverts and the known deprecation warnings that every run
+    printed. Idempotent."""
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropInfo) for f in logger.filters):
+            logger.addFilter(_DropInfo())
+    for pattern in _QUIET_WARNINGS:
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def log_config(cfg: Any) -> None:
+    """The resolved config, into the console and the run's log file (as
+    lightning-hydra-template prints it): what ran, whatever the overrides were."""
+    from omegaconf import OmegaConf
+
+    log.info("resolved config:\n%s", OmegaConf.to_yaml(cfg, resolve=True).rstrip())
+
+
+def log_summary(out_dir: Path, best_ckpt: str | None, split: str | None, metrics: dict) -> None:
+    """The end of a run in a few lines: where everything went and the headline numbers."""
+    lines = [f"run folder: {out_dir}"]
+    if best_ckpt:
+        lines.append(f"best checkpoint: {best_ckpt}")
+    if split:
+        headline = {k: v for k, v in metrics.items() if k.startswith("test/") and k.count("/") == 1}
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(headline.items()))
+        lines.append(f"tested on '{split}': {shown}")
+        lines.append(f"metrics: {out_dir / 'metrics.json'}")
+    lines.append(f"tensorboard --logdir {out_dir / 'tensorboard'}")
+    log.info("summary\n  %s", "\n  ".join(lines))
+
+
+@contextmanager
+def traceback_in_log(what: str) -> Iterator[None]:
+    """A crash's traceback goes into the run's log file too (Hydra prints it only on the
+    console), so that a failed run's ``train.log`` says why it failed."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:
+        log.exception("%s failed", what)
+        raise

@@ -1,0 +1,86 @@
+"""What a dataset tells the model: one value, read by the training module, the model card,
+evaluation and prediction alike.
+
+Example:
+    >>> info = DataInfo(
+    ...     spatial_dims=2, in_channels=3, class_names=["sky", "road"], palette=[[0, 0, 255],
+    ...     [128, 64, 128]], ignore_index=None, normalization=rgb_normalization([0.5] * 3,
+    ...     [0.25] * 3), input_size=[120, 160], sliding_window=None, monitor="val/miou",
+    ...     per_case=False)
+    >>> info.num_classes
+    2
+    >>> DataInfo.from_dict(info.to_dict()) == info
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    """Args:
+    spatial_dims: 2 for images, 3 for volumes.
+    in_channels: image channels or volume modalities.
+    class_names: one per label value, in label order.
+    palette: one RGB colour per class (colour masks, TensorBoard panels).
+    ignore_index: the label value metrics and losses leave out (CamVid's void), or None.
+    normalization: how raw inputs become network inputs, always with a ``kind``: see
+        :func:`rgb_normalization` and :func:`zscore_normalization`.
+    input_size: the spatial size the network was trained at (2D: images are resized to
+        it and the logits resized back; 3D: the training patch), or None for native size.
+    sliding_window: MONAI ``SlidingWindowInferer`` settings for inputs larger than the
+        training patch (volumes), or None for one pass over the whole input.
+    monitor: the validation metric that picks the best checkpoint.
+    per_case: also score each case (mean Dice over cases; HD95 and NSD at test time).
+    """
+
+    spatial_dims: int
+    in_channels: int
+    class_names: list[str]
+    palette: list[list[int]]
+    ignore_index: int | None
+    normalization: dict[str, Any]
+    input_size: list[int] | None
+    sliding_window: dict[str, Any] | None
+    monitor: str
+    per_case: bool
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataInfo:
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = names - set(data)
+        if missing:
+            raise ValueError(
+                f"data description lacks {sorted(missing)}: it was written by another version "
+                "of segnet; re-export the model or retrain."
+            )
+        return cls(**{k: data[k] for k in names})
+
+
+def rgb_normalization(mean: Sequence[float], std: Sequence[float]) -> dict[str, Any]:
+    """8-bit RGB images: ``(pixel / 255 - mean) / std`` per channel, in RGB order."""
+    return {
+        "kind": "rgb_mean_std",
+        "channel_order": "RGB",
+        "scale": 1 / 255,
+        "mean": [float(m) for m in mean],
+        "std": [float(s) for s in std],
+    }
+
+
+def zscore_normalization(clip: Sequence[float] | None) -> dict[str, Any]:
+    """Volumes (NIfTI, reoriented to RAS): intensities clipped to ``clip`` (if set), then
+    zero mean and unit variance over each whole volume, per channel."""
+    return {"kind": "zscore_per_volume", "clip": list(clip) if clip else None}

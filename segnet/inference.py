@@ -1,0 +1,105 @@
+"""Whole-input inference with any network: sliding windows for large volumes, padding for
+small ones, mirroring test-time augmentation, and logits resized to the label's size.
+
+Plain torch (plus MONAI's sliding-window inferer), so that the training module, evaluation
+and a deployed model (``segnet.predict``) share one code path and serving needs none of
+the training stack.
+
+Example:
+    >>> from segnet.models import create_model
+    >>> net = create_model("segnet_basic", out_channels=4).eval()
+    >>> inference = Inference.for_net(net)
+    >>> inference.logits(net, torch.zeros(1, 3, 30, 40), size=(60, 80)).shape
+    torch.Size([1, 4, 60, 80])
+    >>> inference.logits(net, torch.zeros(1, 3, 5, 7)).shape  # padded, then cropped back
+    torch.Size([1, 4, 5, 7])
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+Net = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class Inference:
+    """How a network is applied to a whole image or volume.
+
+    Args:
+        min_input: the smallest axis the network takes (``2 * net.min_size - 1``: its
+            deepest feature map keeps 2 elements per axis; instance norm needs more than
+            one value). Smaller inputs are zero-padded and the logits cropped back.
+        sliding_window: ``None`` for one pass over the whole input, or MONAI
+            ``SlidingWindowInferer`` settings (``roi_size``, ``overlap``, ``mode``,
+            ``sw_batch_size``) for volumes larger than the training patch.
+        tta: mirroring test-time augmentation (see :meth:`logits`).
+    """
+
+    min_input: int = 1
+    sliding_window: dict[str, Any] | None = None
+    tta: bool = False
+
+    @classmethod
+    def for_net(cls, net: Any, sliding_window: dict[str, Any] | None = None) -> Inference:
+        return cls(min_input=2 * getattr(net, "min_size", 1) - 1, sliding_window=sliding_window)
+
+    def __post_init__(self) -> None:
+        self._window = None
+        if self.sliding_window:
+            from monai.inferers import SlidingWindowInferer
+
+            self._window = SlidingWindowInferer(**self.sliding_window)
+
+    def logits(self, net: Net, x: torch.Tensor, size: Sequence[int] | None = None) -> torch.Tensor:
+        """Logits for whole inputs, resized to ``size`` (a reduced-resolution recipe is
+        scored at the labels' native resolution).
+
+        With ``tta``: the softmax averaged over every combination of flips of the mirror
+        axes (all three for volumes, as nnU-Net does; left-right only for 2D scenes, where
+        an upside-down street is not a street), returned as log-probabilities.
+        """
+        if not self.tta:
+            return resize(self._logits(net, x), size)
+        axes = list(range(2, x.ndim)) if x.ndim == 5 else [x.ndim - 1]
+        combos = [c for r in range(len(axes) + 1) for c in itertools.combinations(axes, r)]
+        probs = None
+        for flip in combos:
+            xf = x.flip(flip) if flip else x
+            logits = self._logits(net, xf).float()
+            p = logits.flip(flip).softmax(1) if flip else logits.softmax(1)
+            probs = p if probs is None else probs + p
+        return resize((probs / len(combos)).clamp_min(1e-8).log(), size)
+
+    def _logits(self, net: Net, x: torch.Tensor) -> torch.Tensor:
+        small = [max(0, self.min_input - s) for s in x.shape[2:]]
+        if any(small):
+            # An input smaller than the network's deepest stage can take is padded with
+            # zeros (the mean, after normalisation), as training pads small volumes to the
+            # patch size, and the logits cropped back: the same rule in validation, testing,
+            # evaluate and predict, whatever the format of the model.
+            pad = [p for axis in reversed(small) for p in (axis // 2, axis - axis // 2)]
+            logits = self._logits(net, F.pad(x, pad))
+            crop = tuple(slice(a // 2, a // 2 + s) for a, s in zip(small, x.shape[2:], strict=True))
+            return logits[(..., *crop)]
+        if self._window is None or all(
+            s <= r for s, r in zip(x.shape[2:], self._window.roi_size, strict=True)
+        ):
+            # A volume that fits in one window gets one plain pass: MONAI would pad it to
+            # the window first, and the padding changes what the network sees.
+            return net(x)
+        return self._window(x, net)
+
+
+def resize(logits: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:
+    """Logits interpolated (bilinear/trilinear) to ``size``; unchanged when it matches."""
+    if size is not None and tuple(logits.shape[2:]) != tuple(size):
+        mode = "bilinear" if logits.ndim == 4 else "trilinear"
+        logits = F.interpolate(logits.float(), size=tuple(size), mode=mode, align_corners=False)
+    return logits

@@ -1,0 +1,43 @@
+"""Loss terms beyond cross-entropy that need the void label handled."""
+
+from __future__ import annotations
+
+import torch
+
+
+def lovasz_softmax(
+    logits: torch.Tensor, target: torch.Tensor, ignore_index: int | None = None
+) -> torch.Tensor:
+    """Lovasz-softmax loss (Berman et al., CVPR 2018): a convex surrogate of 1 - IoU,
+    averaged over the classes present in ``target``, over all pixels of the batch.
+
+    It optimises the Jaccard index directly, so a thin class (a pole, a sign) weighs as
+    much as the road; ignored pixels (``ignore_index``) take no part.
+
+    Example:
+        >>> logits = torch.tensor([[[[8.0, -8.0]], [[-8.0, 8.0]]]])  # (1, 2, 1, 2), right
+        >>> float(lovasz_softmax(logits, torch.tensor([[[0, 1]]]))) < 1e-3
+        True
+        >>> float(lovasz_softmax(-logits, torch.tensor([[[0, 1]]]))) > 0.99
+        True
+    """
+    num_classes = logits.shape[1]
+    probs = logits.float().softmax(1).movedim(1, -1).reshape(-1, num_classes)
+    labels = target.reshape(-1)
+    if ignore_index is not None:
+        keep = labels != ignore_index
+        probs, labels = probs[keep], labels[keep]
+    if labels.numel() == 0:  # every pixel ignored
+        return logits.sum() * 0
+    classes = labels.unique()
+    # all present classes at once: one batched sort is faster than a loop over classes
+    fg = (labels.unsqueeze(0) == classes.unsqueeze(1)).float()  # (classes, pixels)
+    errors, order = (fg - probs.t()[classes]).abs().sort(1, descending=True)
+    fg_sorted = fg.gather(1, order)
+    # gradient of the Lovasz extension of the Jaccard loss at the sorted errors
+    total = fg_sorted.sum(1, keepdim=True)
+    intersection = total - fg_sorted.cumsum(1)
+    union = total + (1 - fg_sorted).cumsum(1)
+    jaccard = 1 - intersection / union
+    grad = torch.cat([jaccard[:, :1], jaccard[:, 1:] - jaccard[:, :-1]], 1)
+    return (errors * grad).sum(1).mean()
