@@ -110,8 +110,10 @@ def steady(times: list[float], skip: int) -> float:
 
 
 def build(cfg: DictConfig, **trainer_overrides: Any):
+    from segnet.console import quiet_library_noise
     from segnet.pipeline import build_datamodule, build_module, build_trainer, prepare
 
+    quiet_library_noise()
     dm = build_datamodule(cfg)
     prepare(cfg, dm)
     dm.setup("fit")

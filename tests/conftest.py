@@ -1,5 +1,6 @@
 import os
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,17 +24,31 @@ def shared_dataset(name: str) -> Path:
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
-def compose(config_name: str, overrides: list[str], output_dir: Path):
-    """Compose a config as ``train.py``/``evaluate.py`` would, with the run directory set,
-    so tests call segnet.pipeline functions directly instead of starting processes."""
-    from hydra import compose as hydra_compose
+@contextmanager
+def project_configs():
+    """Hydra initialised on this project's configs (for code that composes configs itself)."""
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import open_dict
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = hydra_compose(config_name, overrides=overrides, return_hydra_config=True)
+        yield
+
+
+def compose_config(config_name: str, overrides=(), hydra: bool = False):
+    """The composed config, with Hydra's own section if ``hydra``; nothing resolved."""
+    from hydra import compose as hydra_compose
+
+    with project_configs():
+        return hydra_compose(config_name, overrides=list(overrides), return_hydra_config=hydra)
+
+
+def compose(config_name: str, overrides: list[str], output_dir: Path):
+    """Compose a config as ``train.py``/``evaluate.py`` would, with the run directory set,
+    so tests call segnet.pipeline functions directly instead of starting processes."""
+    from omegaconf import open_dict
+
+    cfg = compose_config(config_name, overrides, hydra=True)
     with open_dict(cfg):
         cfg.paths.output_dir = str(output_dir)  # stands for ${hydra:runtime.output_dir}
         del cfg["hydra"]

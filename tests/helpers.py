@@ -7,6 +7,25 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+# Small versions of every network (variant: registry name, optionally -<upsampler>), shared by
+# the network tests and the export tests.
+SMALL_NETS = {
+    "segnet": dict(features=(4, 8, 8), convs=(2, 1, 2)),
+    "segnet_basic": dict(features=(4, 4, 4, 4)),
+    "unet-transpose": dict(features=(4, 8, 8), upsample="transpose"),
+    "unet-unpool": dict(features=(4, 8, 8), upsample="unpool"),
+}
+
+
+def small_net(variant: str, dims: int, in_ch: int = 2, out_ch: int = 3):
+    from segnet.models import create_model
+
+    name = variant.split("-")[0]
+    kwargs = dict(SMALL_NETS[variant])
+    if name == "segnet_basic":
+        kwargs["kernel_size"] = 3  # 7x7x7 kernels make the 3D cases needlessly slow
+    return create_model(name, spatial_dims=dims, in_channels=in_ch, out_channels=out_ch, **kwargs)
+
 
 def camvid_like(
     root: Path,

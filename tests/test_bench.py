@@ -2,19 +2,14 @@
 
 import pytest
 import torch
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import open_dict
 
 from segnet import bench
-from tests.conftest import CONFIGS, TINY_CAMVID
+from tests.conftest import TINY_CAMVID, compose_config, project_configs
 
 
 def compose_bench(overrides):
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return hydra_compose("bench", overrides=overrides, return_hydra_config=True)
+    return compose_config("bench", overrides, hydra=True)
 
 
 @pytest.mark.parametrize(
@@ -31,9 +26,7 @@ def test_readme_commands_compose_every_recipe(command):
     cfg = compose_bench([c.strip("'") for c in command])
     names = cfg.run or list(cfg.recipes)
     for name in names:
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-            recipe = hydra_compose("train", overrides=bench.recipe_overrides(cfg, name))
+        recipe = compose_config("train", bench.recipe_overrides(cfg, name))
         assert recipe.trainer.accelerator == ("gpu" if "trainer=gpu" in command else "auto")
     if "run=[camvid_full]" in command:
         assert cfg.recipes.camvid_full[0] == "experiment=camvid_segnet"
@@ -56,8 +49,7 @@ def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, t
         cfg.recipes.tiny = [*TINY_CAMVID, f"data.root={tiny_camvid}"]
         cfg.paths.output_dir = str(tmp_path)
     lines = []
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+    with project_configs():
         results = bench.run(cfg, out=lines.append)
     r = results["tiny"]
     text = "\n".join(lines)

@@ -2,12 +2,9 @@
 
 import pytest
 import torch
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, compose_config
 from tests.helpers import data_info
 
 
@@ -16,9 +13,7 @@ def options(group: str) -> list[str]:
 
 
 def compose_train(overrides):
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        return hydra_compose("train", overrides=overrides)
+    return compose_config("train", overrides)
 
 
 GROUPS = [

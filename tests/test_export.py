@@ -7,51 +7,35 @@ import pytest
 import torch
 
 from segnet import export
-from segnet.models import create_model
+from tests.helpers import small_net
 
 pytest.importorskip("onnxruntime")
 
+# (network variant, spatial dims, input channels) from the shared table of small nets
 NETS = {
-    "segnet2d": dict(
-        name="segnet",
-        spatial_dims=2,
-        in_channels=3,
-        out_channels=4,
-        features=(4, 8, 8),
-        convs=(2, 2, 2),
-    ),
-    "unet3d-unpool": dict(
-        name="unet",
-        spatial_dims=3,
-        in_channels=1,
-        out_channels=3,
-        features=(4, 8, 8),
-        upsample="unpool",
-    ),
-    "unet3d-transpose": dict(
-        name="unet", spatial_dims=3, in_channels=2, out_channels=3, features=(4, 8, 8)
-    ),
-    "segnet3d": dict(
-        name="segnet", spatial_dims=3, in_channels=1, out_channels=3, features=(4, 8), convs=(2, 2)
-    ),
+    "segnet2d": ("segnet", 2, 3),
+    "unet3d-unpool": ("unet-unpool", 3, 1),
+    "unet3d-transpose": ("unet-transpose", 3, 2),
+    "segnet3d": ("segnet", 3, 1),
 }
 
 
-def trained_like(spec):
+def trained_like(key):
+    variant, dims, in_ch = NETS[key]
     torch.manual_seed(0)
-    net = create_model(**spec)
+    net = small_net(variant, dims, in_ch=in_ch, out_ch=4)
     # move BN statistics away from their defaults so that a lost buffer would show
     net.train()
     with torch.no_grad():
         for _ in range(2):
-            net(torch.randn(2, spec["in_channels"], *([13] * spec["spatial_dims"])) * 3 + 1)
+            net(torch.randn(2, in_ch, *([13] * dims)) * 3 + 1)
     return net.eval()
 
 
 @pytest.mark.parametrize("fmt", export.FORMATS)
 @pytest.mark.parametrize("key", NETS)
 def test_round_trip(key, fmt, tmp_path):
-    net = trained_like(NETS[key])
+    net = trained_like(key)
     path = export.WRITERS[fmt](net, tmp_path / f"model{export.SUFFIX[fmt]}")
     assert export.verify(net, path, fmt) < 1e-4
     # a batch and spatial size different from the export example (dynamic shapes)
@@ -61,7 +45,7 @@ def test_round_trip(key, fmt, tmp_path):
 
 
 def test_safetensors_loads_without_hydra_or_lightning(tmp_path):
-    net = trained_like(NETS["segnet2d"])
+    net = trained_like("segnet2d")
     path = export.save_safetensors(
         net, tmp_path / "m.safetensors", metadata={"classes": ["a", "b"]}
     )

@@ -63,17 +63,9 @@ def test_optuna_search_in_memory_and_sqlite(tiny_camvid, tmp_path, storage):
 
 def test_slurm_launcher_config_composes():
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from tests.conftest import compose_config
 
-    from tests.conftest import CONFIGS
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = hydra_compose(
-            "train", ["hydra/launcher=slurm_gpu", "trainer=ddp"], return_hydra_config=True
-        )
+    cfg = compose_config("train", ["hydra/launcher=slurm_gpu", "trainer=ddp"], hydra=True)
     assert "SlurmLauncher" in cfg.hydra.launcher._target_
     assert cfg.hydra.launcher.tasks_per_node == cfg.hydra.launcher.gpus_per_node
     assert cfg.trainer.sync_batchnorm is True

@@ -130,16 +130,10 @@ def test_recompute_bn_changes_statistics_deterministically(trained):
 
 
 def test_two_runs_in_the_same_second_get_their_own_directories():
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from tests.conftest import compose_config
 
-    from tests.conftest import CONFIGS
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        a = hydra_compose("train", return_hydra_config=True).hydra.run.dir
-        b = hydra_compose("train", return_hydra_config=True).hydra.run.dir
+    a = compose_config("train", hydra=True).hydra.run.dir
+    b = compose_config("train", hydra=True).hydra.run.dir
     assert a != b and a.startswith("outputs/train/runs/")
 
 

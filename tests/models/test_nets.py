@@ -4,29 +4,16 @@ import pytest
 import torch
 
 from segnet.models import MODELS, create_model
+from tests.helpers import SMALL_NETS, small_net
 
-SMALL = {
-    "segnet": dict(features=(4, 8, 8), convs=(2, 1, 2)),
-    "segnet_basic": dict(features=(4, 4, 4, 4)),
-    "unet-transpose": dict(features=(4, 8, 8), upsample="transpose"),
-    "unet-unpool": dict(features=(4, 8, 8), upsample="unpool"),
-}
 SIZES = {2: [(17, 23), (45, 61), (32, 32)], 3: [(35, 51, 35), (9, 10, 11)]}
-GRID = [(variant, dims, size) for variant in SMALL for dims in (2, 3) for size in SIZES[dims]]
-
-
-def build(variant: str, dims: int, in_ch: int = 2, out_ch: int = 3):
-    name = variant.split("-")[0]
-    kwargs = dict(SMALL[variant])
-    if name == "segnet_basic":
-        kwargs["kernel_size"] = 3  # 7x7x7 kernels make the 3D grid needlessly slow
-    return create_model(name, spatial_dims=dims, in_channels=in_ch, out_channels=out_ch, **kwargs)
+GRID = [(variant, dims, size) for variant in SMALL_NETS for dims in (2, 3) for size in SIZES[dims]]
 
 
 @pytest.mark.parametrize("variant,dims,size", GRID, ids=lambda v: str(v))
 def test_shape_gradients_determinism(variant, dims, size):
     torch.manual_seed(0)
-    net = build(variant, dims)
+    net = small_net(variant, dims)
     x = torch.randn(2, 2, *size)
 
     out = net(x)
@@ -41,9 +28,9 @@ def test_shape_gradients_determinism(variant, dims, size):
         torch.testing.assert_close(net(x), net(x), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("variant", SMALL)
+@pytest.mark.parametrize("variant", SMALL_NETS)
 def test_spec_rebuilds_the_same_network(variant):
-    net = build(variant, 3)
+    net = small_net(variant, 3)
     spec = net.spec()
     assert spec["name"] == variant.split("-")[0]
     rebuilt = create_model(**spec)
@@ -119,7 +106,7 @@ def test_bad_arguments_say_what_is_allowed(kwargs, match):
 
 
 def test_wrong_input_channels_and_sizes_are_explained():
-    net = build("segnet", 2, in_ch=3).eval()
+    net = small_net("segnet", 2, in_ch=3).eval()
     with pytest.raises(ValueError, match=r"expects 3 input channel\(s\), got 1"):
         net(torch.zeros(1, 1, 32, 32))
     with pytest.raises(ValueError, match=r"4D input \(N, C, H, W\)"):
@@ -128,3 +115,17 @@ def test_wrong_input_channels_and_sizes_are_explained():
     with pytest.raises(ValueError, match=r"spatial size \(4, 32\).*at least 5"):
         net(torch.zeros(1, 3, 4, 32))
     assert net(torch.zeros(1, 3, 5, 5)).shape == (1, 3, 5, 5)
+
+
+def test_nets_register_themselves_under_their_name():
+    from segnet.models.nets.base import SegmentationNet, register
+
+    assert {"segnet", "segnet_basic", "unet"} <= set(MODELS)
+    assert all(cls.name == key for key, cls in MODELS.items())
+    with pytest.raises(ValueError, match="'segnet' is already registered"):
+        register("segnet")(type("Another", (SegmentationNet,), {}))
+    # SegNet-Basic is SegNet with other defaults; its spec holds every argument
+    spec = create_model("segnet_basic", out_channels=5, features=[4, 4, 4, 4]).spec()
+    assert spec["name"] == "segnet_basic" and spec["kernel_size"] == 7
+    assert spec["features"] == [4, 4, 4, 4] and spec["head_kernel_size"] == 1
+    assert "encoder_weights" not in create_model("segnet", out_channels=3).spec()

@@ -1,0 +1,61 @@
+"""What a user reads: the console of a run, its log file after a crash, early stopping."""
+
+import subprocess
+import sys
+
+import pytest
+
+from segnet.pipeline import train
+from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
+
+
+@pytest.fixture(scope="module")
+def cli_run(tiny_camvid, tmp_path_factory):
+    run = tmp_path_factory.mktemp("console") / "run"
+    args = [*TINY_CAMVID, f"data.root={tiny_camvid}", f"hydra.run.dir={run}"]
+    proc = run_cli([str(REPO / "train.py"), *args], cwd=run.parent)
+    return run, proc.stdout + proc.stderr
+
+
+def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
+    run, out = cli_run
+    assert "resolved config:" in out and "_target_: segnet.module.SegmentationModule" in out
+    # one line per epoch: that epoch's training loss, its validation, the time left
+    epoch_lines = [line for line in out.splitlines() if "] epoch " in line and " eta " in line]
+    assert len(epoch_lines) == 2, out
+    assert all("train/loss" in line and "val/miou" in line for line in epoch_lines)
+    assert epoch_lines[-1].endswith("| eta 0s")
+    assert "summary" in out and f"run folder: {run}" in out and "best.ckpt" in out
+    for noise in ("Tip:", "LeafSpec", "on_after_batch_transfer", "| FLOPs"):
+        assert noise not in out, noise
+    # the log file has it too
+    log = (run / "train.log").read_text()
+    assert "resolved config:" in log and "tested on 'test'" in log
+
+
+def test_a_crash_leaves_its_traceback_in_the_run_log(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), f"data.root={tmp_path}/nowhere",
+         f"hydra.run.dir={run}", "model.net.encoder_weights=null"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    log = (run / "train.log").read_text()
+    assert "training failed" in log and "Traceback" in log and "CamVid not found" in log
+
+
+def test_early_stopping_ends_a_run_that_stops_improving(tiny_camvid, tmp_path):
+    overrides = [
+        *TINY_CAMVID,
+        f"data.root={tiny_camvid}",
+        "trainer.max_epochs=6",
+        "callbacks=early_stopping",
+        "callbacks.early_stopping.patience=1",
+        "callbacks.early_stopping.min_delta=1.0",  # no mIoU can improve by 1
+    ]
+    cfg = compose("train", overrides, tmp_path)
+    _, objects = train(cfg)
+    trainer = objects["trainer"]
+    assert trainer.current_epoch == 2 and trainer.max_epochs == 6  # 2 validations, stopped
+    assert (tmp_path / "metrics.json").is_file()  # tested as usual
