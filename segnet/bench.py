@@ -145,6 +145,8 @@ def pipeline_epochs(cfg: DictConfig, epochs: int, out_dir: str) -> list[float]:
     cfg = copy.deepcopy(cfg)
     with open_dict(cfg):
         cfg.trainer.max_epochs = epochs
+        # every epoch validates, as the bare epochs do (a recipe may validate less often)
+        cfg.trainer.check_val_every_n_epoch = 1
         cfg.trainer.num_sanity_val_steps = 0
         cfg.trainer.enable_model_summary = False
         cfg.paths.output_dir = out_dir  # checkpoints and TensorBoard follow it
@@ -179,10 +181,15 @@ class BareLoop:
         self.optimizer.step()
 
     @torch.no_grad()
-    def eval_step(self, batch: dict) -> None:
+    def eval_step(self, batch: dict, with_loss: bool = False) -> None:
+        """Prediction at the label's size; ``with_loss`` also the validation loss, as a
+        hand-written loop that reports it computes it (the bare epochs do)."""
         x, y = self._to(batch)
         with self.amp:
-            self.module.predict_logits(x, y.shape[1:]).argmax(1)
+            logits = self.module.predict_logits(x, y.shape[1:])
+            logits.argmax(1)
+            if with_loss:
+                self.module.compute_loss(logits, y)
 
     def step_times(self, steps: int) -> list[float]:
         self.net.train()
@@ -211,7 +218,7 @@ class BareLoop:
                 self.train_step(batch)
             self.net.eval()
             for batch in self.dm.val_dataloader():
-                self.eval_step(batch)
+                self.eval_step(batch, with_loss=True)
             _sync(self.device)
             out.append(time.perf_counter() - start)
         return out

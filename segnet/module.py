@@ -38,6 +38,7 @@ class SegmentationModule(L.LightningModule):
         optimizer, scheduler: partially applied constructors (Hydra ``_partial_: true``).
         loss: weights of the terms, ``{"ce": 1.0, "dice": 0.0, "lovasz": 0.0}``
             (Lovasz-softmax: a surrogate of 1 - IoU that leaves void pixels out).
+        lovasz_stride: evaluate the Lovasz term on every n-th pixel per axis (cheaper).
         monitor: the validation metric whose best value is tracked; None: ``data``'s.
         surface_tolerance_mm: the normalised surface Dice tolerance, in mm.
         data_cfg: the data config the run's DataModule was made from; kept in checkpoints
@@ -61,6 +62,7 @@ class SegmentationModule(L.LightningModule):
         scheduler: Callable[..., Any] | None = None,
         scheduler_interval: str = "step",
         loss: dict[str, float] | None = None,
+        lovasz_stride: int = 1,
         monitor: str | None = None,
         surface_tolerance_mm: float = 1.0,
         compile: bool | str = "auto",
@@ -89,6 +91,7 @@ class SegmentationModule(L.LightningModule):
         self.class_names = list(info.class_names)
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.scheduler_interval = scheduler_interval
+        self.lovasz_stride = int(lovasz_stride)
         self.loss_weights = {"ce": 1.0, "dice": 0.0, "lovasz": 0.0, **(loss or {})}
         unknown = set(self.loss_weights) - {"ce", "dice", "lovasz"}
         if unknown:
@@ -209,7 +212,7 @@ class SegmentationModule(L.LightningModule):
             )
         if self.loss_weights["lovasz"] > 0:
             loss = loss + self.loss_weights["lovasz"] * lovasz_softmax(
-                logits, target, self.ignore_index
+                logits, target, self.ignore_index, self.lovasz_stride
             )
         return loss
 
