@@ -93,12 +93,13 @@ def export_pt2(net: nn.Module, path: str | Path, example: torch.Tensor | None = 
 
 @contextlib.contextmanager
 def quiet_loggers(*names: str) -> Iterator[None]:
-    """The ONNX exporter's optimiser logs every pass at INFO (about 80 lines per export):
-    warnings and errors only, while exporting."""
+    """The ONNX exporter's optimiser logs every pass at INFO (about 80 lines per export)
+    and its IR builder warns about its own attribute types: errors only, while exporting
+    (a failed export raises anyway)."""
     loggers = [logging.getLogger(n) for n in names]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
-        lg.setLevel(max(lg.getEffectiveLevel(), logging.WARNING))
+        lg.setLevel(max(lg.getEffectiveLevel(), logging.ERROR))
     try:
         yield
     finally:

@@ -95,7 +95,10 @@ class PredictionImages(_Budgeted):
                 rows.append(sample_panels(image, label, pred, info.palette))
             else:
                 rows.extend(volume_panels(image, label, pred, info.palette))
-        picture = prediction_grid(rows, info.class_names, info.palette)
+        names = list(info.class_names)
+        if info.ignore_index is not None and info.ignore_index == len(names):
+            names.append("void (not scored)")  # its colour in the truth column
+        picture = prediction_grid(rows, names, info.palette)
         _tensorboard(trainer).add_image(
             "val/predictions", picture, trainer.global_step, dataformats="HWC"
         )
