@@ -24,7 +24,7 @@ def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, A
     if not path.is_file():
         raise FileNotFoundError(f"{setting}={str(path)!r}: no such file.")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # EOFError, zip "central directory" errors, unpickling errors
         others = sorted(p.name for p in path.parent.glob("*.ckpt") if p.name != path.name)
         hint = f" Other checkpoints in {path.parent}: {', '.join(others)}." if others else ""
@@ -33,6 +33,42 @@ def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, A
             f"bytes; {type(err).__name__}: {str(err)[:200]}). It may be empty or truncated "
             f"(a full disk, a copy that did not finish).{hint}"
         ) from None
+    if isinstance(ckpt, dict) and "hyper_parameters" in ckpt:
+        ckpt["hyper_parameters"] = upgrade_hparams(ckpt["hyper_parameters"])
+    return ckpt
+
+
+def upgrade_hparams(hp: dict[str, Any]) -> dict[str, Any]:
+    """The hyperparameters of a checkpoint written before the dataset description
+    (``DataInfo``) existed, in today's terms, so earlier runs still evaluate, export and
+    initialise new ones. Today's checkpoints are returned as they are."""
+    if "data" in hp or "data_info" not in hp:
+        return hp
+    old = dict(hp)
+    info = dict(old.pop("data_info") or {})
+    norm = dict(info.get("normalization") or {})
+    if "kind" not in norm:  # images: mean/std of [0, 1] RGB
+        norm = {"kind": "rgb_mean_std", "channel_order": "RGB", "scale": 1 / 255, **norm}
+    dims = old.pop("spatial_dims", info.get("spatial_dims", 2))
+    window = old.pop("inferer", None)
+    per_case = old.pop("per_case_dice", dims == 3)
+    data = {
+        "spatial_dims": dims,
+        "in_channels": old.pop("in_channels", info.get("in_channels")),
+        "class_names": old.pop("class_names", None) or info.get("class_names"),
+        "palette": info.get("palette"),
+        "ignore_index": old.pop("ignore_index", info.get("ignore_index")),
+        "normalization": norm,
+        "input_size": info.get("input_size") or (window or {}).get("roi_size"),
+        "sliding_window": window,
+        "monitor": old.get("monitor") or ("val/dice" if dims == 3 else "val/miou"),
+        "per_case": per_case,
+    }
+    old.pop("num_classes", None)
+    net = dict(old.get("net") or {})
+    if "convs_per_stage" in net:  # UNet's former name for it
+        net["convs"] = net.pop("convs_per_stage")
+    return {**old, "net": net, "data": data, "data_cfg": info.get("data_cfg")}
 
 
 def _describe(hp: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@ that return ``(metrics, objects)`` so tests call them directly."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -283,8 +284,18 @@ def load_module(ckpt_path: str) -> SegmentationModule:
         module = SegmentationModule(net=net, data=model.info, **model.module_args)
         module.net = model.net
         return module.eval()
-    read_checkpoint(path, "ckpt_path")  # missing or unreadable: an error that names it
-    return SegmentationModule.load_from_checkpoint(path, map_location="cpu", weights_only=True)
+    ckpt = read_checkpoint(path, "ckpt_path")  # an error that names a missing or bad file
+    hp = ckpt.get("hyper_parameters") or {}
+    if "data" not in hp or "state_dict" not in ckpt:
+        raise ValueError(
+            f"{path} holds no model description or weights; train.py did not write it."
+        )
+    # built from the (upgraded) hyperparameters, so earlier checkpoints load too
+    accepted = inspect.signature(SegmentationModule).parameters
+    module = SegmentationModule(**{k: v for k, v in hp.items() if k in accepted})
+    module.load_state_dict(ckpt["state_dict"])
+    module.on_load_checkpoint(ckpt)
+    return module
 
 
 def print_table(metrics: dict[str, float], title: str) -> None:

@@ -178,3 +178,42 @@ def test_recomputed_batchnorm_is_stored_so_evaluate_gives_the_same_numbers(tmp_p
         )
         for key, value in tested.items():
             assert ev[key] == pytest.approx(value, abs=1e-6), (flag, key)
+
+
+def test_a_checkpoint_from_before_the_data_description_still_evaluates(trained, tmp_path):
+    """Checkpoints written before DataInfo (their sizes, classes and normalisation as
+    separate hyperparameters) evaluate and load for prediction as they did."""
+    from segnet.loading import load_model
+
+    _, out, metrics, _ = trained
+    ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
+    hp = ckpt["hyper_parameters"]
+    data = hp.pop("data")
+    norm = data["normalization"]
+    hp.update(
+        num_classes=len(data["class_names"]),
+        in_channels=data["in_channels"],
+        spatial_dims=data["spatial_dims"],
+        ignore_index=data["ignore_index"],
+        class_names=data["class_names"],
+        inferer=None,
+        per_case_dice=False,
+        data_info={
+            "class_names": data["class_names"],
+            "palette": data["palette"],
+            "ignore_index": data["ignore_index"],
+            "spatial_dims": 2,
+            "in_channels": 3,
+            "normalization": {"mean": norm["mean"], "std": norm["std"]},
+            "input_size": data["input_size"],
+            "data_cfg": hp.pop("data_cfg"),
+        },
+    )
+    old = tmp_path / "old.ckpt"
+    torch.save(ckpt, old)
+    cfg = compose("evaluate", [f"ckpt_path={old}", "trainer.accelerator=cpu"], tmp_path / "ev")
+    ev, _ = evaluate(cfg)
+    for key in ("test/miou", "test/global_acc"):
+        assert ev[key] == pytest.approx(metrics[key], abs=1e-6), key
+    model = load_model(old)
+    assert model.info.normalization["kind"] == "rgb_mean_std" and model.info.input_size == [24, 32]
