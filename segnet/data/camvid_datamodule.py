@@ -14,7 +14,7 @@ from torchvision import tv_tensors
 
 from segnet.data import camvid
 from segnet.data.base import SegmentationDataModule, check_count
-from segnet.data.download import download_dataset
+from segnet.data.download import download_dataset, exclusive
 from segnet.data.info import DataInfo, rgb_normalization
 from segnet.data.transforms import (
     IMAGENET_MEAN,
@@ -137,17 +137,27 @@ class CamVidDataModule(SegmentationDataModule):
     def fetch(self) -> None:
         self.ensure_data()
 
+    def _present(self) -> bool:
+        return (self.root / "train").is_dir() or (self.root / "train.txt").is_file()
+
     def ensure_data(self) -> None:
-        if (self.root / "train").is_dir() or (self.root / "train.txt").is_file():
+        if self._present():
             return
         if self.download:
-            download_dataset(
-                self.url,
-                self.root,
-                marker=("train", "trainannot"),
-                expected_counts=self.expected_counts,
-                sha256=self.sha256,
-            )
+            # one process downloads; others (DDP ranks) wait, then find the data in place
+            lock = self.root.parent / f".{self.root.name}.lock"
+            with exclusive(lock):
+                if not self._present():
+                    download_dataset(
+                        self.url,
+                        self.root,
+                        marker=("train", "trainannot"),
+                        expected_counts=self.expected_counts,
+                        sha256=self.sha256,
+                    )
+                # waiting processes hold the file open and then find the data; later ones
+                # find the data before they look for a lock
+                lock.unlink(missing_ok=True)
             return
         raise FileNotFoundError(
             f"CamVid not found at {self.root.resolve()} (expected train/ trainannot/ val/ "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import tarfile
@@ -9,10 +10,29 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (created if needed): processes that fetch
+    the same dataset at once (DDP ranks, parallel jobs) take turns; the later ones then
+    find the data in place. Without ``fcntl`` (Windows) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def fetch(url: str, dest: Path, sha256: str | None = None, manual: str = "") -> Path:

@@ -124,6 +124,29 @@ def test_download_never_writes_into_a_non_empty_folder(tmp_path, server):
     assert (root / "notes.txt").read_text() == "mine"
 
 
+def _prepare(root: str, url: str) -> int:
+    dm = CamVidDataModule(
+        root, download=True, url=url, num_workers=0, expected_counts={"train": 4, "val": 2}
+    )
+    dm.prepare_data()
+    return len(list((dm.root / "train").glob("*.png")))
+
+
+def test_processes_fetching_at_once_take_turns(tmp_path, server):
+    """DDP ranks (or parallel jobs) that all call prepare_data: one downloads, the others
+    wait for it and find the data; none fails or writes into another's folder."""
+    import multiprocessing
+
+    www, base = server
+    archive = make_archive(tmp_path, www, "zip")
+    root = str(tmp_path / "data" / "CamVid")
+    url = f"{base}/{archive.split('/')[-1]}"
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        counts = pool.starmap(_prepare, [(root, url)] * 3)
+    assert counts == [4, 4, 4]
+    assert not (tmp_path / "data" / ".CamVid.download").exists()
+
+
 def test_an_interrupted_download_resumes_where_it_stopped(tmp_path, server):
     www, base = server
     archive = make_archive(tmp_path, www, "zip")
