@@ -189,7 +189,7 @@ class BareLoop:
             logits = self.module.predict_logits(x, y.shape[1:])
             logits.argmax(1)
             if with_loss:
-                self.module.compute_loss(logits, y)
+                self.module.compute_loss(logits, y, lovasz=False)  # as validation does
 
     def step_times(self, steps: int) -> list[float]:
         self.net.train()
