@@ -153,15 +153,6 @@ def normal_permissions(path: Path) -> None:
     os.chmod(path, 0o666 & ~umask)
 
 
-def checkpoint_metrics(ckpt: dict[str, Any]) -> dict[str, float]:
-    """The monitored best validation score recorded in a Lightning checkpoint."""
-    out = {}
-    for key, state in (ckpt.get("callbacks") or {}).items():
-        if key.startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
-            out[str(state.get("monitor"))] = float(state["best_model_score"])
-    return out
-
-
 def export_checkpoint(
     ckpt_path: str | Path,
     out_dir: str | Path,
@@ -173,19 +164,18 @@ def export_checkpoint(
     if unknown:
         raise ValueError(f"formats {sorted(unknown)} unknown; choose from {list(FORMATS)}.")
     out_dir = Path(out_dir)
+    targets = [out_dir / f"model{SUFFIX[fmt]}" for fmt in formats] + [out_dir / CARD_NAME]
+    existing = [p for p in targets if p.exists()]
+    if existing:  # checked before the checkpoint is even read
+        raise FileExistsError(f"{existing[0]} exists; exports are never overwritten.")
     out_dir.mkdir(parents=True, exist_ok=True)
-    model = load_model(ckpt_path)
+    model = load_model(ckpt_path)  # reads the checkpoint once: weights, spec and best score
     net = model.net
-    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-    card = make_card(model.spec, model.module_args, model.info, checkpoint_metrics(ckpt))
+    card = make_card(model.spec, model.module_args, model.info, model.metrics)
     size = example_size or card["input"]["trained_input_size"]
     example = None
     if size:
         example = torch.randn(2, net.in_channels, *size)
-    targets = [out_dir / f"model{SUFFIX[fmt]}" for fmt in formats] + [out_dir / CARD_NAME]
-    existing = [p for p in targets if p.exists()]
-    if existing:  # checked before any export work
-        raise FileExistsError(f"{existing[0]} exists; exports are never overwritten.")
     diffs = {}
     for fmt in formats:
         path = out_dir / f"model{SUFFIX[fmt]}"

@@ -115,7 +115,8 @@ class LoadedModel:
 
     ``info`` describes the data (class names, palette, normalisation, input size),
     ``module_args`` the training module's arguments other than
-    optimisation (for evaluation), ``metrics`` the validation score it was chosen by.
+    optimisation (for evaluation), ``metrics`` the validation score it was chosen by
+    (from the checkpoint, or its model card).
     """
 
     net: nn.Module
@@ -172,7 +173,16 @@ def _from_checkpoint(path: Path) -> LoadedModel:
     state = clean_state_dict(ckpt["state_dict"])
     net.load_state_dict({k[4:]: v for k, v in state.items() if k.startswith("net.")})
     module_args = {k: hp.get(k) for k in MODULE_KEYS}
-    return _loaded(net.eval(), net.spec(), info, module_args, {})
+    return _loaded(net.eval(), net.spec(), info, module_args, checkpoint_metrics(ckpt))
+
+
+def checkpoint_metrics(ckpt: dict[str, Any]) -> dict[str, float]:
+    """The monitored best validation score recorded in a Lightning checkpoint."""
+    out = {}
+    for key, state in (ckpt.get("callbacks") or {}).items():
+        if key.startswith("ModelCheckpoint") and state.get("best_model_score") is not None:
+            out[str(state.get("monitor"))] = float(state["best_model_score"])
+    return out
 
 
 def _loaded(net, spec, info: DataInfo, module_args, metrics) -> LoadedModel:
