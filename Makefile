@@ -35,8 +35,8 @@ train: install  ## train SegNet on CamVid (pass ARGS="key=value ..." for anythin
 		echo "make train: GPU found: the SegNet paper recipe (python train.py data.download=true)"; \
 		$(BIN)/python train.py data.download=true; \
 	else \
-		echo "make train: no GPU: the paper recipe would take days here (about 40 min an epoch on"; \
-		echo "2 cores, 100 epochs); running experiment=camvid_quick (about 15 min on 2 cores)."; \
+		echo "make train: no GPU: the paper recipe (full SegNet, 360x480, 100 epochs) would take"; \
+		echo "days here; running experiment=camvid_quick (about 15 min on 2 cores)."; \
 		echo "For the paper recipe anyway: make train ARGS='data.download=true'"; \
 		$(BIN)/python train.py experiment=camvid_quick data.download=true; \
 	fi
