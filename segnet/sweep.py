@@ -1,4 +1,5 @@
-"""Summary of a Hydra multirun: one row per job with its overrides and best metric."""
+"""Summary of a Hydra multirun: one row per job with its overrides and best metric, and
+for a k-fold sweep (``data.fold=0,1,...``) one row per setting with its mean over folds."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 log = logging.getLogger(__name__)
+
+FOLD_OVERRIDE = "data.fold="
 
 
 def jobs_of(sweep_dir: Path) -> list[Path]:
@@ -47,6 +51,12 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
             "job": int(job.name),
             "overrides": " ".join(o for o in overrides[job] if o not in common),
         }
+        fold = next((o for o in overrides[job] if o.startswith(FOLD_OVERRIDE)), "")
+        if fold[len(FOLD_OVERRIDE) :].isdigit():
+            row["fold"] = int(fold[len(FOLD_OVERRIDE) :])
+            row["setting"] = " ".join(
+                o for o in overrides[job] if o not in common and not o.startswith(FOLD_OVERRIDE)
+            )
         metrics_file = job / "metrics.json"
         metrics = json.loads(metrics_file.read_text())["metrics"] if metrics_file.is_file() else {}
         row[f"{monitor}_best"] = metrics.get(f"{monitor}_best")  # None: failed or unfinished
@@ -58,13 +68,36 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
     return rows
 
 
-def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
-    monitor = monitor or recorded_monitor(sweep_dir)
-    rows = collect(sweep_dir, monitor)
-    if not rows:
-        return None
+def cross_validation(rows: list[dict[str, Any]], monitor: str) -> list[dict[str, Any]]:
+    """One row per setting of a k-fold sweep (``data.fold=0,1,...`` with other overrides):
+    how many folds finished, and the mean and sample standard deviation over those folds of
+    the best validation metric and of each test metric. Settings are compared by the mean
+    of held-out folds, not by one split."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if "fold" in row:
+            groups.setdefault(row["setting"], []).append(row)
+    summary = []
+    for setting, members in groups.items():
+        finished = [r for r in members if r.get(f"{monitor}_best") is not None]
+        out: dict[str, Any] = {
+            "setting": setting,
+            "folds": " ".join(str(r["fold"]) for r in sorted(finished, key=lambda r: r["fold"])),
+        }
+        keys = [f"{monitor}_best"] + sorted(
+            {k for r in finished for k in r if k.startswith("test/")}
+        )
+        for key in keys:
+            values = np.array([r[key] for r in finished if r.get(key) is not None], dtype=float)
+            out[f"{key}_mean"] = float(values.mean()) if len(values) else None
+            out[f"{key}_std"] = float(values.std(ddof=1)) if len(values) > 1 else None
+        summary.append(out)
+    return summary
+
+
+def write_table(rows: list[dict[str, Any]], path: Path, title: str, key: str) -> None:
+    """``rows`` as a CSV at ``path`` and as a printed table, best ``key`` first."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
-    path = sweep_dir / "summary.csv"
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
@@ -72,11 +105,10 @@ def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"sweep {sweep_dir} (best {monitor} first)")
+    table = Table(title=title)
     shown = [c for c in columns if c != "dir"]
     for c in shown:
         table.add_column(c)
-    key = f"{monitor}_best"
     for row in sorted(rows, key=lambda r: -(r.get(key) if r.get(key) is not None else -1e9)):
         table.add_row(
             *(
@@ -86,6 +118,24 @@ def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
         )
     Console(width=200).print(table)
     print(f"summary written to {path}")
+
+
+def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
+    monitor = monitor or recorded_monitor(sweep_dir)
+    rows = collect(sweep_dir, monitor)
+    if not rows:
+        return None
+    path = sweep_dir / "summary.csv"
+    key = f"{monitor}_best"
+    write_table(rows, path, f"sweep {sweep_dir} (best {monitor} first)", key)
+    folds = cross_validation(rows, monitor)
+    if folds:
+        write_table(
+            folds,
+            sweep_dir / "cross_validation.csv",
+            f"cross-validation: mean over folds of the best {monitor}, best first",
+            f"{key}_mean",
+        )
     return path
 
 

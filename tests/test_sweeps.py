@@ -1,6 +1,7 @@
 """Multirun sweeps with a summary, Optuna search, SLURM launcher config."""
 
 import csv
+import json
 
 import pytest
 
@@ -69,3 +70,52 @@ def test_slurm_launcher_config_composes():
     assert "SlurmLauncher" in cfg.hydra.launcher._target_
     assert cfg.hydra.launcher.tasks_per_node == cfg.hydra.launcher.gpus_per_node
     assert cfg.trainer.sync_batchnorm is True
+
+
+def _fake_job(sweep, job, overrides, best, test_dice):
+    """A finished job's files as train.py leaves them (overrides and metrics.json)."""
+    folder = sweep / str(job)
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    metrics = {} if best is None else {"val/dice_best": best, "test/dice": test_dice}
+    (folder / "metrics.json").write_text(json.dumps({"monitor": "val/dice", "metrics": metrics}))
+
+
+def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
+    from segnet.sweep import write_summary
+
+    sweep = tmp_path / "sweep"
+    jobs = [  # two settings x three folds; one job of the second setting did not finish
+        (["data.fold=0", "model.optimizer.lr=0.01"], 0.80, 0.70),
+        (["data.fold=1", "model.optimizer.lr=0.01"], 0.84, 0.74),
+        (["data.fold=2", "model.optimizer.lr=0.01"], 0.88, 0.78),
+        (["data.fold=0", "model.optimizer.lr=0.001"], 0.90, 0.80),
+        (["data.fold=1", "model.optimizer.lr=0.001"], None, None),
+        (["data.fold=2", "model.optimizer.lr=0.001"], 0.86, 0.76),
+    ]
+    for job, (overrides, best, test) in enumerate(jobs):
+        _fake_job(sweep, job, ["experiment=hippocampus_unet3d", *overrides], best, test)
+    write_summary(sweep, None)
+    rows = {r["setting"]: r for r in csv.DictReader((sweep / "cross_validation.csv").open())}
+    assert set(rows) == {"model.optimizer.lr=0.01", "model.optimizer.lr=0.001"}
+    high, low = rows["model.optimizer.lr=0.01"], rows["model.optimizer.lr=0.001"]
+    assert high["folds"] == "0 1 2" and low["folds"] == "0 2"
+    assert float(high["val/dice_best_mean"]) == pytest.approx(0.84)
+    assert float(high["val/dice_best_std"]) == pytest.approx(0.04)  # sample std of .80 .84 .88
+    assert float(high["test/dice_mean"]) == pytest.approx(0.74)
+    assert float(low["val/dice_best_mean"]) == pytest.approx(0.88)
+    assert "cross-validation" in capsys.readouterr().out
+    # the per-job table still lists every job, with its fold
+    per_job = list(csv.DictReader((sweep / "summary.csv").open()))
+    assert len(per_job) == 6 and {r["fold"] for r in per_job} == {"0", "1", "2"}
+
+
+def test_sweep_without_folds_writes_no_cross_validation(tmp_path):
+    from segnet.sweep import write_summary
+
+    sweep = tmp_path / "sweep"
+    _fake_job(sweep, 0, ["model.optimizer.lr=0.01"], 0.5, 0.4)
+    _fake_job(sweep, 1, ["model.optimizer.lr=0.001"], 0.6, 0.5)
+    write_summary(sweep, None)
+    assert (sweep / "summary.csv").is_file()
+    assert not (sweep / "cross_validation.csv").exists()

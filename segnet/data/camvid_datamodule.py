@@ -61,6 +61,10 @@ class CamVidDataModule(SegmentationDataModule):
         root: dataset folder (``train/ trainannot/ val/ ... train.txt ...``).
         image_size: (H, W) the network sees; ``None`` keeps 360x480. Metrics are always
             computed on the labels' native size (the module upsamples its logits).
+        crop_size: (H, W) of the training crops, taken after the random rescale of images
+            at ``image_size``; ``None`` trains on whole frames at ``image_size``. A crop
+            smaller than the frame lets a recipe see finer detail (poles, signs) for the
+            cost per step of a smaller input; evaluation still sees whole frames.
         split: the split that testing and ``evaluate.py`` use.
         class_weights: ``"median_frequency"`` (the paper's), ``"median_frequency_sqrt"``
             (their square root), ``"none"``, or a list of 11 weights.
@@ -82,6 +86,7 @@ class CamVidDataModule(SegmentationDataModule):
         self,
         root: str = "data/CamVid",
         image_size: Sequence[int] | None = None,
+        crop_size: Sequence[int] | None = None,
         batch_size: int = 4,
         eval_batch_size: int | None = None,
         num_workers: int = 2,
@@ -105,6 +110,8 @@ class CamVidDataModule(SegmentationDataModule):
         check_count("num_workers", num_workers, minimum=0)
         self.root = Path(root).expanduser()
         self.image_size = tuple(image_size) if image_size else None
+        self.crop_size = tuple(crop_size) if crop_size else None
+        check_crop_size(self.crop_size, self.image_size)
         # Evaluation keeps no activations for backward, so a GPU takes twice the batch.
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size * (
@@ -187,9 +194,12 @@ class CamVidDataModule(SegmentationDataModule):
         if stage in ("fit", "validate") and "train" not in self.datasets:
             images, labels, names = self.raw("train")
             size = self.image_size or tuple(images.shape[-2:])
+            check_crop_size(self.crop_size, size)
             if self.image_size:
                 images, labels = resize_images(images, size), resize_labels(labels, size)
-            transform = train_transform(size, self.ignore_index, self.mean, self.std, **self.aug)
+            transform = train_transform(
+                size, self.ignore_index, self.mean, self.std, crop=self.crop_size, **self.aug
+            )
             self.datasets["train"] = ImageLabelDataset(images, labels, transform, names)
             self.datasets["val"] = self.eval_dataset("val")
         if stage in ("test", "predict") and "test" not in self.datasets:
@@ -265,4 +275,19 @@ def check_class_weights(option, num_classes: int) -> None:
     if len(list(option)) != num_classes:
         raise ValueError(
             f"data.class_weights has {len(list(option))} entries; CamVid needs {num_classes}."
+        )
+
+
+def check_crop_size(crop: tuple[int, ...] | None, frame: tuple[int, ...] | None) -> None:
+    """``data.crop_size``: two positive numbers, no larger than the frames it is cut from
+    (``data.image_size``, or the native size when that is null)."""
+    if crop is None:
+        return
+    if len(crop) != 2 or not all(isinstance(v, int) and v > 0 for v in crop):
+        raise ValueError(f"data.crop_size={list(crop)}: give [H, W], two positive integers.")
+    if frame is not None and (crop[0] > frame[0] or crop[1] > frame[1]):
+        raise ValueError(
+            f"data.crop_size={list(crop)} is larger than the frames it is cut from "
+            f"({list(frame)}, data.image_size or the native size): make it smaller, or null "
+            "to train on whole frames."
         )

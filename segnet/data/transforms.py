@@ -30,15 +30,17 @@ def train_transform(
     scale: Sequence[float] = (0.75, 1.5),
     hflip: bool = True,
     color_jitter: float = 0.0,
+    crop: Sequence[int] | None = None,
 ) -> v2.Transform:
-    """Random rescale, random crop to ``size`` (padding with void), flip, optional jitter."""
+    """Random rescale of frames at ``size`` (by ``scale``), random crop to ``crop`` (or to
+    ``size``; padding with void), flip, optional jitter."""
     h, w = size
     ops: list[v2.Transform] = []
     if tuple(scale) != (1.0, 1.0):
         ops.append(v2.RandomResize(int(h * scale[0]), int(h * scale[1]) + 1, antialias=True))
     ops.append(
         v2.RandomCrop(
-            (h, w),
+            tuple(crop) if crop else (h, w),
             pad_if_needed=True,
             fill={tv_tensors.Image: 0, tv_tensors.Mask: ignore_index},
         )

@@ -178,3 +178,30 @@ def test_bad_counts_are_refused_before_any_data_is_read(setting, tmp_path):
 
     with pytest.raises(ValueError, match=rf"data\.{setting}='abc': expected a whole number"):
         CamVidDataModule(tmp_path / "nowhere", **{setting: "abc"})
+
+
+def test_training_crops_are_cut_from_frames_at_the_image_size(root):
+    dm = CamVidDataModule(
+        str(root), image_size=(30, 40), crop_size=(16, 24), scale=(1.0, 1.0), num_workers=0
+    )
+    dm.setup("fit")
+    train = dm.datasets["train"][0]
+    assert train["image"].shape == (3, 16, 24) and train["label"].shape == (16, 24)
+    # evaluation sees whole frames at image_size, labels at native size
+    val = dm.datasets["val"][0]
+    assert val["image"].shape == (3, 30, 40) and val["label"].shape == (45, 61)
+    assert dm.info().input_size == [30, 40]
+
+
+@pytest.mark.parametrize(
+    "crop, image_size, match",
+    [
+        ((40, 24), (30, 40), r"data\.crop_size=\[40, 24\] is larger than the frames"),
+        ((16,), (30, 40), r"data\.crop_size=\[16\]: give \[H, W\]"),
+        ((50, 24), None, r"data\.crop_size=\[50, 24\] is larger than the frames .*\[45, 61\]"),
+    ],
+)
+def test_a_crop_larger_than_its_frames_is_refused(root, crop, image_size, match):
+    with pytest.raises(ValueError, match=match):
+        dm = CamVidDataModule(str(root), image_size=image_size, crop_size=crop, num_workers=0)
+        dm.setup("fit")
