@@ -54,8 +54,9 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
         fold = next((o for o in overrides[job] if o.startswith(FOLD_OVERRIDE)), "")
         if fold[len(FOLD_OVERRIDE) :].isdigit():
             row["fold"] = int(fold[len(FOLD_OVERRIDE) :])
-            row["setting"] = " ".join(
-                o for o in overrides[job] if o not in common and not o.startswith(FOLD_OVERRIDE)
+            setting = (o for o in overrides[job] if o not in common)
+            row["setting"] = (
+                " ".join(o for o in setting if not o.startswith(FOLD_OVERRIDE)) or "(the one)"
             )
         metrics_file = job / "metrics.json"
         metrics = json.loads(metrics_file.read_text())["metrics"] if metrics_file.is_file() else {}
@@ -95,8 +96,15 @@ def cross_validation(rows: list[dict[str, Any]], monitor: str) -> list[dict[str,
     return summary
 
 
-def write_table(rows: list[dict[str, Any]], path: Path, title: str, key: str) -> None:
-    """``rows`` as a CSV at ``path`` and as a printed table, best ``key`` first."""
+def write_table(
+    rows: list[dict[str, Any]],
+    path: Path,
+    title: str,
+    key: str,
+    shown: list[dict[str, str]] | None = None,
+) -> None:
+    """``rows`` as a CSV at ``path`` and as a printed table, best ``key`` first. ``shown``
+    replaces the rows' cells in the printed table (same order), e.g. to join columns."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
@@ -105,19 +113,39 @@ def write_table(rows: list[dict[str, Any]], path: Path, title: str, key: str) ->
     from rich.console import Console
     from rich.table import Table
 
+    cells = shown or [
+        {
+            c: f"{row[c]:.4f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
+            for c in columns
+            if c != "dir"
+        }
+        for row in rows
+    ]
     table = Table(title=title)
-    shown = [c for c in columns if c != "dir"]
-    for c in shown:
+    names = list(dict.fromkeys(c for row in cells for c in row))
+    for c in names:
         table.add_column(c)
-    for row in sorted(rows, key=lambda r: -(r.get(key) if r.get(key) is not None else -1e9)):
-        table.add_row(
-            *(
-                f"{row[c]:.4f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
-                for c in shown
-            )
-        )
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: -(rows[i].get(key) if rows[i].get(key) is not None else -1e9),
+    )
+    for i in order:
+        table.add_row(*(cells[i].get(c, "") for c in names))
     Console(width=200).print(table)
     print(f"summary written to {path}")
+
+
+def mean_and_spread(row: dict[str, Any]) -> dict[str, str]:
+    """A cross-validation row for printing: one "mean ± std" cell per metric."""
+    cells = {"setting": row["setting"], "folds": row["folds"]}
+    for key in row:
+        if key.endswith("_mean"):
+            name = key[: -len("_mean")]
+            mean, std = row[key], row[f"{name}_std"]
+            cells[name] = (
+                "" if mean is None else f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "")
+            )
+    return cells
 
 
 def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
@@ -135,6 +163,7 @@ def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
             sweep_dir / "cross_validation.csv",
             f"cross-validation: mean over folds of the best {monitor}, best first",
             f"{key}_mean",
+            shown=[mean_and_spread(row) for row in folds],
         )
     return path
 

@@ -119,3 +119,15 @@ def test_sweep_without_folds_writes_no_cross_validation(tmp_path):
     write_summary(sweep, None)
     assert (sweep / "summary.csv").is_file()
     assert not (sweep / "cross_validation.csv").exists()
+
+
+def test_k_fold_sweep_of_one_setting(tmp_path):
+    from segnet.sweep import write_summary
+
+    sweep = tmp_path / "sweep"
+    for fold, best in enumerate((0.8, 0.9)):
+        _fake_job(sweep, fold, ["experiment=hippocampus_unet3d", f"data.fold={fold}"], best, 0.7)
+    write_summary(sweep, "val/dice")
+    (row,) = csv.DictReader((sweep / "cross_validation.csv").open())
+    assert row["setting"] == "(the one)" and row["folds"] == "0 1"
+    assert float(row["val/dice_best_mean"]) == pytest.approx(0.85)
