@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,9 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
             "overrides": " ".join(o for o in overrides[job] if o not in common),
         }
         fold = next((o for o in overrides[job] if o.startswith(FOLD_OVERRIDE)), "")
-        if fold[len(FOLD_OVERRIDE) :].isdigit():
-            row["fold"] = int(fold[len(FOLD_OVERRIDE) :])
+        fold = fold[len(FOLD_OVERRIDE) :]
+        if fold.isdigit():
+            row["fold"] = int(fold)
             setting = (o for o in overrides[job] if o not in common)
             row["setting"] = (
                 " ".join(o for o in setting if not o.startswith(FOLD_OVERRIDE)) or "(the one)"
@@ -96,43 +98,9 @@ def cross_validation(rows: list[dict[str, Any]], monitor: str) -> list[dict[str,
     return summary
 
 
-def write_table(
-    rows: list[dict[str, Any]],
-    path: Path,
-    title: str,
-    key: str,
-    shown: list[dict[str, str]] | None = None,
-) -> None:
-    """``rows`` as a CSV at ``path`` and as a printed table, best ``key`` first. ``shown``
-    replaces the rows' cells in the printed table (same order), e.g. to join columns."""
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    from rich.console import Console
-    from rich.table import Table
-
-    cells = shown or [
-        {
-            c: f"{row[c]:.4f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
-            for c in columns
-            if c != "dir"
-        }
-        for row in rows
-    ]
-    table = Table(title=title)
-    names = list(dict.fromkeys(c for row in cells for c in row))
-    for c in names:
-        table.add_column(c)
-    order = sorted(
-        range(len(rows)),
-        key=lambda i: -(rows[i].get(key) if rows[i].get(key) is not None else -1e9),
-    )
-    for i in order:
-        table.add_row(*(cells[i].get(c, "") for c in names))
-    Console(width=200).print(table)
-    print(f"summary written to {path}")
+def plain_cells(row: dict[str, Any]) -> dict[str, str]:
+    """A row for printing: numbers to four places, the job folder left out."""
+    return {c: f"{v:.4f}" if isinstance(v, float) else str(v) for c, v in row.items() if c != "dir"}
 
 
 def mean_and_spread(row: dict[str, Any]) -> dict[str, str]:
@@ -146,6 +114,35 @@ def mean_and_spread(row: dict[str, Any]) -> dict[str, str]:
                 "" if mean is None else f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "")
             )
     return cells
+
+
+def write_table(
+    rows: list[dict[str, Any]],
+    path: Path,
+    title: str,
+    key: str,
+    cells: Callable[[dict[str, Any]], dict[str, str]] = plain_cells,
+) -> None:
+    """``rows`` as a CSV at ``path`` and, through ``cells``, as a printed table, best
+    ``key`` first (rows without it last)."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    from rich.console import Console
+    from rich.table import Table
+
+    ranked = sorted(rows, key=lambda r: -(r.get(key) if r.get(key) is not None else -1e9))
+    shown = [cells(row) for row in ranked]
+    names = list(dict.fromkeys(c for row in shown for c in row))
+    table = Table(title=title)
+    for c in names:
+        table.add_column(c)
+    for row in shown:
+        table.add_row(*(row.get(c, "") for c in names))
+    Console(width=200).print(table)
+    print(f"summary written to {path}")
 
 
 def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
@@ -163,7 +160,7 @@ def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
             sweep_dir / "cross_validation.csv",
             f"cross-validation: mean over folds of the best {monitor}, best first",
             f"{key}_mean",
-            shown=[mean_and_spread(row) for row in folds],
+            cells=mean_and_spread,
         )
     return path
 
