@@ -33,12 +33,16 @@ def test_gpu_training_runs_and_checkpoints_keep_plain_keys(tiny_camvid, tmp_path
             *TINY_CAMVID,
             f"data.root={tiny_camvid}",
             "trainer=gpu",
+            # TINY_CAMVID pins the CPU; a value override outranks the trainer group, so
+            # without this line the case would train on the CPU and prove nothing
+            "trainer.accelerator=gpu",
             "trainer.deterministic=warn",
             *extra,
         ],
         tmp_path,
     )
     metrics, objects = train(cfg)
+    assert objects["trainer"].strategy.root_device.type == "cuda"
     assert objects["trainer"].precision == "bf16-mixed"
     module = objects["module"]
     assert module.channels_last is compiled  # auto: on for 2D networks on a GPU
