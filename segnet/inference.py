@@ -57,15 +57,21 @@ class Inference:
 
             self._window = SlidingWindowInferer(**self.sliding_window)
 
-    def logits(self, net: Net, x: torch.Tensor, size: Sequence[int] | None = None) -> torch.Tensor:
+    def logits(
+        self,
+        net: Net,
+        x: torch.Tensor,
+        size: Sequence[int] | None = None,
+        tta: bool | None = None,
+    ) -> torch.Tensor:
         """Logits for whole inputs, resized to ``size`` (a reduced-resolution recipe is
         scored at the labels' native resolution).
 
-        With ``tta``: the softmax averaged over every combination of flips of the mirror
+        With ``tta`` (None: ``self.tta``): the softmax averaged over every combination of flips of the mirror
         axes (all three for volumes, as nnU-Net does; left-right only for 2D scenes, where
         an upside-down street is not a street), returned as log-probabilities.
         """
-        if not self.tta:
+        if not (self.tta if tta is None else tta):
             return resize(self._logits(net, x), size)
         axes = list(range(2, x.ndim)) if x.ndim == 5 else [x.ndim - 1]
         combos = [c for r in range(len(axes) + 1) for c in itertools.combinations(axes, r)]

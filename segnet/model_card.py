@@ -12,7 +12,7 @@ CARD_VERSION = 1
 # SegmentationModule arguments a card carries besides the network and the data description
 # (everything but optimisation), so that evaluating an exported model scores like its
 # checkpoint
-MODULE_KEYS = ("class_weights", "loss", "monitor", "surface_tolerance_mm", "data_cfg")
+MODULE_KEYS = ("class_weights", "loss", "monitor", "surface_tolerance_mm", "data_cfg", "tta")
 
 
 def make_card(
@@ -40,14 +40,15 @@ def make_card(
             "classes": data.class_names,
             "palette": data.palette,
         },
-        "deployment": deployment_steps(data),
+        "deployment": deployment_steps(data, bool(module_args.get("tta"))),
         "metrics": metrics or {},
     }
 
 
-def deployment_steps(data: Any) -> dict[str, Any]:
+def deployment_steps(data: Any, tta: bool = False) -> dict[str, Any]:
     """What to do around the ONNX file, step by step, with nothing but onnxruntime, numpy
-    and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does."""
+    and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does (with
+    ``tta``: mirroring, as the recipe tested)."""
     norm = data.normalization
     onnx = {
         "input_name": "x",
@@ -98,6 +99,16 @@ def deployment_steps(data: Any) -> dict[str, Any]:
         ]
         if data.sliding_window:
             onnx["sliding_window"] = data.sliding_window
+    if tta:
+        flips = (
+            "the input and its left-right flip (2 runs)"
+            if data.spatial_dims == 2
+            else "the input flipped along every subset of the three spatial axes (8 runs)"
+        )
+        onnx["mirroring"] = {
+            "run_on": flips,
+            "combine": "flip each output back, softmax over classes, average; logits = log(mean)",
+        }
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}
 
 

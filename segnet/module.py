@@ -24,6 +24,13 @@ STAGES = ("val", "test")
 _SCHEDULE_LENGTH_ARGS = ("total_steps", "total_iters", "T_max")
 
 
+def enable_tf32() -> None:
+    """TF32 matmuls and convolutions in the fp32 parts of a GPU step (bf16 autocast covers
+    the rest)."""
+    torch.set_float32_matmul_precision("high")
+    torch.backends.cudnn.allow_tf32 = True
+
+
 class SegmentationModule(L.LightningModule):
     """Trains any network of :mod:`segnet.models` with cross-entropy (+ soft Dice).
 
@@ -41,6 +48,9 @@ class SegmentationModule(L.LightningModule):
         lovasz_stride: evaluate the Lovasz term on every n-th pixel per axis (cheaper).
         monitor: the validation metric whose best value is tracked; None: ``data``'s.
         surface_tolerance_mm: the normalised surface Dice tolerance, in mm.
+        tta: mirroring test-time augmentation in the test stage, and by default in
+            ``evaluate.py`` and exported models (as nnU-Net predicts). Validation never
+            mirrors: the best checkpoint is chosen on single passes, 2-8x cheaper.
         data_cfg: the data config the run's DataModule was made from; kept in checkpoints
             so that ``evaluate.py`` rebuilds the same data (the pipeline sets it).
 
@@ -68,6 +78,7 @@ class SegmentationModule(L.LightningModule):
         compile: bool | str = "auto",
         channels_last: bool | str = "auto",
         data_cfg: dict[str, Any] | None = None,
+        tta: bool = False,
     ):
         super().__init__()
         info = data if isinstance(data, DataInfo) else DataInfo.from_dict(data)
@@ -117,6 +128,7 @@ class SegmentationModule(L.LightningModule):
         # whole-input inference (sliding window, small-input padding, TTA): plain torch,
         # shared with evaluation and deployed models
         self.inference = Inference.for_net(self.net, info.sliding_window)
+        self.inference.tta = bool(tta)
         self.per_case = info.per_case
         self.monitor = monitor
         self.confusion = nn.ModuleDict(
@@ -170,9 +182,7 @@ class SegmentationModule(L.LightningModule):
         two_d = self.data_info.spatial_dims == 2
         resolve = lambda v: (on_gpu and two_d) if v == "auto" else bool(v)  # noqa: E731
         if on_gpu:
-            # TF32 matmuls/convolutions in fp32 parts (bf16 autocast covers the rest)
-            torch.set_float32_matmul_precision("high")
-            torch.backends.cudnn.allow_tf32 = True
+            enable_tf32()
         self.channels_last = resolve(self.channels_last_option) and two_d
         if self.channels_last:
             self.net.to(memory_format=torch.channels_last)
@@ -190,10 +200,13 @@ class SegmentationModule(L.LightningModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
-    def predict_logits(self, x: torch.Tensor, size: Sequence[int] | None = None) -> torch.Tensor:
+    def predict_logits(
+        self, x: torch.Tensor, size: Sequence[int] | None = None, tta: bool | None = None
+    ) -> torch.Tensor:
         """Logits for whole inputs (sliding window if configured, mirroring TTA with
-        ``tta``), resized to ``size``: see :class:`segnet.inference.Inference`."""
-        return self.inference.logits(self.net, x, size)
+        ``tta``, by default the module's), resized to ``size``: see
+        :class:`segnet.inference.Inference`."""
+        return self.inference.logits(self.net, x, size, tta)
 
     @property
     def tta(self) -> bool:
@@ -230,7 +243,7 @@ class SegmentationModule(L.LightningModule):
 
     def _eval_step(self, batch: dict, stage: str) -> dict:
         x, y = batch["image"], batch["label"]
-        logits = self.predict_logits(x, y.shape[1:])
+        logits = self.predict_logits(x, y.shape[1:], tta=self.tta and stage == "test")
         loss = self.compute_loss(logits, y, lovasz=False)
         self.log(f"{stage}/loss", loss, batch_size=len(x), sync_dist=True)
         pred = logits.argmax(1)

@@ -13,6 +13,7 @@ from typing import Any
 import lightning as L
 import torch
 from hydra.utils import instantiate
+from lightning.pytorch.accelerators import CUDAAccelerator
 from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -29,7 +30,7 @@ from segnet.console import log_config, log_summary, quiet_library_noise
 from segnet.data.base import SegmentationDataModule
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
-from segnet.module import SegmentationModule
+from segnet.module import SegmentationModule, enable_tf32
 from segnet.outputs import existing_products
 
 log = logging.getLogger(__name__)
@@ -72,9 +73,14 @@ def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L
     else:
         overrides["enable_progress_bar"] = False
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values() if c]
-    return instantiate(
+    trainer = instantiate(
         cfg.trainer, **{"callbacks": callbacks, "logger": loggers or False, **overrides}
     )
+    if isinstance(trainer.accelerator, CUDAAccelerator):
+        # before fit: Lightning checks the precision while setting up the device, and warns
+        # that tensor cores go unused when it is still the default
+        enable_tf32()
+    return trainer
 
 
 def write_metrics(path: Path, metrics: dict[str, Any], **extra: Any) -> Path:
@@ -108,7 +114,7 @@ def write_outputs(
         ckpt_path=str(ckpt_path),
         monitor=module.monitor,
         recompute_bn=cfg.get("recompute_bn", False),
-        tta=bool(cfg.get("tta", False)),
+        tta=module.tta,
         bn_recomputed=module.bn_recomputed,
         **extra,
     )
@@ -332,7 +338,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
     dm = instantiate(data_cfg, _convert_="all")
     dm.prepare_data()
-    module.tta = bool(cfg.get("tta", False))
+    if cfg.get("tta") is not None:  # null: as the checkpoint's recipe tested
+        module.tta = cfg.tta
     trainer = build_trainer(cfg)
     metrics, split = run_test(trainer, module, dm, cfg)
     if trainer.is_global_zero:

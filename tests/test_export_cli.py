@@ -44,6 +44,7 @@ def test_export_writes_every_format_and_a_model_card(exported):
     assert card["input"]["normalization"]["mean"] == [0.485, 0.456, 0.406]
     assert card["input"]["trained_input_size"] == [24, 32]
     assert card["net"]["name"] == "segnet_basic"
+    assert card["module"]["tta"] is False  # how the recipe tested: no mirroring here
     assert "val/miou" in card["metrics"]
     assert max(card["verified_max_abs_diff"].values()) < 1e-3
 

@@ -43,6 +43,7 @@ def test_gpu_training_runs_and_checkpoints_keep_plain_keys(tiny_camvid, tmp_path
     )
     metrics, objects = train(cfg)
     assert objects["trainer"].strategy.root_device.type == "cuda"
+    assert torch.get_float32_matmul_precision() == "high"  # TF32, set before fit
     assert objects["trainer"].precision == "bf16-mixed"
     module = objects["module"]
     assert module.channels_last is compiled  # auto: on for 2D networks on a GPU

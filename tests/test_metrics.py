@@ -91,3 +91,26 @@ def test_mirroring_tta_averages_the_softmax_over_flips():
     expected = ((plain.softmax(1) + flipped.softmax(1)) / 2).log()
     expected = torch.nn.functional.interpolate(expected, (72, 96), mode="bilinear")
     torch.testing.assert_close(tta, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_module_with_tta_mirrors_in_testing_but_never_in_validation(monkeypatch):
+    from segnet.data.info import DataInfo, rgb_normalization
+    from segnet.inference import Inference
+    from segnet.module import SegmentationModule
+
+    data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, None,
+                    rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
+    module = SegmentationModule({"name": "segnet_basic", "features": [4, 4, 4, 4]}, data, tta=True)
+    passes = []
+    forward = Inference._logits
+    monkeypatch.setattr(
+        Inference, "_logits", lambda self, net, x: passes.append(1) or forward(self, net, x)
+    )
+    monkeypatch.setattr(module, "log", lambda *a, **k: None)
+    batch = {"image": torch.randn(2, 3, 36, 48), "label": torch.randint(0, 3, (2, 36, 48))}
+    with torch.no_grad():
+        module._eval_step(batch, "val")
+        assert len(passes) == 1  # validation picks the checkpoint on single passes
+        module._eval_step(batch, "test")
+        assert len(passes) == 3  # the test stage mirrors (2D: left-right, two passes)
+    assert module.hparams["tta"] is True  # kept in the checkpoint for evaluate.py

@@ -61,6 +61,7 @@ def test_volume_run_reports_per_case_dice(trained):
     hd = [float(r["hd95_one"]) for r in rows]
     assert all(h >= 0 for h in hd)  # mm, or inf where a class is in one mask only
     assert saved["cases"]["surface_tolerance_mm"] == 1.0
+    assert saved["tta"] is True  # the Hippocampus recipes test with mirroring, as nnU-Net
     assert set(saved["cases"]["foreground_mean"]) == {"dice", "hd95", "nsd"}
 
 
@@ -88,6 +89,8 @@ def test_evaluate_writes_nifti_in_the_source_space(trained, tmp_path):
     )
     ev, objects = evaluate(cfg)
     assert ev["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
+    # tta=null follows the checkpoint's recipe: the same mirrored test figures
+    assert json.loads((tmp_path / "metrics.json").read_text())["tta"] is True
     preds = sorted((tmp_path / "predictions").glob("*.nii.gz"))
     assert len(preds) == 2
     for pred in preds:
@@ -115,9 +118,13 @@ def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path):
             f"data.root={plain}",
             "data.split=all",
             "trainer.accelerator=cpu",
+            "tta=false",
         ],
         tmp_path / "ev",
     )
     ev, objects = evaluate(cfg)
     assert len(objects["datamodule"].datasets["test"]) == 3
     assert 0 <= ev["test/dice"] <= 1
+    # tta=false overrides the recipe's mirroring, and the record says so
+    assert objects["module"].tta is False
+    assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["tta"] is False
