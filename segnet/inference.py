@@ -67,9 +67,10 @@ class Inference:
         """Logits for whole inputs, resized to ``size`` (a reduced-resolution recipe is
         scored at the labels' native resolution).
 
-        With ``tta`` (None: ``self.tta``): the softmax averaged over every combination of flips of the mirror
-        axes (all three for volumes, as nnU-Net does; left-right only for 2D scenes, where
-        an upside-down street is not a street), returned as log-probabilities.
+        With ``tta`` (None: ``self.tta``): the softmax averaged over every combination of
+        flips of the mirror axes (all three for volumes, as nnU-Net does; left-right only for
+        2D scenes, where an upside-down street is not a street), returned as
+        log-probabilities.
         """
         if not (self.tta if tta is None else tta):
             return resize(self._logits(net, x), size)

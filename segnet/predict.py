@@ -29,8 +29,13 @@ from segnet.loading import load_model
 
 
 class Predictor:
-    def __init__(self, model_path: str | Path, device: str = "cpu"):
+    """``tta``: mirroring test-time augmentation; None predicts as the model's recipe
+    tested (``model.tta``, kept in the checkpoint and the model card)."""
+
+    def __init__(self, model_path: str | Path, device: str = "cpu", tta: bool | None = None):
         self.model = load_model(model_path).to(device)
+        if tta is not None:
+            self.model.inference.tta = tta
         self.device = torch.device(device)
         self.info = self.model.info
         self.palette = self.info.palette
@@ -110,6 +115,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes")
     parser.add_argument("--out", required=True, help="folder for the masks")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--tta",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="mirroring test-time augmentation (default: as the model's recipe tested)",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     existing = [t for i in args.inputs for t in Predictor.targets(Path(i), out) if t.exists()]
@@ -118,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{existing[0]} exists ({len(existing)} output(s) in all); predictions are never "
             "overwritten: choose another --out folder."
         )
-    predictor = Predictor(args.model, args.device)
+    predictor = Predictor(args.model, args.device, args.tta)
     for item in args.inputs:
         for written in predictor.predict_file(item, args.out):
             print(written)

@@ -216,6 +216,14 @@ def test_predict_volume_from_exported_3d_model(tmp_path):
     saved, source = nib.load(str(written[0])), nib.load(str(root / "imagesTr" / "case_000.nii.gz"))
     assert saved.shape == source.shape
     np.testing.assert_allclose(saved.affine, source.affine)
+    # the recipe tests with mirroring: the card says how, and predict does it unless told not
+    card = json.loads((tmp_path / "exp" / "model.json").read_text())
+    assert (
+        card["module"]["tta"] is True
+        and "8 runs" in card["deployment"]["onnx"]["mirroring"]["run_on"]
+    )
+    assert Predictor(tmp_path / "exp" / "model.onnx").model.inference.tta is True
+    assert Predictor(tmp_path / "exp" / "model.onnx", tta=False).model.inference.tta is False
     # the wrong kind of input is refused, naming the file and what the model takes
     predictor = Predictor(tmp_path / "exp" / "model.onnx")
     png = tmp_path / "frame.png"
