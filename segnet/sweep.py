@@ -53,13 +53,10 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
             "overrides": " ".join(o for o in overrides[job] if o not in common),
         }
         fold = next((o for o in overrides[job] if o.startswith(FOLD_OVERRIDE)), "")
-        fold = fold[len(FOLD_OVERRIDE) :]
-        if fold.isdigit():
-            row["fold"] = int(fold)
-            setting = (o for o in overrides[job] if o not in common)
-            row["setting"] = (
-                " ".join(o for o in setting if not o.startswith(FOLD_OVERRIDE)) or "(the one)"
-            )
+        if fold[len(FOLD_OVERRIDE) :].isdigit():
+            row["fold"] = int(fold[len(FOLD_OVERRIDE) :])
+            others = [o for o in overrides[job] if o not in common and o != fold]
+            row["setting"] = " ".join(others) or "(the one)"
         metrics_file = job / "metrics.json"
         metrics = json.loads(metrics_file.read_text())["metrics"] if metrics_file.is_file() else {}
         row[f"{monitor}_best"] = metrics.get(f"{monitor}_best")  # None: failed or unfinished
