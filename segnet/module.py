@@ -14,7 +14,7 @@ from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.data.info import DataInfo
 from segnet.inference import Inference
-from segnet.losses import lovasz_softmax
+from segnet.losses import lovasz_softmax, top_k_cross_entropy
 from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
 from segnet.models import create_model
 
@@ -46,6 +46,8 @@ class SegmentationModule(L.LightningModule):
         loss: weights of the terms, ``{"ce": 1.0, "dice": 0.0, "lovasz": 0.0}``
             (Lovasz-softmax: a surrogate of 1 - IoU that leaves void pixels out).
         lovasz_stride: evaluate the Lovasz term on every n-th pixel per axis (cheaper).
+        ce_top_k: average the cross-entropy over this fraction of the labelled pixels,
+            the hardest ones (bootstrapped cross-entropy); 1.0: over all of them.
         monitor: the validation metric whose best value is tracked; None: ``data``'s.
         surface_tolerance_mm: the normalised surface Dice tolerance, in mm.
         tta: mirroring test-time augmentation in the test stage, and by default in
@@ -73,6 +75,7 @@ class SegmentationModule(L.LightningModule):
         scheduler_interval: str = "step",
         loss: dict[str, float] | None = None,
         lovasz_stride: int = 1,
+        ce_top_k: float = 1.0,
         monitor: str | None = None,
         surface_tolerance_mm: float = 1.0,
         compile: bool | str = "auto",
@@ -109,6 +112,9 @@ class SegmentationModule(L.LightningModule):
             raise ValueError(
                 f"model.loss has unknown term(s) {sorted(unknown)}: use ce, dice and lovasz."
             )
+        if not 0 < ce_top_k <= 1:
+            raise ValueError(f"model.ce_top_k={ce_top_k}: use a fraction in (0, 1].")
+        self.ce_top_k = float(ce_top_k)
         weights = None if class_weights is None else torch.tensor(class_weights)
         self.ce = nn.CrossEntropyLoss(
             weight=weights, ignore_index=-100 if ignore_index is None else ignore_index
@@ -223,7 +229,13 @@ class SegmentationModule(L.LightningModule):
         """The weighted loss terms. ``lovasz=False`` leaves the Lovasz term out: validation
         and test do, since its sort over every pixel at the label's size (360x480 for
         CamVid) costs as much as the prediction, and ``val/loss`` chooses nothing."""
-        loss = self.loss_weights["ce"] * self.ce(logits.float(), target)
+        if self.ce_top_k < 1:
+            ce = top_k_cross_entropy(
+                logits, target, self.ce_top_k, self.ce.weight, self.ignore_index
+            )
+        else:
+            ce = self.ce(logits.float(), target)
+        loss = self.loss_weights["ce"] * ce
         if self.dice_loss is not None:
             loss = loss + self.loss_weights["dice"] * self.dice_loss(
                 logits.float(), target.unsqueeze(1)

@@ -1,8 +1,12 @@
-"""The Lovasz-softmax term: 1 - IoU for hard predictions, void left out, strided."""
+"""The Lovasz-softmax term (1 - IoU for hard predictions, void left out, strided) and the
+bootstrapped cross-entropy (the hardest pixels only)."""
 
+import math
+
+import pytest
 import torch
 
-from segnet.losses import lovasz_softmax
+from segnet.losses import lovasz_softmax, top_k_cross_entropy
 
 
 def hard_logits(pred: torch.Tensor, num_classes: int) -> torch.Tensor:
@@ -43,3 +47,54 @@ def test_stride_evaluates_on_every_nth_pixel_of_each_spatial_axis():
     logits, target = torch.randn(2, 4, 6, 6, 6), torch.randint(0, 4, (2, 6, 6, 6))
     sub = lovasz_softmax(logits[..., ::2, ::2, ::2], target[..., ::2, ::2, ::2])
     torch.testing.assert_close(lovasz_softmax(logits, target, stride=2), sub)
+
+
+def test_top_k_cross_entropy_averages_the_hardest_labelled_pixels():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 4, 6, 7)
+    target = torch.randint(0, 4, (2, 6, 7))
+    target[0, :2] = 11  # void rows
+    per_pixel = torch.nn.functional.cross_entropy(logits, target, ignore_index=11, reduction="none")
+    labelled = per_pixel[target != 11]
+    # all pixels: the plain mean over labelled pixels
+    torch.testing.assert_close(
+        top_k_cross_entropy(logits, target, 1.0, ignore_index=11), labelled.mean()
+    )
+    # a quarter: the mean of the largest quarter of the labelled losses
+    k = round(0.25 * labelled.numel())
+    expected = labelled.sort(descending=True).values[:k].mean()
+    torch.testing.assert_close(top_k_cross_entropy(logits, target, 0.25, ignore_index=11), expected)
+    # void pixels never count, however wrong the prediction there
+    changed = logits.clone()
+    changed[0, :, :2] = torch.tensor([-50.0, 50.0, 50.0, 50.0]).view(4, 1, 1)
+    torch.testing.assert_close(
+        top_k_cross_entropy(changed, target, 0.25, ignore_index=11), expected
+    )
+
+
+def test_top_k_cross_entropy_scales_pixels_by_their_class_weight_and_checks_the_fraction():
+    logits = torch.zeros(1, 2, 1, 4)  # every pixel equally unsure: loss ln 2 each
+    target = torch.tensor([[[0, 0, 0, 1]]])
+    weight = torch.tensor([1.0, 3.0])
+    # the class-1 pixel, weighted 3x, is the hardest one
+    got = top_k_cross_entropy(logits, target, 0.25, weight=weight)
+    torch.testing.assert_close(got, torch.tensor(3 * math.log(2)))
+    with pytest.raises(ValueError, match="fraction"):
+        top_k_cross_entropy(logits, target, 0.0)
+
+
+def test_the_module_trains_on_the_hardest_pixels_with_its_class_weights():
+    from segnet.data.info import DataInfo, rgb_normalization
+    from segnet.module import SegmentationModule
+
+    data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, 3,
+                    rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
+    net = {"name": "segnet_basic", "features": [4, 4, 4, 4]}
+    weights = [1.0, 2.0, 0.5]
+    module = SegmentationModule(net, data, class_weights=weights, ce_top_k=0.3)
+    torch.manual_seed(0)
+    logits, target = torch.randn(2, 3, 8, 8), torch.randint(0, 4, (2, 8, 8))
+    expected = top_k_cross_entropy(logits, target, 0.3, torch.tensor(weights), ignore_index=3)
+    torch.testing.assert_close(module.compute_loss(logits, target), expected)
+    with pytest.raises(ValueError, match="model.ce_top_k"):
+        SegmentationModule(net, data, ce_top_k=1.5)

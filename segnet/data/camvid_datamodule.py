@@ -68,6 +68,9 @@ class CamVidDataModule(SegmentationDataModule):
         split: the split that testing and ``evaluate.py`` use.
         class_weights: ``"median_frequency"`` (the paper's), ``"median_frequency_sqrt"``
             (their square root), ``"none"``, or a list of 11 weights.
+        class_weights_power: raise the median-frequency weights to this power: 1 keeps the
+            paper's spread (about 60:1 between bicyclist and road), 0.5 is their square
+            root, values between trade large classes against rare ones.
         download: fetch ``url`` into ``root`` when the data is absent.
 
     Example:
@@ -93,6 +96,7 @@ class CamVidDataModule(SegmentationDataModule):
         pin_memory: bool | None = None,
         split: str = "test",
         class_weights: str | Sequence[float] = "median_frequency",
+        class_weights_power: float = 1.0,
         mean: Sequence[float] = IMAGENET_MEAN,
         std: Sequence[float] = IMAGENET_STD,
         scale: Sequence[float] = (0.75, 1.5),
@@ -105,7 +109,7 @@ class CamVidDataModule(SegmentationDataModule):
     ):
         super().__init__()
         check_count("batch_size", batch_size)
-        check_class_weights(class_weights, self.num_classes)
+        check_class_weights(class_weights, self.num_classes, class_weights_power)
         check_count("eval_batch_size", eval_batch_size, allow_none=True)
         check_count("num_workers", num_workers, minimum=0)
         self.root = Path(root).expanduser()
@@ -120,6 +124,7 @@ class CamVidDataModule(SegmentationDataModule):
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
         self.class_weights_option = class_weights
+        self.class_weights_power = float(class_weights_power)
         self.mean, self.std = tuple(mean), tuple(std)
         self.aug = dict(scale=tuple(scale), hflip=hflip, color_jitter=color_jitter)
         self.download, self.url, self.sha256 = download, url, sha256
@@ -231,10 +236,10 @@ class CamVidDataModule(SegmentationDataModule):
             return None
         if not isinstance(option, str):
             return [float(w) for w in option]
-        weights = self._median_frequency_cached()
-        # the square root halves the spread (in log terms): rare classes still count more,
-        # without the paper's 40:1 ratio that costs a short schedule its large classes
-        return (weights.sqrt() if option == "median_frequency_sqrt" else weights).tolist()
+        # a power below 1 narrows the spread (in log terms): rare classes still count more,
+        # without the paper's ratios that cost a short schedule its large classes
+        power = 0.5 if option == "median_frequency_sqrt" else self.class_weights_power
+        return self._median_frequency_cached().pow(power).tolist()
 
     def _median_frequency_cached(self) -> torch.Tensor:
         """Median-frequency weights, cached beside the data and keyed by the training files'
@@ -262,9 +267,16 @@ class CamVidDataModule(SegmentationDataModule):
         return weights
 
 
-def check_class_weights(option, num_classes: int) -> None:
-    """``data.class_weights``: a known rule or one number per class (checked before any
-    data is read)."""
+def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
+    """``data.class_weights``: a known rule or one number per class, and a
+    ``data.class_weights_power`` that applies to it (checked before any data is read)."""
+    if power != 1.0 and option != "median_frequency":
+        raise ValueError(
+            f"data.class_weights_power={power} applies to class_weights='median_frequency' "
+            f"only (class_weights is {option!r}): set one or the other."
+        )
+    if not 0 < power <= 4:
+        raise ValueError(f"data.class_weights_power={power}: use a number in (0, 4].")
     if option is None or (isinstance(option, str) and option in CLASS_WEIGHT_RULES):
         return
     if isinstance(option, str):

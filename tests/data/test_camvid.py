@@ -123,11 +123,24 @@ def test_class_weight_options(root):
     assert weights(root, class_weights=[1.0] * 11).tolist() == [1.0] * 11
     sqrt = weights(root, class_weights="median_frequency_sqrt")
     torch.testing.assert_close(sqrt, weights(root).sqrt())
+    # a power between the paper's weights (1) and their square root (0.5)
+    power = weights(root, class_weights="median_frequency", class_weights_power=0.625)
+    torch.testing.assert_close(power, weights(root).pow(0.625))
+    torch.testing.assert_close(
+        weights(root, class_weights="median_frequency", class_weights_power=0.5), sqrt
+    )
     # wrong settings are refused when the DataModule is made, before any data is read
     with pytest.raises(ValueError, match="has 3 entries; CamVid needs 11"):
         CamVidDataModule(str(root), class_weights=[1, 2, 3])
     with pytest.raises(ValueError, match="class_weights='median'"):
         CamVidDataModule(str(root), class_weights="median")
+    # a power with weights it cannot apply to is refused, not ignored
+    with pytest.raises(ValueError, match="class_weights_power=0.5 applies to"):
+        CamVidDataModule(str(root), class_weights="median_frequency_sqrt", class_weights_power=0.5)
+    with pytest.raises(ValueError, match="class_weights_power=0.5 applies to"):
+        CamVidDataModule(str(root), class_weights=[1.0] * 11, class_weights_power=0.5)
+    with pytest.raises(ValueError, match="class_weights_power=-1"):
+        CamVidDataModule(str(root), class_weights_power=-1)
 
 
 def test_augmentation_moves_image_and_mask_together(tmp_path):
