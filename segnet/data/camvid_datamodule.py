@@ -273,7 +273,8 @@ def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
     if power != 1.0 and option != "median_frequency":
         raise ValueError(
             f"data.class_weights_power={power} applies to class_weights='median_frequency' "
-            f"only (class_weights is {option!r}): set one or the other."
+            f"only, and class_weights is {option!r}: add data.class_weights_power=1 to use "
+            f"these weights, or set data.class_weights=median_frequency."
         )
     if not 0 < power <= 4:
         raise ValueError(f"data.class_weights_power={power}: use a number in (0, 4].")
