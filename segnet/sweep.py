@@ -53,8 +53,9 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
             "overrides": " ".join(o for o in overrides[job] if o not in common),
         }
         fold = next((o for o in overrides[job] if o.startswith(FOLD_OVERRIDE)), "")
-        if fold[len(FOLD_OVERRIDE) :].isdigit():
-            row["fold"] = int(fold[len(FOLD_OVERRIDE) :])
+        number = fold[len(FOLD_OVERRIDE) :]
+        if number.isdigit():
+            row["fold"] = int(number)
             others = [o for o in overrides[job] if o not in common and o != fold]
             row["setting"] = " ".join(others) or "(the one)"
         metrics_file = job / "metrics.json"
