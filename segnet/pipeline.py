@@ -213,8 +213,6 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
 
 def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     quiet_library_noise()
-    if rank_zero_only.rank == 0:
-        log_config(cfg)
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     resumed = resume_dir(cfg.get("ckpt_path"))
@@ -226,6 +224,9 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     out_dir = Path(cfg.paths.output_dir)
     dm = build_datamodule(cfg)
     prepare(cfg, dm)
+    if rank_zero_only.rank == 0:
+        # after the monitor and a resumed run's folder are filled in: the config that runs
+        log_config(cfg)
     init_ckpt = check_start_checkpoints(cfg, dm)
     if cfg.get("train", True):
         dm.setup("fit")  # reads the data; the class weights come from the training labels

@@ -20,6 +20,8 @@ def cli_run(tiny_camvid, tmp_path_factory):
 def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     run, out = cli_run
     assert "resolved config:" in out and "_target_: segnet.module.SegmentationModule" in out
+    # the monitor the run uses (the dataset's), not the config's placeholder
+    assert "monitor: val/miou" in out and "monitor: null" not in out
     # one line per epoch: that epoch's training loss, its validation, the time left
     epoch_lines = [line for line in out.splitlines() if "] epoch " in line and " eta " in line]
     assert len(epoch_lines) == 2, out

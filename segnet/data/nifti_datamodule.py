@@ -74,6 +74,30 @@ def split_cases(
     }
 
 
+def check_affine(rotate: float, zoom: Sequence[float], prob: float) -> dict | None:
+    """The random rotation/zoom settings, or None when they are off; inconsistent or
+    out-of-range values are refused, naming the setting."""
+    zoom = tuple(float(z) for z in zoom)
+    if len(zoom) != 2 or not 0 < zoom[0] <= zoom[1]:
+        raise ValueError(
+            f"data.zoom={list(zoom)} must be [min, max] magnifications with 0 < min <= max "
+            "(nnU-Net draws from [0.7, 1.4]; [1.0, 1.0] is off)."
+        )
+    if not 0 <= rotate <= 180:
+        raise ValueError(f"data.rotate={rotate} must be an angle in degrees in 0..180 (0 is off).")
+    if not 0 <= prob <= 1:
+        raise ValueError(f"data.affine_prob={prob} must be a probability in 0..1.")
+    ranges = rotate > 0 or zoom != (1.0, 1.0)
+    if ranges != (prob > 0):
+        raise ValueError(
+            f"data.rotate={rotate}, data.zoom={list(zoom)} and data.affine_prob={prob} disagree: "
+            "a rotation or zoom range needs data.affine_prob > 0 to be applied, and "
+            "data.affine_prob > 0 needs a range (nnU-Net: data.rotate=30 "
+            "data.zoom=[0.7,1.4] data.affine_prob=0.2)."
+        )
+    return dict(rotate=float(rotate), zoom=zoom, prob=float(prob)) if ranges else None
+
+
 class PatchDataset(Dataset):
     """Random training patches through a MONAI dictionary transform."""
 
@@ -162,6 +186,9 @@ class NiftiDataModule(SegmentationDataModule):
         clip: Sequence[float] | None = None,
         flip: bool = True,
         rotate90: bool = True,
+        rotate: float = 0.0,
+        zoom: Sequence[float] = (1.0, 1.0),
+        affine_prob: float = 0.0,
         intensity_scale: float = 0.1,
         intensity_shift: float = 0.1,
         sw_overlap: float = 0.5,
@@ -194,6 +221,7 @@ class NiftiDataModule(SegmentationDataModule):
         )
         self.clip = tuple(clip) if clip else None
         self.aug = dict(flip=flip, rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
+        self.affine = check_affine(rotate, zoom, affine_prob)
         self.sliding_window = {
             "roi_size": list(self.patch_size),
             "overlap": sw_overlap,
@@ -289,6 +317,24 @@ class NiftiDataModule(SegmentationDataModule):
         keys = ["image", "label"]
         ops = [
             T.SpatialPadd(keys, spatial_size=self.patch_size),
+        ]
+        if self.affine:
+            zoom_min, zoom_max = self.affine["zoom"]
+            # on the whole (padded) case before cropping, so a patch has no padded corners
+            # where the case has content; labels by nearest neighbour, never blended
+            ops.append(
+                T.RandAffined(
+                    keys,
+                    prob=self.affine["prob"],
+                    rotate_range=[np.deg2rad(self.affine["rotate"])] * 3,
+                    # MONAI's scale maps output to input coordinates: magnifying the
+                    # content by z samples the case at 1/z
+                    scale_range=[(1 / zoom_max - 1, 1 / zoom_min - 1)] * 3,
+                    mode=("bilinear", "nearest"),
+                    padding_mode="zeros",
+                )
+            )
+        ops += [
             T.RandCropByPosNegLabeld(
                 keys,
                 label_key="label",

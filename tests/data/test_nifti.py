@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from segnet.data import nifti
-from segnet.data.nifti_datamodule import NiftiDataModule, split_cases
+from segnet.data.nifti_datamodule import NiftiDataModule, check_affine, split_cases
 from segnet.metrics import per_case_dice
 from tests.helpers import ODD_AFFINE, nifti_case, nifti_dataset
 
@@ -180,6 +180,62 @@ def test_augmented_patches_keep_image_and_label_aligned(tmp_path):
         # foreground is bright in the image wherever the label says so, after any flip/rot
         if (lab > 0).any() and (lab == 0).any():
             assert img[lab > 0].mean() > img[lab == 0].mean() + 1.0
+
+
+def _one_patch(root, **aug):
+    dm = NiftiDataModule(
+        str(root),
+        patch_size=(16, 16, 16),
+        val_fraction=0.5,
+        test_fraction=0,
+        num_workers=0,
+        foreground_ratio=1.0,
+        flip=False,
+        rotate90=False,
+        intensity_scale=0,
+        intensity_shift=0,
+        **aug,
+    )
+    dm.setup("fit")
+    return dm.datasets["train"].volumes[0], dm.datasets["train"][0]
+
+
+def test_zoom_magnifies_the_case_and_keeps_labels_whole(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=2, shape=(16, 16, 16))
+    volume, plain = _one_patch(root)
+    assert (plain["label"] > 0).sum() == (volume.label > 0).sum()  # off: the case as it is
+    _, bigger = _one_patch(root, zoom=(2.0, 2.0), affine_prob=1.0)
+    _, smaller = _one_patch(root, zoom=(0.5, 0.5), affine_prob=1.0)
+    fg = (volume.label > 0).sum()
+    assert (bigger["label"] > 0).sum() > 3 * fg and (smaller["label"] > 0).sum() < fg / 3
+    for s in (bigger, smaller):
+        # nearest-neighbour labels: only the case's own values, never blends
+        assert set(s["label"].unique().tolist()) <= set(np.unique(volume.label).tolist())
+
+
+def test_rotated_patches_keep_image_and_label_aligned(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=2, shape=(16, 16, 16))
+    for _ in range(6):
+        _, s = _one_patch(root, rotate=45.0, zoom=(0.8, 1.25), affine_prob=1.0)
+        img, lab = s["image"][0], s["label"]
+        assert img[lab > 0].mean() > img[lab == 0].mean() + 1.0
+
+
+@pytest.mark.parametrize(
+    "rotate, zoom, prob, match",
+    [
+        (30.0, (1.0, 1.0), 0.0, "needs data.affine_prob > 0"),
+        (0.0, (1.0, 1.0), 0.2, "disagree"),
+        (0.0, (1.4, 0.7), 0.2, "0 < min <= max"),
+        (0.0, (0.0, 1.4), 0.2, "0 < min <= max"),
+        (0.0, (0.7,), 0.2, r"\[min, max\]"),
+        (270.0, (1.0, 1.0), 0.2, "data.rotate=270.0"),
+        (30.0, (1.0, 1.0), 1.5, "data.affine_prob=1.5"),
+    ],
+)
+def test_inconsistent_rotation_or_zoom_settings_are_refused(rotate, zoom, prob, match):
+    with pytest.raises(ValueError, match=match):
+        check_affine(rotate, zoom, prob)
 
 
 def test_per_case_dice_by_hand():
