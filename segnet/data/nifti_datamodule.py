@@ -93,7 +93,7 @@ def check_affine(rotate: float, zoom: Sequence[float], prob: float) -> dict | No
             f"data.rotate={rotate}, data.zoom={list(zoom)} and data.affine_prob={prob} disagree: "
             "a rotation or zoom range needs data.affine_prob > 0 to be applied, and "
             "data.affine_prob > 0 needs a range (nnU-Net: data.rotate=30 "
-            "data.zoom=[0.7,1.4] data.affine_prob=0.2)."
+            "'data.zoom=[0.7,1.4]' data.affine_prob=0.2)."
         )
     return dict(rotate=float(rotate), zoom=zoom, prob=float(prob)) if ranges else None
 
