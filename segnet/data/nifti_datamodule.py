@@ -315,9 +315,7 @@ class NiftiDataModule(SegmentationDataModule):
         from monai import transforms as T
 
         keys = ["image", "label"]
-        ops = [
-            T.SpatialPadd(keys, spatial_size=self.patch_size),
-        ]
+        ops = [T.SpatialPadd(keys, spatial_size=self.patch_size)]
         if self.affine:
             zoom_min, zoom_max = self.affine["zoom"]
             # on the whole (padded) case before cropping, so a patch has no padded corners
