@@ -222,6 +222,18 @@ class SegmentationModule(L.LightningModule):
     def tta(self, value: bool) -> None:
         self.inference.tta = bool(value)
 
+    @property
+    def sliding_window(self) -> dict[str, Any] | None:
+        """The volume recipe's ``SlidingWindowInferer`` settings (None for images)."""
+        return self.inference.sliding_window
+
+    @sliding_window.setter
+    def sliding_window(self, window: dict[str, Any]) -> None:
+        # evaluate.py's data.sw_* overrides; the mirroring setting is kept
+        if self.inference.sliding_window is None:
+            raise ValueError("this model takes whole images: it has no sliding window to change.")
+        self.inference = Inference(self.inference.min_input, dict(window), self.inference.tta)
+
     # -- loss ---------------------------------------------------------------------------
     def compute_loss(
         self, logits: torch.Tensor, target: torch.Tensor, lovasz: bool = True

@@ -35,6 +35,15 @@ from segnet.outputs import existing_products
 
 log = logging.getLogger(__name__)
 
+# evaluate.py's data.* settings that change how a volume model is applied, and the
+# SlidingWindowInferer argument each sets
+WINDOW_SETTINGS = {
+    "sw_roi_size": "roi_size",
+    "sw_overlap": "overlap",
+    "sw_mode": "mode",
+    "sw_batch_size": "sw_batch_size",
+}
+
 
 def build_datamodule(cfg: DictConfig) -> SegmentationDataModule:
     return instantiate(cfg.data, _convert_="all")
@@ -115,6 +124,7 @@ def write_outputs(
         monitor=module.monitor,
         recompute_bn=cfg.get("recompute_bn", False),
         tta=module.tta,
+        sliding_window=module.sliding_window,
         bn_recomputed=module.bn_recomputed,
         **extra,
     )
@@ -337,8 +347,20 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         data_cfg.class_names = module.data_info.class_names
     if "_target_" not in data_cfg:
         raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
-    dm = instantiate(data_cfg, _convert_="all")
+    window = {k: WINDOW_SETTINGS[k] for k in overrides if k in WINDOW_SETTINGS}
+    if window and module.sliding_window is None:
+        raise ValueError(
+            f"{', '.join('data.' + k for k in window)}: {cfg.ckpt_path} takes whole images, "
+            "so there is no sliding window to set; leave these out."
+        )
+    dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
     dm.prepare_data()
+    if window:  # otherwise the window the checkpoint was validated with
+        module.sliding_window = {
+            **module.sliding_window,
+            **{key: dm.sliding_window[key] for key in window.values()},
+        }
+        log.info("sliding window for this evaluation: %s", module.sliding_window)
     if cfg.get("tta") is not None:  # null: as the checkpoint's recipe tested
         module.tta = cfg.tta
     trainer = build_trainer(cfg)

@@ -107,6 +107,16 @@ def test_evaluate_with_missing_checkpoint_says_so(tmp_path):
         evaluate(cfg)
 
 
+def test_evaluate_refuses_window_settings_for_an_image_model(trained, tmp_path):
+    _, out, _, _ = trained
+    cfg = compose(
+        "evaluate", [f"ckpt_path={out}/checkpoints/best.ckpt", "data.sw_overlap=0.25"], tmp_path
+    )
+    with pytest.raises(ValueError, match="data.sw_overlap.*whole images"):
+        evaluate(cfg)
+    assert not (tmp_path / "metrics.json").exists()
+
+
 def test_checkpoint_loads_with_weights_only_and_no_hydra(trained):
     _, out, _, _ = trained
     ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)

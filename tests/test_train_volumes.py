@@ -128,3 +128,53 @@ def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path):
     # tta=false overrides the recipe's mirroring, and the record says so
     assert objects["module"].tta is False
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["tta"] is False
+
+
+def test_evaluate_applies_the_window_it_is_given(trained, tmp_path):
+    """data.sw_* in evaluate.py change how the checkpoint is applied (and the record says
+    so); the others stay as the checkpoint was validated with."""
+    _, out, metrics, _ = trained
+    common = [f"ckpt_path={out}/checkpoints/best.ckpt", "trainer.accelerator=cpu"]
+    ev, objects = evaluate(
+        compose(
+            "evaluate",
+            [*common, "data.sw_roi_size=[24,24,24]", "data.sw_overlap=0.25"],
+            tmp_path / "whole",
+        )
+    )
+    window = json.loads((tmp_path / "whole" / "metrics.json").read_text())["sliding_window"]
+    # the generated cases (19x23x17) fit in the window: one pass each, not 16^3 windows
+    assert window == {
+        "roi_size": [24, 24, 24],
+        "overlap": 0.25,
+        "mode": "gaussian",
+        "sw_batch_size": 4,
+    }
+    assert objects["module"].tta is True  # the recipe's mirroring is kept
+    assert ev["test/loss"] != pytest.approx(metrics["test/loss"], abs=1e-7)
+    # without them, the checkpoint's window and its training's test figures
+    ev, _ = evaluate(compose("evaluate", common, tmp_path / "as_trained"))
+    window = json.loads((tmp_path / "as_trained" / "metrics.json").read_text())["sliding_window"]
+    assert window["roi_size"] == [16, 16, 16] and window["overlap"] == 0.5
+    assert ev["test/loss"] == pytest.approx(metrics["test/loss"], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("data.sw_roi_size=[24,24]", "sw_roi_size.*3 positive whole numbers"),
+        ("data.sw_roi_size=[24,0,24]", "sw_roi_size.*3 positive whole numbers"),
+        ("data.sw_overlap=1.0", "sw_overlap=1.0 must be in 0..1"),
+        ("data.sw_mode=linear", "sw_mode='linear'.*gaussian"),
+    ],
+)
+def test_evaluate_refuses_a_bad_window_before_testing(trained, tmp_path, setting, message):
+    _, out, _, _ = trained
+    cfg = compose(
+        "evaluate",
+        [f"ckpt_path={out}/checkpoints/best.ckpt", "trainer.accelerator=cpu", setting],
+        tmp_path,
+    )
+    with pytest.raises(Exception, match=message):
+        evaluate(cfg)
+    assert not (tmp_path / "metrics.json").exists()

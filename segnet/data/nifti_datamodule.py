@@ -98,6 +98,27 @@ def check_affine(rotate: float, zoom: Sequence[float], prob: float) -> dict | No
     return dict(rotate=float(rotate), zoom=zoom, prob=float(prob)) if ranges else None
 
 
+SW_MODES = ("gaussian", "constant")
+
+
+def check_window(
+    roi_size: Sequence[int] | None, patch_size: Sequence[int], overlap: float, mode: str
+) -> list[int]:
+    """The sliding-window size (the training patch unless ``roi_size`` is given), after
+    refusing settings MONAI would only reject, less clearly, at the first validation."""
+    roi = list(patch_size if roi_size is None else roi_size)
+    if len(roi) != len(patch_size) or not all(isinstance(r, int) and r > 0 for r in roi):
+        raise ValueError(
+            f"data.sw_roi_size={roi_size} must be {len(patch_size)} positive whole numbers "
+            "(voxels per axis), or null for the training patch (data.patch_size)."
+        )
+    if not 0 <= overlap < 1:
+        raise ValueError(f"data.sw_overlap={overlap} must be in 0..1 (1 excluded).")
+    if mode not in SW_MODES:
+        raise ValueError(f"data.sw_mode={mode!r}: choose one of {SW_MODES}.")
+    return roi
+
+
 class PatchDataset(Dataset):
     """Random training patches through a MONAI dictionary transform."""
 
@@ -191,6 +212,7 @@ class NiftiDataModule(SegmentationDataModule):
         affine_prob: float = 0.0,
         intensity_scale: float = 0.1,
         intensity_shift: float = 0.1,
+        sw_roi_size: Sequence[int] | None = None,
         sw_overlap: float = 0.5,
         sw_mode: str = "gaussian",
         sw_batch_size: int = 4,
@@ -223,7 +245,7 @@ class NiftiDataModule(SegmentationDataModule):
         self.aug = dict(flip=flip, rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
         self.affine = check_affine(rotate, zoom, affine_prob)
         self.sliding_window = {
-            "roi_size": list(self.patch_size),
+            "roi_size": check_window(sw_roi_size, self.patch_size, sw_overlap, sw_mode),
             "overlap": sw_overlap,
             "mode": sw_mode,
             "sw_batch_size": sw_batch_size,
