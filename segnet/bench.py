@@ -351,6 +351,9 @@ def recipe_overrides(cfg: DictConfig, name: str) -> list[str]:
 def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
     from hydra import compose
 
+    from segnet.pipeline import check_accelerator
+
+    check_accelerator(cfg)
     names = recipes_to_run(cfg)
     skipped = [n for n in GPU_ONLY if n not in names]
     if skipped:

@@ -61,3 +61,21 @@ def test_early_stopping_ends_a_run_that_stops_improving(tiny_camvid, tmp_path):
     trainer = objects["trainer"]
     assert trainer.current_epoch == 2 and trainer.max_epochs == 6  # 2 validations, stopped
     assert (tmp_path / "metrics.json").is_file()  # tested as usual
+
+
+@pytest.mark.parametrize("experiment", ["camvid_gpu", "hippocampus_gpu"])
+def test_a_gpu_recipe_without_a_gpu_is_refused_before_the_data(experiment, monkeypatch, tmp_path):
+    """The data root does not exist: the accelerator is checked first, and the error says
+    what to run instead."""
+    import torch
+
+    from segnet.pipeline import evaluate
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = compose("train", [f"experiment={experiment}", f"data.root={tmp_path}/none"], tmp_path)
+    with pytest.raises(RuntimeError, match="accelerator=gpu.*no CUDA GPU.*trainer=cpu"):
+        train(cfg)
+    cfg = compose("evaluate", [f"ckpt_path={tmp_path}/none.ckpt", "trainer=gpu"], tmp_path / "e")
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        evaluate(cfg)
+    assert not any(tmp_path.rglob("*.json"))
