@@ -171,7 +171,9 @@ def export_checkpoint(
     out_dir.mkdir(parents=True, exist_ok=True)
     model = load_model(ckpt_path)  # reads the checkpoint once: weights, spec and best score
     net = model.net
-    card = make_card(model.spec, model.module_args, model.info, model.metrics)
+    card = make_card(
+        model.spec, model.module_args, model.info, model.metrics, model.inference.min_input
+    )
     size = example_size or card["input"]["trained_input_size"]
     example = None
     if size:

@@ -25,6 +25,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from segnet.data.info import WINDOW_BLENDING
+
 Net = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -55,7 +57,7 @@ class Inference:
         if self.sliding_window:
             from monai.inferers import SlidingWindowInferer
 
-            self._window = SlidingWindowInferer(**self.sliding_window)
+            self._window = SlidingWindowInferer(**{**WINDOW_BLENDING, **self.sliding_window})
 
     def logits(
         self,

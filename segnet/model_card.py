@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from segnet.data.info import WINDOW_BLENDING
+
 CARD_NAME = "model.json"
 CARD_VERSION = 1
 # SegmentationModule arguments a card carries besides the network and the data description
@@ -20,8 +22,10 @@ def make_card(
     module_args: dict[str, Any],
     data: Any,
     metrics: dict[str, float] | None = None,
+    min_input: int = 1,
 ) -> dict[str, Any]:
-    """``data``: the ``DataInfo`` the model was trained with."""
+    """``data``: the ``DataInfo`` the model was trained with; ``min_input``: the shortest
+    axis the network takes (shorter inputs are padded)."""
     layout = "NCHW" if data.spatial_dims == 2 else "NCDHW (D, H, W = the RAS x, y, z axes)"
     return {
         "card_version": CARD_VERSION,
@@ -40,21 +44,29 @@ def make_card(
             "classes": data.class_names,
             "palette": data.palette,
         },
-        "deployment": deployment_steps(data, bool(module_args.get("tta"))),
+        "deployment": deployment_steps(data, bool(module_args.get("tta")), min_input),
         "metrics": metrics or {},
     }
 
 
-def deployment_steps(data: Any, tta: bool = False) -> dict[str, Any]:
+def deployment_steps(data: Any, tta: bool = False, min_input: int = 1) -> dict[str, Any]:
     """What to do around the ONNX file, step by step, with nothing but onnxruntime, numpy
     and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does (with
-    ``tta``: mirroring, as the recipe tested)."""
+    ``tta``: mirroring, as the recipe tested). Each run of the network (each mirrored copy)
+    goes through ``small_inputs``, then ``sliding_window``, when the card has them."""
     norm = data.normalization
     onnx = {
         "input_name": "x",
         "output_name": "logits",
         "dynamic_axes": "batch and every spatial axis",
     }
+    if min_input > 1:
+        onnx["small_inputs"] = {
+            "min_size": min_input,
+            "pad": "each spatial axis shorter than min_size with zeros up to min_size, "
+            "half before and the rest after",
+            "then": "crop the logits back to the unpadded size",
+        }
     if norm["kind"] == "rgb_mean_std":
         pre = [
             {"step": "decode", "to": "uint8 RGB (H, W, 3)", "channel_order": norm["channel_order"]},
@@ -98,7 +110,7 @@ def deployment_steps(data: Any, tta: bool = False) -> dict[str, Any]:
             {"step": "write", "reorient_from": "RAS back to the source image's orientation"},
         ]
         if data.sliding_window:
-            onnx["sliding_window"] = data.sliding_window
+            onnx["sliding_window"] = sliding_window_steps(data.sliding_window)
     if tta:
         flips = (
             "the input and its left-right flip (2 runs)"
@@ -110,6 +122,30 @@ def deployment_steps(data: Any, tta: bool = False) -> dict[str, Any]:
             "combine": "flip each output back, softmax over classes, average; logits = log(mean)",
         }
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}
+
+
+def sliding_window_steps(window: dict[str, Any]) -> dict[str, Any]:
+    """MONAI's ``SlidingWindowInferer`` with these arguments, spelt out for a deployment
+    that has only numpy."""
+    return {
+        **WINDOW_BLENDING,
+        **window,
+        "skip_if": "no spatial axis is longer than roi_size: then one run over the whole input",
+        "pad": "each axis shorter than roi_size with cval up to roi_size, half before and the "
+        "rest after; crop the blended logits back at the end",
+        "windows": "per axis, starts 0, s, 2s, ... with s = max(1, int(roi_size * (1 - "
+        "overlap))) (s = roi_size where the axis equals it), up to the first window that "
+        "reaches the axis's end, which is moved back to end exactly there",
+        "blend": "logits of all windows summed, each voxel weighted by w, then divided by the "
+        "summed weights"
+        + (
+            "; w = the product over axes of exp(-d**2 / (2 * (sigma_scale * roi_size)**2)), d "
+            "= the offset from the window's centre, (roi_size - 1) / 2, clamped below at "
+            "max(its smallest value, 0.001)"
+            if window.get("mode", "constant") == "gaussian"
+            else "; w = 1"
+        ),
+    }
 
 
 def read_card(model_path: str | Path) -> dict[str, Any]:

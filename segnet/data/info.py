@@ -80,6 +80,12 @@ def rgb_normalization(mean: Sequence[float], std: Sequence[float]) -> dict[str, 
     }
 
 
+# How sliding-window outputs are blended and short axes padded: MONAI's defaults, stated
+# here so that every run passes them explicitly and a model card can tell a deployment
+# without MONAI what they are
+WINDOW_BLENDING = {"sigma_scale": 0.125, "padding_mode": "constant", "cval": 0.0}
+
+
 def zscore_normalization(clip: Sequence[float] | None) -> dict[str, Any]:
     """Volumes (NIfTI, reoriented to RAS): intensities clipped to ``clip`` (if set), then
     zero mean and unit variance over each whole volume, per channel."""
