@@ -353,14 +353,15 @@ def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
 
     from segnet.pipeline import check_accelerator
 
-    check_accelerator(cfg)
     names = recipes_to_run(cfg)
+    recipes = {name: compose("train", overrides=recipe_overrides(cfg, name)) for name in names}
+    for recipe_cfg in recipes.values():  # extra_overrides included, before any recipe runs
+        check_accelerator(recipe_cfg, "without trainer=gpu (it benchmarks the CPU recipes)")
     skipped = [n for n in GPU_ONLY if n not in names]
     if skipped:
         out(f"skipped {skipped}: full size, hours on a CPU; run=[{','.join(skipped)}] runs it")
     results = {}
-    for name in names:
-        recipe_cfg = compose("train", overrides=recipe_overrides(cfg, name))
+    for name, recipe_cfg in recipes.items():
         with open_dict(recipe_cfg):
             recipe_cfg.paths.output_dir = cfg.paths.output_dir
         results[name] = bench_recipe(name, recipe_cfg, cfg, out)

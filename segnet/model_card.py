@@ -21,8 +21,8 @@ def make_card(
     spec: dict[str, Any],
     module_args: dict[str, Any],
     data: Any,
-    metrics: dict[str, float] | None = None,
-    min_input: int = 1,
+    metrics: dict[str, float] | None,
+    min_input: int,
 ) -> dict[str, Any]:
     """``data``: the ``DataInfo`` the model was trained with; ``min_input``: the shortest
     axis the network takes (shorter inputs are padded)."""
@@ -49,11 +49,11 @@ def make_card(
     }
 
 
-def deployment_steps(data: Any, tta: bool = False, min_input: int = 1) -> dict[str, Any]:
+def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
     """What to do around the ONNX file, step by step, with nothing but onnxruntime, numpy
     and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does (with
     ``tta``: mirroring, as the recipe tested). Each run of the network (each mirrored copy)
-    goes through ``small_inputs``, then ``sliding_window``, when the card has them."""
+    goes through ``small_inputs``, then the sliding window, when the card has them."""
     norm = data.normalization
     onnx = {
         "input_name": "x",
@@ -110,7 +110,9 @@ def deployment_steps(data: Any, tta: bool = False, min_input: int = 1) -> dict[s
             {"step": "write", "reorient_from": "RAS back to the source image's orientation"},
         ]
         if data.sliding_window:
-            onnx["sliding_window"] = sliding_window_steps(data.sliding_window)
+            # MONAI SlidingWindowInferer's keyword arguments, and the same spelt out
+            onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
+            onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
     if tta:
         flips = (
             "the input and its left-right flip (2 runs)"
@@ -124,12 +126,10 @@ def deployment_steps(data: Any, tta: bool = False, min_input: int = 1) -> dict[s
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}
 
 
-def sliding_window_steps(window: dict[str, Any]) -> dict[str, Any]:
-    """MONAI's ``SlidingWindowInferer`` with these arguments, spelt out for a deployment
-    that has only numpy."""
+def sliding_window_steps(window: dict[str, Any]) -> dict[str, str]:
+    """MONAI's ``SlidingWindowInferer`` with the card's ``sliding_window`` arguments, spelt
+    out for a deployment that has only numpy."""
     return {
-        **WINDOW_BLENDING,
-        **window,
         "skip_if": "no spatial axis is longer than roi_size: then one run over the whole input",
         "pad": "each axis shorter than roi_size with cval up to roi_size, half before and the "
         "rest after; crop the blended logits back at the end",
@@ -139,9 +139,9 @@ def sliding_window_steps(window: dict[str, Any]) -> dict[str, Any]:
         "blend": "logits of all windows summed, each voxel weighted by w, then divided by the "
         "summed weights"
         + (
-            "; w = the product over axes of exp(-d**2 / (2 * (sigma_scale * roi_size)**2)), d "
-            "= the offset from the window's centre, (roi_size - 1) / 2, clamped below at "
-            "max(its smallest value, 0.001)"
+            "; w = the product over the axes of exp(-d**2 / (2 * (sigma_scale * roi_size)**2)), "
+            "d = the offset from the window's centre, (roi_size - 1) / 2; then the whole "
+            "product map clamped below at max(its smallest value, 0.001)"
             if window.get("mode", "constant") == "gaussian"
             else "; w = 1"
         ),

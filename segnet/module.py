@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -232,7 +233,21 @@ class SegmentationModule(L.LightningModule):
         # evaluate.py's data.sw_* overrides; the mirroring setting is kept
         if self.inference.sliding_window is None:
             raise ValueError("this model takes whole images: it has no sliding window to change.")
+        self._check_window(window)
         self.inference = Inference(self.inference.min_input, dict(window), self.inference.tta)
+        self.data_info = dataclasses.replace(self.data_info, sliding_window=dict(window))
+        self.hparams["data"] = self.data_info.to_dict()
+
+    def _check_window(self, window: dict[str, Any]) -> None:
+        # a window the network is sure to take: its deepest stage keeps 2 voxels per axis,
+        # or the size it was trained on
+        roi = list(window["roi_size"])
+        floor = [min(self.inference.min_input, t) for t in self.data_info.input_size or roi]
+        if any(r < f for r, f in zip(roi, floor, strict=True)):
+            raise ValueError(
+                f"data.sw_roi_size={roi} is too small for this network, which takes at least "
+                f"{floor} voxels per axis: choose a window of at least that size."
+            )
 
     # -- loss ---------------------------------------------------------------------------
     def compute_loss(

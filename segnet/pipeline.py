@@ -75,17 +75,18 @@ def prepare(cfg: DictConfig, dm: SegmentationDataModule) -> None:
             cfg.monitor = dm.info().monitor
 
 
-def check_accelerator(cfg: DictConfig) -> None:
-    """A GPU trainer (``trainer=gpu``, a GPU recipe) on a machine torch finds no GPU on is
-    refused before any data is read; Lightning's own error would come after the data and
+def check_accelerator(cfg: DictConfig, instead: str) -> None:
+    """A GPU trainer on a machine torch finds no GPU on is refused before any data is read,
+    with ``instead``: what to run here. Lightning's own error would come after the data and
     name no setting."""
     accelerator = str(cfg.trainer.get("accelerator", "auto"))
-    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+    # Lightning's "gpu" is CUDA or, on Apple silicon, MPS
+    mps = accelerator == "gpu" and torch.backends.mps.is_available()
+    if accelerator in ("gpu", "cuda") and not (torch.cuda.is_available() or mps):
         raise RuntimeError(
-            f"trainer.accelerator={accelerator} (trainer=gpu, or a *_gpu recipe), but torch "
-            f"{torch.__version__} finds no CUDA GPU here. Run it on a GPU machine, or here with "
-            "trainer=cpu (the CPU recipes: experiment=camvid_quick, "
-            "experiment=hippocampus_unet3d)."
+            f"trainer.accelerator={accelerator} (set by trainer=gpu, trainer=ddp or a *_gpu "
+            f"recipe), but torch {torch.__version__} finds no GPU here. Run it on a GPU "
+            f"machine, or here {instead}."
         )
 
 
@@ -237,7 +238,11 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
 
 def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     quiet_library_noise()
-    check_accelerator(cfg)
+    check_accelerator(
+        cfg,
+        "with trainer=cpu (the CPU recipes: experiment=camvid_quick, "
+        "experiment=hippocampus_unet3d)",
+    )
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     resumed = resume_dir(cfg.get("ckpt_path"))
@@ -346,7 +351,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
     (what it was trained with), overridden by any ``data.*`` the user gives."""
     quiet_library_noise()
-    check_accelerator(cfg)
+    check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
     out_dir = Path(cfg.paths.output_dir)
     found = existing_products(out_dir)
     if found:

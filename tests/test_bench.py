@@ -59,3 +59,16 @@ def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, t
     assert r["pipeline_samples_s"] > 0 and r["bare_samples_s"] > 0
     assert r["pipeline_epoch_s"] > 0 and r["bare_epoch_s"] > 0
     assert r["flops_per_sample"] > 0 and r["data_samples_s_per_worker"] > 0
+
+
+def test_a_gpu_trainer_in_extra_overrides_is_refused_before_any_recipe(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    printed = []
+    cfg = compose_bench(['extra_overrides=["trainer.accelerator=gpu"]'])
+    with (
+        project_configs(),
+        pytest.raises(RuntimeError, match="accelerator=gpu.*without trainer=gpu"),
+    ):
+        bench.run(cfg, out=printed.append)
+    assert printed == []  # nothing was measured or announced

@@ -166,6 +166,11 @@ def test_evaluate_applies_the_window_it_is_given(trained, tmp_path):
         ("data.sw_roi_size=[24,0,24]", "sw_roi_size.*3 positive whole numbers"),
         ("data.sw_overlap=1.0", "sw_overlap=1.0 must be in 0..1"),
         ("data.sw_mode=linear", "sw_mode='linear'.*gaussian"),
+        ("data.sw_roi_size=24", "sw_roi_size=24 must be 3 positive whole numbers"),
+        (
+            "data.sw_roi_size=[2,2,2]",
+            r"sw_roi_size=\[2, 2, 2\] is too small for this network, which takes at least",
+        ),
     ],
 )
 def test_evaluate_refuses_a_bad_window_before_testing(trained, tmp_path, setting, message):

@@ -106,8 +106,15 @@ def check_window(
 ) -> list[int]:
     """The sliding-window size (the training patch unless ``roi_size`` is given), after
     refusing settings MONAI would only reject, less clearly, at the first validation."""
-    roi = list(patch_size if roi_size is None else roi_size)
-    if len(roi) != len(patch_size) or not all(isinstance(r, int) and r > 0 for r in roi):
+    if roi_size is None:
+        roi = list(patch_size)
+    elif isinstance(roi_size, Sequence) and not isinstance(roi_size, str):
+        roi = list(roi_size)
+    else:
+        roi = [roi_size]  # a single number: refused below, naming the setting
+    if len(roi) != len(patch_size) or not all(
+        isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in roi
+    ):
         raise ValueError(
             f"data.sw_roi_size={roi_size} must be {len(patch_size)} positive whole numbers "
             "(voxels per axis), or null for the training patch (data.patch_size)."
