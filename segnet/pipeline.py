@@ -374,6 +374,13 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             f"{', '.join('data.' + k for k in window)}: {cfg.ckpt_path} takes whole images, "
             "so there is no sliding window to set; leave these out."
         )
+    if "patch_size" in overrides and module.sliding_window is not None:
+        # the window follows the patch only when training; here it would change nothing
+        raise ValueError(
+            f"data.patch_size={overrides['patch_size']} does not change an evaluation: the "
+            "checkpoint is applied with the window it was validated with. To evaluate with "
+            "another window, set data.sw_roi_size instead."
+        )
     dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
     dm.prepare_data()
     if window:  # otherwise the window the checkpoint was validated with
