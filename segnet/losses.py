@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -50,6 +52,39 @@ def lovasz_softmax(
     jaccard = 1 - intersection / union
     grad = torch.cat([jaccard[:, :1], jaccard[:, 1:] - jaccard[:, :-1]], 1)
     return (errors * grad).sum(1).mean()
+
+
+def soft_dice(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    dice_loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ignore_index: int | None = None,
+) -> torch.Tensor:
+    """``dice_loss`` (MONAI's ``DiceLoss``, without its own softmax and one-hot) on the
+    softmax of ``logits`` against the one-hot ``target``. Pixels labelled ``ignore_index``
+    are left out of both, so void is neither predicted nor labelled: MONAI's loss has no
+    ignore label of its own.
+
+    Example:
+        >>> from monai.losses import DiceLoss
+        >>> target = torch.tensor([[[0, 1, 9]]])  # the last pixel is void
+        >>> good = torch.tensor([[[[9.0, -9, 0]], [[-9, 9, 5]]]])
+        >>> bad = good.clone(); bad[..., 2] = -good[..., 2]  # void logits changed only
+        >>> loss = DiceLoss(include_background=True, batch=True)
+        >>> bool(soft_dice(good, target, loss, 9) == soft_dice(bad, target, loss, 9))
+        True
+    """
+    probs = logits.float().softmax(1)
+    labels = target.long()
+    valid = None
+    if ignore_index is not None:
+        valid = (labels != ignore_index).unsqueeze(1)
+        labels = labels.where(valid.squeeze(1), 0)
+        probs = probs * valid
+    onehot = F.one_hot(labels, probs.shape[1]).movedim(-1, 1).to(probs.dtype)
+    if valid is not None:
+        onehot = onehot * valid
+    return dice_loss(probs, onehot)
 
 
 def top_k_cross_entropy(

@@ -15,7 +15,7 @@ from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.data.info import DataInfo
 from segnet.inference import Inference
-from segnet.losses import lovasz_softmax, top_k_cross_entropy
+from segnet.losses import lovasz_softmax, soft_dice, top_k_cross_entropy
 from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
 from segnet.models import create_model
 
@@ -122,16 +122,12 @@ class SegmentationModule(L.LightningModule):
         )
         self.dice_loss = None
         if self.loss_weights["dice"] > 0:
-            if ignore_index is not None:
-                raise ValueError(
-                    "loss.dice > 0 with an ignore_index is not supported: soft Dice has no "
-                    "notion of ignored pixels. Set model.loss.dice=0 for this dataset."
-                )
             from monai.losses import DiceLoss
 
-            self.dice_loss = DiceLoss(
-                include_background=False, to_onehot_y=True, softmax=True, batch=True
-            )
+            # soft Dice over the batch (see soft_dice). With an ignore label (CamVid's
+            # void) every class counts; without one (volumes) label 0 is the background,
+            # which nnU-Net leaves out
+            self.dice_loss = DiceLoss(include_background=ignore_index is not None, batch=True)
         # whole-input inference (sliding window, small-input padding, TTA): plain torch,
         # shared with evaluation and deployed models
         self.inference = Inference.for_net(self.net, info.sliding_window)
@@ -264,8 +260,8 @@ class SegmentationModule(L.LightningModule):
             ce = self.ce(logits.float(), target)
         loss = self.loss_weights["ce"] * ce
         if self.dice_loss is not None:
-            loss = loss + self.loss_weights["dice"] * self.dice_loss(
-                logits.float(), target.unsqueeze(1)
+            loss = loss + self.loss_weights["dice"] * soft_dice(
+                logits, target, self.dice_loss, self.ignore_index
             )
         if lovasz and self.loss_weights["lovasz"] > 0:
             loss = loss + self.loss_weights["lovasz"] * lovasz_softmax(

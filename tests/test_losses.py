@@ -1,12 +1,12 @@
-"""The Lovasz-softmax term (1 - IoU for hard predictions, void left out, strided) and the
-bootstrapped cross-entropy (the hardest pixels only)."""
+"""The Lovasz-softmax term (1 - IoU for hard predictions, void left out, strided), soft
+Dice with void left out, and the bootstrapped cross-entropy (the hardest pixels only)."""
 
 import math
 
 import pytest
 import torch
 
-from segnet.losses import lovasz_softmax, top_k_cross_entropy
+from segnet.losses import lovasz_softmax, soft_dice, top_k_cross_entropy
 
 
 def hard_logits(pred: torch.Tensor, num_classes: int) -> torch.Tensor:
@@ -98,3 +98,52 @@ def test_the_module_trains_on_the_hardest_pixels_with_its_class_weights():
     torch.testing.assert_close(module.compute_loss(logits, target), expected)
     with pytest.raises(ValueError, match="model.ce_top_k"):
         SegmentationModule(net, data, ce_top_k=1.5)
+
+
+def test_soft_dice_without_an_ignore_label_is_monais_own():
+    from monai.losses import DiceLoss
+
+    torch.manual_seed(0)
+    logits, target = torch.randn(2, 3, 5, 6, 7), torch.randint(0, 3, (2, 5, 6, 7))
+    monai_own = DiceLoss(include_background=False, to_onehot_y=True, softmax=True, batch=True)
+    ours = soft_dice(logits, target, DiceLoss(include_background=False, batch=True))
+    torch.testing.assert_close(ours, monai_own(logits, target.unsqueeze(1)))
+
+
+def test_soft_dice_leaves_void_out_and_scores_the_labelled_pixels():
+    from monai.losses import DiceLoss
+
+    loss = DiceLoss(include_background=True, batch=True)
+    torch.manual_seed(0)
+    target = torch.randint(0, 4, (2, 9, 11))  # 3 is void
+    perfect = hard_logits(target.clamp(max=2), 3)
+    void = target == 3
+    assert void.any()
+    # whatever is predicted on void pixels, a perfect prediction elsewhere scores ~0
+    noisy = torch.where(void.unsqueeze(1), torch.randn(2, 3, 9, 11) * 50, perfect)
+    assert soft_dice(noisy, target, loss, ignore_index=3) < 1e-4
+    # a wrong prediction on labelled pixels does count
+    wrong = hard_logits((target + 1) % 3, 3)
+    assert soft_dice(wrong, target, loss, ignore_index=3) > 0.9
+    # and the term has gradients on labelled pixels only
+    logits = torch.randn(2, 3, 9, 11, requires_grad=True)
+    soft_dice(logits, target, loss, ignore_index=3).backward()
+    assert logits.grad[void.unsqueeze(1).expand_as(logits)].abs().max() == 0
+    assert logits.grad[~void.unsqueeze(1).expand_as(logits)].abs().max() > 0
+
+
+def test_the_module_adds_soft_dice_with_a_void_label():
+    from monai.losses import DiceLoss
+
+    from segnet.data.info import DataInfo, rgb_normalization
+    from segnet.module import SegmentationModule
+
+    data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, 3,
+                    rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
+    net = {"name": "segnet_basic", "features": [4, 4, 4, 4]}
+    module = SegmentationModule(net, data, loss={"ce": 1.0, "dice": 0.5})
+    torch.manual_seed(0)
+    logits, target = torch.randn(2, 3, 8, 8), torch.randint(0, 4, (2, 8, 8))
+    ce = torch.nn.functional.cross_entropy(logits, target, ignore_index=3)
+    dice = soft_dice(logits, target, DiceLoss(include_background=True, batch=True), 3)
+    torch.testing.assert_close(module.compute_loss(logits, target), ce + 0.5 * dice)
