@@ -110,16 +110,22 @@ def test_predicting_with_an_exported_model_imports_no_training_stack(
     assert np.asarray(Image.open(tmp_path / "test_000.png")).shape == (45, 61)
 
 
-# A deployment that has only onnxruntime, numpy and Pillow: it follows model.json's steps.
-DEPLOY = """
+# The start of a deployment script: the training stack and this package cannot be imported
+WITHOUT_TRAINING_STACK = """
 import sys
 
 class Blocked:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("segnet", "torch", "torchvision", "lightning"):
+        if name.split(".")[0] in ("segnet", "torch", "torchvision", "monai", "lightning"):
             raise ImportError(f"{name} is not available in this deployment")
 
 sys.meta_path.insert(0, Blocked())
+"""
+
+# A deployment that has only onnxruntime, numpy and Pillow: it follows model.json's steps.
+DEPLOY = (
+    WITHOUT_TRAINING_STACK
+    + """
 import json
 import numpy as np
 import onnxruntime as ort
@@ -154,6 +160,7 @@ if logits.shape[2:] != tuple(original_hw):
     logits = resize_axis(resize_axis(logits, original_hw[0], 2), original_hw[1], 3)
 np.save(sys.argv[4], logits.argmax(1)[0].astype(np.uint8))
 """
+)
 
 
 def test_model_card_is_enough_to_deploy_with_onnxruntime_numpy_and_pillow(
@@ -263,15 +270,10 @@ def test_a_2d_model_refuses_a_volume(exported, tmp_path):
 
 # A volume deployment that has only onnxruntime, numpy and nibabel, following model.json:
 # small-input padding, the sliding window and its blending, mirroring.
-DEPLOY_3D = """
-import itertools, json, sys
-
-class Blocked:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("segnet", "torch", "monai", "lightning"):
-            raise ImportError(f"{name} is not available in this deployment")
-
-sys.meta_path.insert(0, Blocked())
+DEPLOY_3D = (
+    WITHOUT_TRAINING_STACK
+    + """
+import itertools, json
 import nibabel as nib
 import numpy as np
 import onnxruntime as ort
@@ -342,6 +344,7 @@ for k in range(4):
         probs = probs + e / e.sum(1, keepdims=True)
 np.save(sys.argv[4], probs[0] / 8)
 """
+)
 
 
 def test_model_card_is_enough_to_deploy_a_volume_model_with_numpy(exported_3d, tmp_path):
