@@ -76,15 +76,12 @@ def soft_dice(
     """
     probs = logits.float().softmax(1)
     labels = target.long()
-    valid = None
-    if ignore_index is not None:
-        valid = (labels != ignore_index).unsqueeze(1)
-        labels = labels.where(valid.squeeze(1), 0)
-        probs = probs * valid
-    onehot = F.one_hot(labels, probs.shape[1]).movedim(-1, 1).to(probs.dtype)
-    if valid is not None:
-        onehot = onehot * valid
-    return dice_loss(probs, onehot)
+    if ignore_index is None:
+        return dice_loss(probs, F.one_hot(labels, probs.shape[1]).movedim(-1, 1).to(probs.dtype))
+    valid = labels != ignore_index
+    onehot = F.one_hot(labels.where(valid, 0), probs.shape[1]).movedim(-1, 1).to(probs.dtype)
+    valid = valid.unsqueeze(1)
+    return dice_loss(probs * valid, onehot * valid)
 
 
 def top_k_cross_entropy(

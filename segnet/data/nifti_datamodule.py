@@ -106,14 +106,11 @@ def check_window(
 ) -> list[int]:
     """The sliding-window size (the training patch unless ``roi_size`` is given), after
     refusing settings MONAI would only reject, less clearly, at the first validation."""
-    if roi_size is None:
-        roi = list(patch_size)
-    elif isinstance(roi_size, Sequence) and not isinstance(roi_size, str):
-        roi = list(roi_size)
-    else:
-        roi = [roi_size]  # a single number: refused below, naming the setting
-    if len(roi) != len(patch_size) or not all(
-        isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in roi
+    roi = list(patch_size) if roi_size is None else roi_size
+    if (
+        not isinstance(roi, Sequence)
+        or len(roi) != len(patch_size)
+        or not all(isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in roi)
     ):
         raise ValueError(
             f"data.sw_roi_size={roi_size} must be {len(patch_size)} positive whole numbers "
@@ -123,7 +120,7 @@ def check_window(
         raise ValueError(f"data.sw_overlap={overlap} must be in 0..1 (1 excluded).")
     if mode not in SW_MODES:
         raise ValueError(f"data.sw_mode={mode!r}: choose one of {SW_MODES}.")
-    return roi
+    return list(roi)
 
 
 class PatchDataset(Dataset):
