@@ -184,3 +184,35 @@ def test_evaluate_refuses_a_bad_window_before_testing(trained, tmp_path, setting
     with pytest.raises(Exception, match=message):
         evaluate(cfg)
     assert not (tmp_path / "metrics.json").exists()
+
+
+def test_the_gpu_recipe_tests_and_evaluates_the_averaged_weights(tmp_path):
+    """hippocampus_gpu averages the weights (EMA): its best checkpoint holds the average
+    (the raw weights ride along as Lightning's ``current_model_state``), training tests that
+    average, and evaluate.py on the checkpoint gives the same numbers."""
+    import torch
+
+    root = nifti_dataset(tmp_path / "data", "msd", n=10, shape=(19, 23, 17), affine=ODD_AFFINE)
+    overrides = [
+        "experiment=hippocampus_gpu",
+        "trainer=cpu",
+        f"data.root={root}",
+        *FAST,
+        "trainer.max_epochs=3",
+        "callbacks.ema.decay=0.5",  # an average far from the last weights in a few steps
+        "model.tta=false",
+    ]
+    metrics, _ = train(compose("train", overrides, tmp_path / "run"))
+    ckpt = torch.load(tmp_path / "run/checkpoints/best.ckpt", map_location="cpu", weights_only=False)
+    average, current = ckpt["state_dict"], ckpt["current_model_state"]
+    assert any(not torch.equal(average[k], current[k]) for k in average)
+    cfg = compose(
+        "evaluate",
+        [f"ckpt_path={tmp_path}/run/checkpoints/best.ckpt", "trainer.accelerator=cpu"],
+        tmp_path / "ev",
+    )
+    ev, objects = evaluate(cfg)
+    assert ev["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
+    assert ev["test/loss"] == pytest.approx(metrics["test/loss"], abs=1e-6)
+    loaded = objects["module"].state_dict()
+    assert all(torch.equal(loaded[k].cpu(), average[k]) for k in average)
