@@ -203,7 +203,9 @@ def test_the_gpu_recipe_tests_and_evaluates_the_averaged_weights(tmp_path):
         "model.tta=false",
     ]
     metrics, _ = train(compose("train", overrides, tmp_path / "run"))
-    ckpt = torch.load(tmp_path / "run/checkpoints/best.ckpt", map_location="cpu", weights_only=False)
+    ckpt = torch.load(
+        tmp_path / "run/checkpoints/best.ckpt", map_location="cpu", weights_only=False
+    )
     average, current = ckpt["state_dict"], ckpt["current_model_state"]
     assert any(not torch.equal(average[k], current[k]) for k in average)
     cfg = compose(
