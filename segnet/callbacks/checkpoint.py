@@ -51,5 +51,7 @@ class LastCheckpoint(L.Callback):
             self._save(trainer)
 
     def _save(self, trainer: L.Trainer) -> None:
-        trainer.save_checkpoint(self.path)
+        # full state (optimizer, loops, callbacks) for resuming; saying so also keeps
+        # Lightning from logging that it chose this default
+        trainer.save_checkpoint(self.path, weights_only=False)
         self._last_save, self._saved_step = time.monotonic(), trainer.global_step

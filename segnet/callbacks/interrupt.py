@@ -52,7 +52,8 @@ class CheckpointOnInterrupt(L.Callback):
         ckpt = trainer.checkpoint_callback
         folder = Path(ckpt.dirpath) if ckpt and ckpt.dirpath else Path(trainer.default_root_dir)
         path = folder / self.filename
-        trainer.save_checkpoint(path)  # Lightning writes a temporary file, then renames
+        # the full state, for resuming; Lightning writes a temporary file, then renames
+        trainer.save_checkpoint(path, weights_only=False)
         # With AsyncCheckpointIO the write runs in a thread: wait for it (and for any
         # pending best.ckpt) before the process goes on to exit.
         trainer.strategy.checkpoint_io.teardown()
