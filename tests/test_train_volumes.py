@@ -6,6 +6,7 @@ import json
 import nibabel as nib
 import numpy as np
 import pytest
+import torch
 
 from segnet.pipeline import evaluate, train
 from tests.conftest import compose
@@ -190,8 +191,6 @@ def test_the_gpu_recipe_tests_and_evaluates_the_averaged_weights(tmp_path):
     """hippocampus_gpu averages the weights (EMA): its best checkpoint holds the average
     (the raw weights ride along as Lightning's ``current_model_state``), training tests that
     average, and evaluate.py on the checkpoint gives the same numbers."""
-    import torch
-
     root = nifti_dataset(tmp_path / "data", "msd", n=10, shape=(19, 23, 17), affine=ODD_AFFINE)
     overrides = [
         "experiment=hippocampus_gpu",
