@@ -121,3 +121,30 @@ def top_k_cross_entropy(
         return logits.sum() * 0
     k = max(1, round(fraction * per_pixel.numel()))
     return per_pixel.topk(k, sorted=False).values.mean()
+
+
+def deep_supervision_weights(num_outputs: int) -> list[float]:
+    """Loss weights for deep-supervision outputs, full resolution first: halved at each
+    coarser scale and normalised to sum to 1, as nnU-Net weights them.
+
+    Example:
+        >>> [round(w, 3) for w in deep_supervision_weights(3)]
+        [0.571, 0.286, 0.143]
+    """
+    weights = [0.5**i for i in range(num_outputs)]
+    return [w / sum(weights) for w in weights]
+
+
+def labels_at(target: torch.Tensor, size: torch.Size | tuple[int, ...]) -> torch.Tensor:
+    """``target`` (N, *spatial) class indices at spatial ``size`` by nearest neighbour:
+    the labels a coarser deep-supervision output is scored against. For a size halved by
+    pooling this keeps every second voxel, with labels (void included) never blended.
+
+    Example:
+        >>> labels_at(torch.tensor([[[0, 0, 1, 1], [2, 2, 255, 255]]]), (1, 2)).tolist()
+        [[[0, 1]]]
+    """
+    if tuple(target.shape[1:]) == tuple(size):
+        return target
+    resized = F.interpolate(target[:, None].float(), size=tuple(size), mode="nearest")
+    return resized[:, 0].to(target.dtype)

@@ -15,7 +15,13 @@ from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.data.info import DataInfo
 from segnet.inference import Inference
-from segnet.losses import lovasz_softmax, soft_dice, top_k_cross_entropy
+from segnet.losses import (
+    deep_supervision_weights,
+    labels_at,
+    lovasz_softmax,
+    soft_dice,
+    top_k_cross_entropy,
+)
 from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
 from segnet.models import create_model
 
@@ -247,11 +253,23 @@ class SegmentationModule(L.LightningModule):
 
     # -- loss ---------------------------------------------------------------------------
     def compute_loss(
-        self, logits: torch.Tensor, target: torch.Tensor, lovasz: bool = True
+        self,
+        logits: torch.Tensor | Sequence[torch.Tensor],
+        target: torch.Tensor,
+        lovasz: bool = True,
     ) -> torch.Tensor:
         """The weighted loss terms. ``lovasz=False`` leaves the Lovasz term out: validation
         and test do, since its sort over every pixel at the label's size (360x480 for
-        CamVid) costs as much as the prediction, and ``val/loss`` chooses nothing."""
+        CamVid) costs as much as the prediction, and ``val/loss`` chooses nothing.
+
+        A list of logits (a network with deep supervision, in training) is scored at every
+        scale against the labels resized to it, weighted as nnU-Net does."""
+        if isinstance(logits, (list, tuple)):
+            weights = deep_supervision_weights(len(logits))
+            return sum(
+                w * self.compute_loss(out, labels_at(target, out.shape[2:]), lovasz)
+                for w, out in zip(weights, logits, strict=True)
+            )
         if self.ce_top_k < 1:
             ce = top_k_cross_entropy(
                 logits, target, self.ce_top_k, self.ce.weight, self.ignore_index

@@ -6,7 +6,13 @@ import math
 import pytest
 import torch
 
-from segnet.losses import lovasz_softmax, soft_dice, top_k_cross_entropy
+from segnet.losses import (
+    deep_supervision_weights,
+    labels_at,
+    lovasz_softmax,
+    soft_dice,
+    top_k_cross_entropy,
+)
 
 
 def hard_logits(pred: torch.Tensor, num_classes: int) -> torch.Tensor:
@@ -147,3 +153,40 @@ def test_the_module_adds_soft_dice_with_a_void_label():
     ce = torch.nn.functional.cross_entropy(logits, target, ignore_index=3)
     dice = soft_dice(logits, target, DiceLoss(include_background=True, batch=True), 3)
     torch.testing.assert_close(module.compute_loss(logits, target), ce + 0.5 * dice)
+
+
+def test_labels_at_keeps_every_second_voxel_and_never_blends_void():
+    target = torch.randint(0, 4, (2, 8, 6, 4))
+    target[0, 2, 2, 2] = 255
+    torch.testing.assert_close(labels_at(target, (4, 3, 2)), target[:, ::2, ::2, ::2])
+    assert labels_at(target, (8, 6, 4)) is target
+    assert set(labels_at(target, (3, 5, 3)).unique().tolist()) <= {0, 1, 2, 3, 255}
+
+
+def test_the_module_scores_deep_supervision_outputs_at_every_scale():
+    from monai.losses import DiceLoss
+
+    from segnet.data.info import DataInfo, zscore_normalization
+    from segnet.module import SegmentationModule
+
+    data = DataInfo(3, 1, ["bg", "a", "b"], [[0, 0, 0]] * 3, None,
+                    zscore_normalization(None), None, None, "val/dice", False)  # fmt: skip
+    net = {"name": "unet", "features": [4, 8, 8], "deep_supervision": 1}
+    module = SegmentationModule(net, data, loss={"ce": 1.0, "dice": 1.0})
+    torch.manual_seed(0)
+    full, half = torch.randn(2, 3, 8, 6, 4), torch.randn(2, 3, 4, 3, 2)
+    target = torch.randint(0, 3, (2, 8, 6, 4))
+    dice = DiceLoss(include_background=False, batch=True)
+
+    def terms(logits, labels):
+        ce = torch.nn.functional.cross_entropy(logits, labels)
+        return ce + soft_dice(logits, labels, dice)
+
+    w_full, w_half = deep_supervision_weights(2)
+    assert (w_full, w_half) == pytest.approx((2 / 3, 1 / 3))
+    expected = w_full * terms(full, target) + w_half * terms(half, target[:, ::2, ::2, ::2])
+    torch.testing.assert_close(module.compute_loss([full, half], target), expected)
+    # and a training step feeds the network's list of outputs to it
+    module.net.train()
+    outs = module.net(torch.randn(2, 1, 8, 8, 8))
+    assert isinstance(outs, list) and len(outs) == 2

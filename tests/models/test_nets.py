@@ -82,6 +82,32 @@ def test_unpool_decoder_really_uses_indices():
     assert kept.sum() == pooled.numel()
 
 
+@pytest.mark.parametrize("upsample", ["transpose", "unpool"])
+def test_unet_deep_supervision_adds_coarser_outputs_in_training_only(upsample):
+    torch.manual_seed(0)
+    kwargs = dict(spatial_dims=3, in_channels=1, out_channels=3, features=(4, 8, 8, 16))
+    net = create_model("unet", **kwargs, upsample=upsample, deep_supervision=2)
+    x = torch.randn(2, 1, 19, 24, 17)
+    outs = net.train()(x)
+    # full resolution first, then each decoder stage before it (ceil-pooled sizes)
+    assert [tuple(o.shape[2:]) for o in outs] == [(19, 24, 17), (10, 12, 9), (5, 6, 5)]
+    sum(o.sum() for o in outs).backward()
+    assert all(head.weight.grad.abs().sum() > 0 for head in net.aux_heads)
+    # eval mode (validation, export, prediction): the full-resolution logits alone, the
+    # same as the training output's first entry
+    with torch.no_grad():
+        net.eval()
+        plain = create_model("unet", **kwargs, upsample=upsample).eval()
+        plain.load_state_dict(net.state_dict(), strict=False)
+        torch.testing.assert_close(net(x), plain(x))
+        torch.testing.assert_close(net(x), net.train()(x)[0])
+    assert create_model(**net.spec()).aux_heads.state_dict().keys() == (
+        net.aux_heads.state_dict().keys()
+    )
+    with pytest.raises(ValueError, match=r"deep_supervision=3: use 0 \(off\) up to 2"):
+        create_model("unet", **kwargs, deep_supervision=3)
+
+
 def test_registry_lists_all_nets():
     assert set(MODELS) == {"segnet", "segnet_basic", "unet"}
 

@@ -35,6 +35,12 @@ class UNet(SegmentationNet):
     convolution; ``upsample="unpool"`` projects channels with a 1x1 convolution and puts
     values back where the encoder's max pooling found them (``MaxUnpool``), SegNet-style.
 
+    ``deep_supervision=k`` adds a 1x1 head to each of the ``k`` decoder stages before the
+    last (nnU-Net's deep supervision): in training mode ``forward`` then returns a list of
+    logits, full resolution first, then 1/2, 1/4, ..., for a loss at every scale (see
+    :func:`segnet.losses.deep_supervision_weights`). In eval mode, and so in validation,
+    export and prediction, it returns the full-resolution logits alone.
+
     Example:
         >>> net = UNet(spatial_dims=3, in_channels=1, out_channels=3, features=(8, 16, 32))
         >>> net(torch.zeros(1, 1, 35, 51, 35)).shape
@@ -53,6 +59,7 @@ class UNet(SegmentationNet):
         act: str = "leakyrelu",
         dropout: float = 0.0,
         upsample: str = "transpose",
+        deep_supervision: int = 0,
     ):
         features = tuple(features)
         if len(features) < 2:
@@ -62,8 +69,15 @@ class UNet(SegmentationNet):
             )
         if upsample not in UPSAMPLERS:
             raise ValueError(f"upsample={upsample!r} is not supported; choose one of {UPSAMPLERS}.")
+        if not 0 <= deep_supervision < len(features) - 1:
+            raise ValueError(
+                f"UNet deep_supervision={deep_supervision}: use 0 (off) up to "
+                f"{len(features) - 2}, the decoder stages before the last for features "
+                f"{list(features)}."
+            )
         super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features) - 1)
         self.upsample = upsample
+        self.deep_supervision = deep_supervision
         skips = features[:-1]
         block = dict(kernel_size=kernel_size, norm=norm, act=act, dropout=dropout)
         self.encoder = Encoder(spatial_dims, in_channels, skips, [convs] * len(skips), **block)
@@ -80,11 +94,18 @@ class UNet(SegmentationNet):
             conv_stack(spatial_dims, [2 * c] + [c] * convs, **block) for c in reversed(skips)
         )
         self.head = get_op("conv", spatial_dims)(features[0], out_channels, kernel_size=1)
+        # heads on the coarser decoder stages, finest first (stage outputs have the
+        # channels of reversed(skips); the last stage feeds self.head)
+        self.aux_heads = nn.ModuleList(
+            get_op("conv", spatial_dims)(c, out_channels, kernel_size=1)
+            for c in skips[1 : 1 + deep_supervision]
+        )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
         self.check_input(x)
         x, records = self.encoder(x)
         x = self.bottleneck(x)
+        stage_outputs = []
         for up, stage, (skip, indices, size) in zip(
             self.upsamplers, self.decoder, reversed(records), strict=True
         ):
@@ -93,4 +114,9 @@ class UNet(SegmentationNet):
             else:
                 x = max_unpool(up(x), indices, size, self.spatial_dims)
             x = stage(torch.cat([skip, x], dim=1))
-        return self.head(x)
+            stage_outputs.append(x)
+        logits = self.head(x)
+        if not (self.training and self.deep_supervision):
+            return logits
+        coarser = stage_outputs[-2::-1]  # the stages before the last, finest first
+        return [logits] + [head(f) for head, f in zip(self.aux_heads, coarser, strict=False)]
