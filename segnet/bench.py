@@ -9,6 +9,7 @@
   checkpoints included) against bare epochs doing the same work (training plus one
   validation pass), after a first epoch that pays for compilation and is reported apart;
 - the data pipeline per worker, and how many workers a target rate needs;
+- the cost of one weight-EMA update, per tensor (Lightning's) and fused (the GPU recipes');
 - inference throughput, peak memory, and achieved FLOP/s (MFU against the device's bf16
   peak where it is known).
 
@@ -240,6 +241,30 @@ class BareLoop:
         return samples / elapsed, voxels / elapsed
 
 
+def ema_update_ms(module, device: torch.device, repeats: int = 20) -> dict[str, float]:
+    """Milliseconds per weight-EMA update of this module (what the GPU recipes' EMA callback
+    adds to every step): Lightning's per-tensor update against the fused one
+    (``segnet.callbacks.ema``), both on ``AveragedModel`` as the callbacks build it."""
+    from torch.optim.swa_utils import AveragedModel, get_ema_avg_fn, get_ema_multi_avg_fn
+
+    kinds = {"per_tensor": {"avg_fn": get_ema_avg_fn(0.999)}}
+    kinds["fused"] = {"multi_avg_fn": get_ema_multi_avg_fn(0.999)}
+    result = {}
+    for kind, fn in kinds.items():
+        average = AveragedModel(module, use_buffers=True, **fn)
+        average.update_parameters(module)  # the first update copies the weights
+        times = []
+        for _ in range(repeats):
+            _sync(device)
+            start = time.perf_counter()
+            average.update_parameters(module)
+            _sync(device)
+            times.append(time.perf_counter() - start)
+        result[kind] = 1e3 * statistics.median(times)
+        del average
+    return result
+
+
 def data_rate_per_worker(dm, samples: int) -> float:
     """Training samples per second that one loader worker (one thread) produces."""
     dataset = dm.datasets["train"]
@@ -268,6 +293,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     bare_epochs = loop.epoch_times(b.epochs)
     infer, infer_voxels = loop.inference_rate()
     per_worker = data_rate_per_worker(dm, b.data_samples)
+    ema = ema_update_ms(module, device)
     batch = next(iter(dm.train_dataloader()))
     batch = {k: v.to(device) for k, v in batch.items() if torch.is_tensor(v)}
     flops_per_sample = step_flops(module, batch, loop.amp) / len(batch["image"])
@@ -288,6 +314,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         "inference_voxels_s": infer_voxels,
         "peak_memory_gb": peak_memory_gb(device),
         "flops_per_sample": flops_per_sample,
+        "ema_update_ms": ema,
     }
     r["ratio"] = r["pipeline_samples_s"] / r["bare_samples_s"]
     r["epoch_ratio"] = r["pipeline_epoch_s"] / r["bare_epoch_s"]
@@ -316,6 +343,10 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         f"{workers_needed:.0f} workers for {b.target_rate}/s (configured: {dm.num_workers})"
     )
     out(f"inference                : {infer:9.2f} samples/s ({infer_voxels / 1e6:.2f} Mvoxel/s)")
+    out(
+        f"weight EMA update        : {ema['per_tensor']:9.2f} ms per step per tensor (Lightning), "
+        f"{ema['fused']:.2f} ms fused (the GPU recipes')"
+    )
     out(f"peak memory              : {r['peak_memory_gb']:9.2f} GB")
     mfu = f", {100 * r['mfu']:.1f}% of bf16 peak" if r["mfu"] else " (device peak unknown)"
     out(

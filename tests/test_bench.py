@@ -53,11 +53,18 @@ def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, t
         results = bench.run(cfg, out=lines.append)
     r = results["tiny"]
     text = "\n".join(lines)
-    for label in ("pipeline / bare", "epoch train.py / bare", "per worker", "GFLOP/s"):
+    for label in (
+        "pipeline / bare",
+        "epoch train.py / bare",
+        "per worker",
+        "GFLOP/s",
+        "weight EMA",
+    ):
         assert label in text
     assert r["device"] == "cpu" and r["precision"] == "32-true"
     assert r["pipeline_samples_s"] > 0 and r["bare_samples_s"] > 0
     assert r["pipeline_epoch_s"] > 0 and r["bare_epoch_s"] > 0
+    assert r["ema_update_ms"]["per_tensor"] > 0 and r["ema_update_ms"]["fused"] > 0
     assert r["flops_per_sample"] > 0 and r["data_samples_s_per_worker"] > 0
 
 

@@ -227,3 +227,32 @@ def test_a_checkpoint_from_before_the_data_description_still_evaluates(trained, 
         assert ev[key] == pytest.approx(metrics[key], abs=1e-6), key
     model = load_model(old)
     assert model.info.normalization["kind"] == "rgb_mean_std" and model.info.input_size == [24, 32]
+
+
+def test_deep_supervision_trains_a_2d_segnet_and_evaluates_as_trained(tmp_path):
+    """model.net.deep_supervision on SegNet-Basic in 2D: the training-mode list of outputs
+    goes through the loss and the BatchNorm recomputation; testing and evaluate.py see the
+    full-resolution logits alone, and agree."""
+    root = camvid_like(tmp_path / "CamVid")
+    out = tmp_path / "run"
+    overrides = FAST + [
+        f"data.root={root}",
+        "data.image_size=[24,32]",
+        "model.net.deep_supervision=2",
+        "recompute_bn=true",
+    ]
+    metrics, objects = train(compose("train", overrides, out))
+    assert len(objects["module"].net.aux_heads) == 2
+    state = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)["state_dict"]
+    assert any(k.startswith("net.aux_heads.1.") for k in state)
+    ev, _ = evaluate(
+        compose(
+            "evaluate",
+            [f"ckpt_path={out}/checkpoints/best.ckpt", "trainer.accelerator=cpu"],
+            tmp_path / "eval",
+        )
+    )
+    tested = {k: v for k, v in metrics.items() if k.startswith("test/")}
+    assert tested
+    for key, value in tested.items():
+        assert ev[key] == pytest.approx(value, abs=1e-6), key

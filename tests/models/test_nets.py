@@ -82,11 +82,19 @@ def test_unpool_decoder_really_uses_indices():
     assert kept.sum() == pooled.numel()
 
 
-@pytest.mark.parametrize("upsample", ["transpose", "unpool"])
-def test_unet_deep_supervision_adds_coarser_outputs_in_training_only(upsample):
+DEEP_SUPERVISED = {
+    "unet-transpose": dict(name="unet", features=(4, 8, 8, 16), upsample="transpose"),
+    "unet-unpool": dict(name="unet", features=(4, 8, 8, 16), upsample="unpool"),
+    # instance norm, so that training and eval mode compute the same function
+    "segnet": dict(name="segnet", features=(4, 8, 8), convs=(2, 1, 1), norm="instance"),
+}
+
+
+@pytest.mark.parametrize("variant", DEEP_SUPERVISED)
+def test_deep_supervision_adds_coarser_outputs_in_training_only(variant):
     torch.manual_seed(0)
-    kwargs = dict(spatial_dims=3, in_channels=1, out_channels=3, features=(4, 8, 8, 16))
-    net = create_model("unet", **kwargs, upsample=upsample, deep_supervision=2)
+    kwargs = dict(spatial_dims=3, in_channels=1, out_channels=3, **DEEP_SUPERVISED[variant])
+    net = create_model(**kwargs, deep_supervision=2)
     x = torch.randn(2, 1, 19, 24, 17)
     outs = net.train()(x)
     # full resolution first, then each decoder stage before it (ceil-pooled sizes)
@@ -97,7 +105,7 @@ def test_unet_deep_supervision_adds_coarser_outputs_in_training_only(upsample):
     # same as the training output's first entry
     with torch.no_grad():
         net.eval()
-        plain = create_model("unet", **kwargs, upsample=upsample).eval()
+        plain = create_model(**kwargs).eval()
         plain.load_state_dict(net.state_dict(), strict=False)
         torch.testing.assert_close(net(x), plain(x))
         torch.testing.assert_close(net(x), net.train()(x)[0])
@@ -105,7 +113,7 @@ def test_unet_deep_supervision_adds_coarser_outputs_in_training_only(upsample):
         net.aux_heads.state_dict().keys()
     )
     with pytest.raises(ValueError, match=r"deep_supervision=3: use 0 \(off\) up to 2"):
-        create_model("unet", **kwargs, deep_supervision=3)
+        create_model(**kwargs, deep_supervision=3)
 
 
 def test_registry_lists_all_nets():

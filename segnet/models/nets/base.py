@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
-from segnet.models.layers import check_spatial_dims
+from segnet.models.layers import check_spatial_dims, get_op
 
 MODELS: dict[str, type[SegmentationNet]] = {}
 
@@ -84,6 +84,32 @@ class SegmentationNet(nn.Module):
         # Each 2x pool (ceil mode) needs at least 2 voxels along every axis at its input.
         self.min_size = 2 ** max(num_pools - 1, 0) + 1
         self._spec: dict[str, Any] = {}
+
+    def init_deep_supervision(self, k: int, coarser_channels: Sequence[int]) -> None:
+        """1x1 heads on the first ``k`` of the decoder stages before the last
+        (``coarser_channels``: those stages' output channels, finest first), as nnU-Net's deep
+        supervision; :meth:`supervised` then returns their logits beside the full-resolution
+        ones in training."""
+        if not 0 <= k <= len(coarser_channels):
+            raise ValueError(
+                f"{self.name} deep_supervision={k}: use 0 (off) up to {len(coarser_channels)}, "
+                "the number of decoder stages before the last in this network."
+            )
+        self.deep_supervision = k
+        self.aux_heads = nn.ModuleList(
+            get_op("conv", self.spatial_dims)(c, self.out_channels, kernel_size=1)
+            for c in coarser_channels[:k]
+        )
+
+    def supervised(
+        self, logits: torch.Tensor, coarser: Sequence[torch.Tensor]
+    ) -> torch.Tensor | list[torch.Tensor]:
+        """The network's output: ``logits`` alone in eval mode or without deep supervision,
+        else ``[logits, 1/2 scale, 1/4, ...]`` from the heads on ``coarser`` (the outputs of
+        the decoder stages before the last, finest first)."""
+        if not (self.training and self.deep_supervision):
+            return logits
+        return [logits] + [head(f) for head, f in zip(self.aux_heads, coarser, strict=False)]
 
     def spec(self) -> dict[str, Any]:
         """Plain data that rebuilds this network with ``create_model(**spec)``."""

@@ -23,7 +23,9 @@ class SegNet(SegmentationNet):
     the exact size its encoder stage had before pooling (odd sizes round-trip), then
     convolves. As in the authors' Caffe model, the decoder's last convolution is the
     classifier; ``head_kernel_size`` instead keeps a full decoder and adds a separate
-    classifier convolution (SegNet-Basic uses a 1x1 one).
+    classifier convolution (SegNet-Basic uses a 1x1 one). ``deep_supervision=k`` adds 1x1
+    heads on the ``k`` decoder stages before the last, as :class:`~segnet.models.nets.unet.UNet`
+    does (training-mode outputs at 1/2, 1/4, ... scale; eval mode unchanged).
 
     Example:
         >>> net = SegNet(spatial_dims=2, in_channels=3, out_channels=11)
@@ -47,6 +49,7 @@ class SegNet(SegmentationNet):
         dropout: float = 0.0,
         head_kernel_size: int | None = None,
         encoder_weights: str | None = None,
+        deep_supervision: int = 0,
     ):
         features, convs = tuple(features), tuple(convs)
         if len(features) != len(convs) or not features:
@@ -79,17 +82,21 @@ class SegNet(SegmentationNet):
         self.head = get_op("conv", spatial_dims)(
             features[0], out_channels, head_k, padding=head_k // 2
         )
+        # decoder stage i (i >= 1) ends with features[i - 1] channels at 1/2**i scale
+        self.init_deep_supervision(deep_supervision, features[:-1])
         if encoder_weights:
             from segnet.models.pretrained import load_vgg16_bn_encoder
 
             load_vgg16_bn_encoder(self, encoder_weights)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
         self.check_input(x)
         x, records = self.encoder(x)
+        stage_outputs = []
         for stage, (_, indices, size) in zip(self.decoder, reversed(records), strict=True):
             x = stage(max_unpool(x, indices, size, self.spatial_dims))
-        return self.head(x)
+            stage_outputs.append(x)
+        return self.supervised(self.head(x), stage_outputs[-2::-1])
 
 
 @register("segnet_basic")

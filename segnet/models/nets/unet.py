@@ -69,15 +69,8 @@ class UNet(SegmentationNet):
             )
         if upsample not in UPSAMPLERS:
             raise ValueError(f"upsample={upsample!r} is not supported; choose one of {UPSAMPLERS}.")
-        if not 0 <= deep_supervision < len(features) - 1:
-            raise ValueError(
-                f"UNet deep_supervision={deep_supervision}: use 0 (off) up to "
-                f"{len(features) - 2}, the decoder stages before the last for features "
-                f"{list(features)}."
-            )
         super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features) - 1)
         self.upsample = upsample
-        self.deep_supervision = deep_supervision
         skips = features[:-1]
         block = dict(kernel_size=kernel_size, norm=norm, act=act, dropout=dropout)
         self.encoder = Encoder(spatial_dims, in_channels, skips, [convs] * len(skips), **block)
@@ -94,12 +87,8 @@ class UNet(SegmentationNet):
             conv_stack(spatial_dims, [2 * c] + [c] * convs, **block) for c in reversed(skips)
         )
         self.head = get_op("conv", spatial_dims)(features[0], out_channels, kernel_size=1)
-        # heads on the coarser decoder stages, finest first (stage outputs have the
-        # channels of reversed(skips); the last stage feeds self.head)
-        self.aux_heads = nn.ModuleList(
-            get_op("conv", spatial_dims)(c, out_channels, kernel_size=1)
-            for c in skips[1 : 1 + deep_supervision]
-        )
+        # decoder stage outputs have the channels of reversed(skips); the last feeds self.head
+        self.init_deep_supervision(deep_supervision, skips[1:])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
         self.check_input(x)
@@ -115,8 +104,4 @@ class UNet(SegmentationNet):
                 x = max_unpool(up(x), indices, size, self.spatial_dims)
             x = stage(torch.cat([skip, x], dim=1))
             stage_outputs.append(x)
-        logits = self.head(x)
-        if not (self.training and self.deep_supervision):
-            return logits
-        coarser = stage_outputs[-2::-1]  # the stages before the last, finest first
-        return [logits] + [head(f) for head, f in zip(self.aux_heads, coarser, strict=False)]
+        return self.supervised(self.head(x), stage_outputs[-2::-1])
