@@ -101,13 +101,19 @@ class SegmentationNet(nn.Module):
             for c in coarser_channels[:k]
         )
 
+    @property
+    def collects_stages(self) -> bool:
+        """Whether ``forward`` should keep the decoder stages' outputs for :meth:`supervised`
+        (only then: in eval mode they are freed as the decoder goes, as without the option)."""
+        return self.training and self.deep_supervision > 0
+
     def supervised(
         self, logits: torch.Tensor, coarser: Sequence[torch.Tensor]
     ) -> torch.Tensor | list[torch.Tensor]:
         """The network's output: ``logits`` alone in eval mode or without deep supervision,
         else ``[logits, 1/2 scale, 1/4, ...]`` from the heads on ``coarser`` (the outputs of
         the decoder stages before the last, finest first)."""
-        if not (self.training and self.deep_supervision):
+        if not self.collects_stages:
             return logits
         return [logits] + [head(f) for head, f in zip(self.aux_heads, coarser, strict=False)]
 

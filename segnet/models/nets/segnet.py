@@ -95,7 +95,8 @@ class SegNet(SegmentationNet):
         stage_outputs = []
         for stage, (_, indices, size) in zip(self.decoder, reversed(records), strict=True):
             x = stage(max_unpool(x, indices, size, self.spatial_dims))
-            stage_outputs.append(x)
+            if self.collects_stages:
+                stage_outputs.append(x)
         return self.supervised(self.head(x), stage_outputs[-2::-1])
 
 

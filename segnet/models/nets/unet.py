@@ -103,5 +103,6 @@ class UNet(SegmentationNet):
             else:
                 x = max_unpool(up(x), indices, size, self.spatial_dims)
             x = stage(torch.cat([skip, x], dim=1))
-            stage_outputs.append(x)
+            if self.collects_stages:
+                stage_outputs.append(x)
         return self.supervised(self.head(x), stage_outputs[-2::-1])
