@@ -247,8 +247,10 @@ def ema_update_ms(module, device: torch.device, repeats: int = 20) -> dict[str, 
     (``segnet.callbacks.ema``), both on ``AveragedModel`` as the callbacks build it."""
     from torch.optim.swa_utils import AveragedModel, get_ema_avg_fn, get_ema_multi_avg_fn
 
-    kinds = {"per_tensor": {"avg_fn": get_ema_avg_fn(0.999)}}
-    kinds["fused"] = {"multi_avg_fn": get_ema_multi_avg_fn(0.999)}
+    kinds = {
+        "per_tensor": {"avg_fn": get_ema_avg_fn(0.999)},
+        "fused": {"multi_avg_fn": get_ema_multi_avg_fn(0.999)},
+    }
     result = {}
     for kind, fn in kinds.items():
         average = AveragedModel(module, use_buffers=True, **fn)
@@ -261,7 +263,6 @@ def ema_update_ms(module, device: torch.device, repeats: int = 20) -> dict[str, 
             _sync(device)
             times.append(time.perf_counter() - start)
         result[kind] = 1e3 * statistics.median(times)
-        del average
     return result
 
 

@@ -95,7 +95,6 @@ class SegmentationNet(nn.Module):
                 f"{self.name} deep_supervision={k}: use 0 (off) up to {len(coarser_channels)}, "
                 "the number of decoder stages before the last in this network."
             )
-        self.deep_supervision = k
         self.aux_heads = nn.ModuleList(
             get_op("conv", self.spatial_dims)(c, self.out_channels, kernel_size=1)
             for c in coarser_channels[:k]
@@ -105,7 +104,7 @@ class SegmentationNet(nn.Module):
     def collects_stages(self) -> bool:
         """Whether ``forward`` should keep the decoder stages' outputs for :meth:`supervised`
         (only then: in eval mode they are freed as the decoder goes, as without the option)."""
-        return self.training and self.deep_supervision > 0
+        return self.training and len(self.aux_heads) > 0
 
     def supervised(
         self, logits: torch.Tensor, coarser: Sequence[torch.Tensor]
