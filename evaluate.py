@@ -16,7 +16,8 @@ def main(cfg: DictConfig) -> None:
 if __name__ == "__main__":
     import sys
 
-    from segnet.outputs import refuse_existing_run_dir
+    from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir
 
+    sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
     refuse_existing_run_dir(sys.argv[1:])
     main()

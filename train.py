@@ -23,7 +23,7 @@ def main(cfg: DictConfig) -> float | None:
 if __name__ == "__main__":
     import sys
 
-    from segnet.outputs import resume_into_its_run
+    from segnet.outputs import output_dir_as_run_dir, resume_into_its_run
 
-    sys.argv[1:] = resume_into_its_run(sys.argv[1:])
+    sys.argv[1:] = resume_into_its_run(output_dir_as_run_dir(sys.argv[1:]))
     main()

@@ -401,7 +401,13 @@ def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
 
 
 def _main() -> None:
+    import sys
+
     import hydra
+
+    from segnet.outputs import output_dir_as_run_dir
+
+    sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
 
     @hydra.main(version_base="1.3", config_path="../configs", config_name="bench")
     def main(cfg: DictConfig) -> None:

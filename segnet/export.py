@@ -204,8 +204,14 @@ def export_checkpoint(
 
 
 def _main() -> None:
+    import sys
+
     import hydra
     from omegaconf import DictConfig
+
+    from segnet.outputs import output_dir_as_run_dir
+
+    sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
 
     @hydra.main(version_base="1.3", config_path="../configs", config_name="export")
     def run(cfg: DictConfig) -> None:

@@ -30,22 +30,55 @@ def refuse_existing_run_dir(argv: Sequence[str]) -> None:
                 )
 
 
+def output_dir_as_run_dir(argv: Sequence[str]) -> list[str]:
+    """``paths.output_dir=<folder>`` names the run folder: return argv with it given as
+    ``hydra.run.dir=<folder>`` instead. ``paths.output_dir`` follows Hydra's run folder, so
+    overriding it alone would put checkpoints and TensorBoard there but the log and the
+    ``.hydra/`` config in a timestamped folder of their own; a multirun would put every
+    job in the one folder, so there it is refused in favour of ``hydra.sweep.dir``."""
+    key = "paths.output_dir="
+    given = [a for a in argv if a.lstrip("+").startswith(key)]
+    if not given:
+        return list(argv)
+    folder = given[-1].lstrip("+")[len(key) :]
+    if any(a in ("-m", "--multirun") or a == "hydra.mode=MULTIRUN" for a in argv):
+        raise SystemExit(
+            f"paths.output_dir={folder} would put every job of a multirun in one folder; set "
+            "hydra.sweep.dir=<folder> instead (each job gets a numbered subfolder there)."
+        )
+    run_dirs = [a.split("=", 1)[1] for a in argv if a.startswith("hydra.run.dir=")]
+    if run_dirs and Path(run_dirs[-1]).expanduser() != Path(folder).expanduser():
+        raise SystemExit(
+            f"paths.output_dir={folder} and hydra.run.dir={run_dirs[-1]} name different run "
+            "folders; give one of them."
+        )
+    rest = [a for a in argv if a not in given]
+    return rest if run_dirs else [*rest, f"hydra.run.dir={folder}"]
+
+
 def resume_into_its_run(argv: list[str]) -> list[str]:
     """``train.py ckpt_path=<run>/checkpoints/x.ckpt``: a resume continues in the run the
-    checkpoint belongs to. Return argv with ``hydra.run.dir=<run>`` added, so Hydra writes
-    its log and config there rather than into a new, nearly empty folder; the run's
-    previous ``.hydra/`` is kept as ``.hydra.<n>/`` (the config each part was run with).
-    Any other argv is checked by :func:`refuse_existing_run_dir` and returned as is."""
+    checkpoint belongs to. Return argv with ``hydra.run.dir=<run>`` added (unless it names
+    that run already), so Hydra writes its log and config there rather than into a new,
+    nearly empty folder; the run's previous ``.hydra/`` is kept as ``.hydra.<n>/`` (the
+    config each part was run with). Any other argv is checked by
+    :func:`refuse_existing_run_dir` and returned as is."""
     ckpt = next((a.split("=", 1)[1] for a in argv if a.startswith("ckpt_path=")), None)
-    explicit = any(a.startswith("hydra.run.dir=") for a in argv)
-    if ckpt and ckpt not in ("null", "None") and not explicit:
+    explicit = [a.split("=", 1)[1] for a in argv if a.startswith("hydra.run.dir=")]
+    if ckpt and ckpt not in ("null", "None"):
         path = Path(ckpt).expanduser().resolve()
         run = path.parent.parent
-        if path.is_file() and path.parent.name == "checkpoints" and (run / ".hydra").is_dir():
+        names_run = not explicit or Path(explicit[-1]).expanduser().resolve() == run
+        if (
+            names_run
+            and path.is_file()
+            and path.parent.name == "checkpoints"
+            and (run / ".hydra").is_dir()
+        ):
             n = 1
             while (run / f".hydra.{n}").exists():
                 n += 1
             (run / ".hydra").rename(run / f".hydra.{n}")
-            return [*argv, f"hydra.run.dir={run}"]
+            return argv if explicit else [*argv, f"hydra.run.dir={run}"]
     refuse_existing_run_dir(argv)
     return argv

@@ -252,6 +252,15 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             cfg.paths.output_dir = str(resumed)
         log.info("resuming %s in %s", cfg.ckpt_path, resumed)
     out_dir = Path(cfg.paths.output_dir)
+    found = existing_products(out_dir) if resumed is None and rank_zero_only.rank == 0 else []
+    if found:
+        # the other ranks start after rank 0 has begun writing here, so only it checks
+        raise FileExistsError(
+            f"{out_dir} already holds a run's outputs ({', '.join(found)}); a new training run "
+            "never writes into another's folder. Choose a new folder (hydra.run.dir=...), leave "
+            f"it out for a new timestamped one, or resume with ckpt_path={out_dir}/checkpoints/"
+            "last.ckpt."
+        )
     dm = build_datamodule(cfg)
     prepare(cfg, dm)
     if rank_zero_only.rank == 0:

@@ -152,6 +152,21 @@ def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, t
     assert "ckpt_path" in (run / ".hydra" / "overrides.yaml").read_text()
     assert "ckpt_path" not in (run / ".hydra.1" / "overrides.yaml").read_text()
     assert (run / "train.log").is_file()
-    # pointing a new run at a folder that holds a run's outputs is refused before any work
-    with pytest.raises(AssertionError, match="already holds a run's outputs"):
-        run_cli([script, *args, f"hydra.run.dir={run}"], cwd=tmp_path)
+    # naming the run folder explicitly as well resumes the same way
+    last = f"{run}/checkpoints/last.ckpt"
+    run_cli(
+        [script, *args, "trainer.max_epochs=3", f"ckpt_path={last}", f"hydra.run.dir={run}"],
+        cwd=tmp_path,
+    )
+    assert (run / ".hydra.2").is_dir() and not (tmp_path / "outputs").exists()
+    # pointing a new run at a folder that holds a run's outputs is refused before any work,
+    # however the folder is named
+    for name in ("hydra.run.dir", "paths.output_dir"):
+        with pytest.raises(AssertionError, match="already holds a run's outputs"):
+            run_cli([script, *args, f"{name}={run}"], cwd=tmp_path)
+    # paths.output_dir names the whole run folder: log and config beside the checkpoints
+    other = tmp_path / "other"
+    run_cli([script, *args, "trainer.max_epochs=1", f"paths.output_dir={other}"], cwd=tmp_path)
+    assert (other / "checkpoints" / "last.ckpt").is_file() and (other / "train.log").is_file()
+    assert "paths.output_dir" not in (other / ".hydra" / "overrides.yaml").read_text()
+    assert not (tmp_path / "outputs").exists()

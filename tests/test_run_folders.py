@@ -1,0 +1,45 @@
+"""Run folders: what a user names as the output folder holds the whole run, and a new run
+never writes into a folder that holds another run's outputs."""
+
+import pytest
+
+from segnet.outputs import output_dir_as_run_dir
+from segnet.pipeline import train
+from tests.conftest import TINY_CAMVID, compose
+
+
+def test_output_dir_names_the_run_folder():
+    argv = ["experiment=camvid_quick", "paths.output_dir=runs/a", "seed=1"]
+    assert output_dir_as_run_dir(argv) == [
+        "experiment=camvid_quick",
+        "seed=1",
+        "hydra.run.dir=runs/a",
+    ]
+    # given both, naming the same folder: one run folder, nothing added
+    both = ["paths.output_dir=runs/a", "hydra.run.dir=runs/a"]
+    assert output_dir_as_run_dir(both) == ["hydra.run.dir=runs/a"]
+    assert output_dir_as_run_dir(["seed=1"]) == ["seed=1"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["paths.output_dir=runs/a", "hydra.run.dir=runs/b"], "different run folders"),
+        (["-m", "seed=1,2", "paths.output_dir=runs/a"], "hydra.sweep.dir"),
+        (["--multirun", "++paths.output_dir=runs/a"], "hydra.sweep.dir"),
+    ],
+)
+def test_output_dir_that_cannot_be_the_run_folder_is_refused(argv, message):
+    with pytest.raises(SystemExit, match=message):
+        output_dir_as_run_dir(argv)
+
+
+def test_new_run_refuses_a_folder_holding_a_run_before_any_work(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"a user's checkpoint")
+    # the data root does not exist: the refusal must come before the data is looked at
+    cfg = compose("train", [*TINY_CAMVID, f"data.root={tmp_path}/missing"], run)
+    with pytest.raises(FileExistsError, match="already holds a run's outputs"):
+        train(cfg)
+    assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"a user's checkpoint"
