@@ -263,6 +263,8 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         )
     dm = build_datamodule(cfg)
     prepare(cfg, dm)
+    if cfg.get("test", True):
+        dm.test_split()  # a split that is not there stops the run now, not after training
     if rank_zero_only.rank == 0:
         # after the monitor and a resumed run's folder are filled in: the config that runs
         log_config(cfg)

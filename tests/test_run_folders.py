@@ -43,3 +43,10 @@ def test_new_run_refuses_a_folder_holding_a_run_before_any_work(tmp_path):
     with pytest.raises(FileExistsError, match="already holds a run's outputs"):
         train(cfg)
     assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"a user's checkpoint"
+
+
+def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid, tmp_path):
+    cfg = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", "data.split=tset"], tmp_path)
+    with pytest.raises(ValueError, match="data.split='tset'"):
+        train(cfg)
+    assert not (tmp_path / "checkpoints").exists()  # stopped before any training

@@ -119,12 +119,20 @@ class SegmentationDataModule(L.LightningDataModule):
         return self._info
 
     def test_split(self) -> str:
-        """The split to test on; a copy without it (CamVid without test/) falls back to
-        val, loudly."""
-        if self.split != "val" and not self.has_split(self.split):
-            log.warning("split '%s' not found: testing on 'val' instead", self.split)
+        """The split to test on (``data.split``). A copy without a test split (CamVid
+        without test/) falls back to val, loudly; any other split that is not there is
+        refused, naming those that are, rather than silently testing on another."""
+        if self.has_split(self.split):
+            return self.split
+        if self.split == "test" and self.has_split("val"):
+            log.warning("split 'test' not found: testing on 'val' instead")
             self.split = "val"
-        return self.split
+            return self.split
+        have = [s for s in ("train", "val", "test", "all") if self.has_split(s)]
+        raise ValueError(
+            f"data.split={self.split!r}: this data has no such split (it has "
+            f"{', '.join(have) or 'none'}); set data.split to one of those."
+        )
 
     def write_case_table(self, cases: dict[str, torch.Tensor], path: Path) -> Path:
         """One row per test case: Dice per class, and where measured HD95 (mm) and

@@ -270,6 +270,15 @@ class CamVidDataModule(SegmentationDataModule):
 def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
     """``data.class_weights``: a known rule or one number per class, and a
     ``data.class_weights_power`` that applies to it (checked before any data is read)."""
+    if isinstance(option, str) and option not in CLASS_WEIGHT_RULES:
+        raise ValueError(
+            f"data.class_weights={option!r}: use {', '.join(map(repr, CLASS_WEIGHT_RULES))} "
+            f"or a list of {num_classes} numbers."
+        )
+    if option is not None and not isinstance(option, str) and len(list(option)) != num_classes:
+        raise ValueError(
+            f"data.class_weights has {len(list(option))} entries; CamVid needs {num_classes}."
+        )
     if power != 1.0 and option != "median_frequency":
         raise ValueError(
             f"data.class_weights_power={power} applies to class_weights='median_frequency' "
@@ -278,17 +287,6 @@ def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
         )
     if not 0 < power <= 4:
         raise ValueError(f"data.class_weights_power={power}: use a number in (0, 4].")
-    if option is None or (isinstance(option, str) and option in CLASS_WEIGHT_RULES):
-        return
-    if isinstance(option, str):
-        raise ValueError(
-            f"data.class_weights={option!r}: use {', '.join(map(repr, CLASS_WEIGHT_RULES))} "
-            f"or a list of {num_classes} numbers."
-        )
-    if len(list(option)) != num_classes:
-        raise ValueError(
-            f"data.class_weights has {len(list(option))} entries; CamVid needs {num_classes}."
-        )
 
 
 def check_crop_size(crop: tuple[int, ...] | None, frame: tuple[int, ...] | None) -> None:

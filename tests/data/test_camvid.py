@@ -141,6 +141,9 @@ def test_class_weight_options(root):
         CamVidDataModule(str(root), class_weights=[1.0] * 11, class_weights_power=0.5)
     with pytest.raises(ValueError, match="class_weights_power=-1"):
         CamVidDataModule(str(root), class_weights_power=-1)
+    # a misspelt rule is named as such, even beside a power (as in camvid_quick)
+    with pytest.raises(ValueError, match="class_weights='median_frequncy': use"):
+        CamVidDataModule(str(root), class_weights="median_frequncy", class_weights_power=0.625)
 
 
 def test_augmentation_moves_image_and_mask_together(tmp_path):
@@ -218,3 +221,14 @@ def test_a_crop_larger_than_its_frames_is_refused(root, crop, image_size, match)
     with pytest.raises(ValueError, match=match):
         dm = CamVidDataModule(str(root), image_size=image_size, crop_size=crop, num_workers=0)
         dm.setup("fit")
+
+
+def test_a_missing_test_split_falls_back_to_val_and_an_unknown_one_is_refused(tmp_path, caplog):
+    root = camvid_like(tmp_path / "c", counts={"train": 2, "val": 2})  # as the shared copy
+    dm = CamVidDataModule(str(root), num_workers=0, split="test")
+    with caplog.at_level("WARNING"):
+        assert dm.test_split() == "val"
+    assert "testing on 'val' instead" in caplog.text
+    dm = CamVidDataModule(str(root), num_workers=0, split="tset")
+    with pytest.raises(ValueError, match=r"data.split='tset'.*it has train, val\)"):
+        dm.test_split()
