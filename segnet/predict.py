@@ -123,8 +123,23 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     out = Path(args.out)
-    existing = [t for i in args.inputs for t in Predictor.targets(Path(i), out) if t.exists()]
-    if existing:  # before loading the model or predicting anything
+    # every input is checked before the model is loaded or anything predicted, so a bad
+    # one never leaves the folder half written
+    missing = [i for i in args.inputs if not Path(i).is_file()]
+    if missing:
+        raise SystemExit(f"{missing[0]}: no such file ({len(missing)} input(s) missing).")
+    writers: dict[Path, list[str]] = {}
+    for item in args.inputs:
+        for target in Predictor.targets(Path(item), out):
+            writers.setdefault(target, []).append(item)
+    clash = next(((t, w) for t, w in writers.items() if len(w) > 1), None)
+    if clash:
+        raise SystemExit(
+            f"{' and '.join(clash[1])} would both write {clash[0]}; predict them into "
+            "separate --out folders."
+        )
+    existing = [t for t in writers if t.exists()]
+    if existing:
         raise SystemExit(
             f"{existing[0]} exists ({len(existing)} output(s) in all); predictions are never "
             "overwritten: choose another --out folder."

@@ -78,6 +78,17 @@ def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     with pytest.raises(SystemExit, match="never overwritten"):
         predict_main([str(out / "model.onnx"), str(image), "--out", str(tmp_path / "masks")])
     assert (tmp_path / "masks" / "test_000.png").stat().st_mtime_ns == before
+    # inputs that cannot all be written are refused before any is: one missing, or two
+    # of the same name (from different folders) that would write the same mask
+    fresh = tmp_path / "fresh"
+    with pytest.raises(SystemExit, match="nope.png: no such file"):
+        predict_main([str(out / "model.onnx"), str(image), "nope.png", "--out", str(fresh)])
+    twin = tmp_path / "elsewhere" / image.name
+    twin.parent.mkdir()
+    twin.write_bytes(image.read_bytes())
+    with pytest.raises(SystemExit, match="would both write"):
+        predict_main([str(out / "model.onnx"), str(image), str(twin), "--out", str(fresh)])
+    assert not fresh.exists()
     # the same mask from the checkpoint through evaluate.py's saved predictions
     cfg = compose(
         "evaluate",
