@@ -271,6 +271,8 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     init_ckpt = check_start_checkpoints(cfg, dm)
     if cfg.get("train", True):
         dm.setup("fit")  # reads the data; the class weights come from the training labels
+        if cfg.get("test", True):
+            dm.read_split(dm.test_split())  # a bad test file stops the run now
     module = build_module(cfg, dm)
     if init_ckpt is not None:
         load_weights(module, init_ckpt)

@@ -217,3 +217,23 @@ def test_the_gpu_recipe_tests_and_evaluates_the_averaged_weights(tmp_path):
     assert ev["test/loss"] == pytest.approx(metrics["test/loss"], abs=1e-6)
     loaded = objects["module"].state_dict()
     assert all(torch.equal(loaded[k].cpu(), average[k]) for k in average)
+
+
+def test_a_bad_test_case_stops_training_before_the_first_step(tmp_path):
+    from segnet.data.nifti import NiftiDataError
+    from segnet.data.nifti_datamodule import NiftiDataModule
+
+    root = nifti_dataset(tmp_path / "data", "msd", n=10)
+    dm = NiftiDataModule(str(root), val_fraction=0.2, test_fraction=0.2)
+    dm.prepare_data()
+    bad = dm.cases[dm.splits["test"][0]].label
+    img = nib.load(str(bad))
+    label = np.asarray(img.dataobj).copy()
+    label[0, 0, 0] = 9  # no such class
+    nib.save(nib.Nifti1Image(label, img.affine), str(bad))
+    cfg = compose(
+        "train", ["experiment=hippocampus_unet3d", f"data.root={root}", *FAST], tmp_path / "run"
+    )
+    with pytest.raises(NiftiDataError, match=rf"{bad.name} holds values \[9\]"):
+        train(cfg)
+    assert not (tmp_path / "run" / "checkpoints").exists()  # no training step was taken

@@ -84,6 +84,11 @@ class SegmentationDataModule(L.LightningDataModule):
     def has_split(self, split: str) -> bool:
         return True
 
+    def read_split(self, split: str) -> None:
+        """Read (and so check) every file of a split now, keeping it for later where it
+        fits in memory: training reads its test split before the first step, so a bad
+        file stops the run before training rather than at its end."""
+
     def bn_dataloader(self) -> DataLoader:
         """The training split without augmentation at the network's input size, in order,
         whole on every rank (``shard=False``): what BatchNorm statistics are recomputed

@@ -187,6 +187,9 @@ class CamVidDataModule(SegmentationDataModule):
     def has_split(self, split: str) -> bool:
         return (self.root / f"{split}.txt").is_file() or (self.root / split).is_dir()
 
+    def read_split(self, split: str) -> None:
+        self.raw(split)
+
     # -- datasets -----------------------------------------------------------------------
     def eval_dataset(self, split: str) -> ImageLabelDataset:
         """Images at the network's size, labels at native size, no augmentation."""

@@ -296,6 +296,9 @@ class NiftiDataModule(SegmentationDataModule):
     def has_split(self, split: str) -> bool:
         return bool(self.splits.get(split))
 
+    def read_split(self, split: str) -> None:
+        self.volumes(split)
+
     # -- volumes ----------------------------------------------------------------------------
     def volumes(self, split: str) -> list[nifti.Volume]:
         """Read (once, then from memory) and normalise the volumes of a split."""
