@@ -24,9 +24,9 @@ def refuse_existing_run_dir(argv: Sequence[str]) -> None:
             found = existing_products(folder)
             if found:
                 raise SystemExit(
-                    f"hydra.run.dir={folder} already holds a run's outputs ({', '.join(found)}); "
-                    "nothing there is overwritten. Choose a new folder, or leave hydra.run.dir "
-                    "out for a new timestamped one."
+                    f"{folder} already holds a run's outputs ({', '.join(found)}); nothing "
+                    "there is overwritten. Name a new run folder (hydra.run.dir= or "
+                    "paths.output_dir=), or leave it out for a new timestamped one."
                 )
 
 
