@@ -90,6 +90,20 @@ def check_accelerator(cfg: DictConfig, instead: str) -> None:
         )
 
 
+def check_optimizer(cfg: DictConfig) -> None:
+    """The optimizer's learning rate and weight decay, before any data is read: torch's own
+    check comes later and names no setting."""
+    opt = cfg.model.get("optimizer") or {}
+    for key, lowest, bound in (("lr", 0, "above 0"), ("weight_decay", 0, "0 or above")):
+        value = opt.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"model.optimizer.{key}={value!r}: expected a number {bound}.")
+        if value < lowest or (key == "lr" and value == 0):
+            raise ValueError(f"model.optimizer.{key}={value}: use a number {bound}.")
+
+
 def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L.Trainer:
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c]
     if progress:
@@ -243,6 +257,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         "with trainer=cpu (the CPU recipes: experiment=camvid_quick, "
         "experiment=hippocampus_unet3d)",
     )
+    check_optimizer(cfg)
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     resumed = resume_dir(cfg.get("ckpt_path"))

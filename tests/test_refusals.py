@@ -1,5 +1,6 @@
-"""Run folders: what a user names as the output folder holds the whole run, and a new run
-never writes into a folder that holds another run's outputs."""
+"""What a run refuses before any work: a run folder that holds another run's outputs (and
+what a user names as the output folder holds the whole run), a split the data lacks,
+optimizer settings torch would reject only later."""
 
 import pytest
 
@@ -50,3 +51,19 @@ def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid,
     with pytest.raises(ValueError, match="data.split='tset'"):
         train(cfg)
     assert not (tmp_path / "checkpoints").exists()  # stopped before any training
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("model.optimizer.lr=-1", r"model.optimizer.lr=-1: use a number above 0"),
+        ("model.optimizer.lr=0", r"model.optimizer.lr=0: use a number above 0"),
+        ("model.optimizer.weight_decay=-0.1", r"weight_decay=-0.1: use a number 0 or above"),
+        ("model.optimizer.lr=fast", r"model.optimizer.lr='fast': expected a number"),
+    ],
+)
+def test_optimizer_settings_are_checked_before_the_data(tmp_path, override, message):
+    # the data root does not exist: the refusal must come before the data is looked at
+    cfg = compose("train", [*TINY_CAMVID, f"data.root={tmp_path}/missing", override], tmp_path)
+    with pytest.raises(ValueError, match=message):
+        train(cfg)
