@@ -14,6 +14,18 @@ def existing_products(folder: str | Path) -> list[str]:
     return [name for name in RUN_PRODUCTS if (folder / name).exists()]
 
 
+def refuse_run_folder_in_use(folder: str | Path, what: str, also: str = "") -> None:
+    """Stop ``what`` (a new training run, an evaluation) before any work when ``folder``
+    already holds a run's outputs; ``also`` adds another way out (a resume)."""
+    found = existing_products(folder)
+    if found:
+        raise FileExistsError(
+            f"{folder} already holds a run's outputs ({', '.join(found)}); {what} never "
+            "overwrites them. Choose a new folder (hydra.run.dir=...) or leave it out for a "
+            f"new timestamped one{also}."
+        )
+
+
 def refuse_existing_run_dir(argv: Sequence[str]) -> None:
     """``hydra.run.dir=<folder>`` pointing at a folder that already holds a run's outputs:
     stop before Hydra writes its ``.hydra/`` and log there, and before any work. (Default

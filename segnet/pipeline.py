@@ -31,7 +31,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule, enable_tf32
-from segnet.outputs import existing_products
+from segnet.outputs import refuse_run_folder_in_use
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +94,13 @@ def check_optimizer(cfg: DictConfig) -> None:
     """The optimizer's learning rate and weight decay, before any data is read: torch's own
     check comes later and names no setting."""
     opt = cfg.model.get("optimizer") or {}
-    for key, lowest, bound in (("lr", 0, "above 0"), ("weight_decay", 0, "0 or above")):
+    for key, bound in (("lr", "above 0"), ("weight_decay", "0 or above")):
         value = opt.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"model.optimizer.{key}={value!r}: expected a number {bound}.")
-        if value < lowest or (key == "lr" and value == 0):
+        if value < 0 or (key == "lr" and value == 0):
             raise ValueError(f"model.optimizer.{key}={value}: use a number {bound}.")
 
 
@@ -267,27 +267,23 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             cfg.paths.output_dir = str(resumed)
         log.info("resuming %s in %s", cfg.ckpt_path, resumed)
     out_dir = Path(cfg.paths.output_dir)
-    found = existing_products(out_dir) if resumed is None and rank_zero_only.rank == 0 else []
-    if found:
+    if resumed is None and rank_zero_only.rank == 0:
         # the other ranks start after rank 0 has begun writing here, so only it checks
-        raise FileExistsError(
-            f"{out_dir} already holds a run's outputs ({', '.join(found)}); a new training run "
-            "never writes into another's folder. Choose a new folder (hydra.run.dir=...), leave "
-            f"it out for a new timestamped one, or resume with ckpt_path={out_dir}/checkpoints/"
-            "last.ckpt."
+        refuse_run_folder_in_use(
+            out_dir, "a new training run", f", or resume: ckpt_path={out_dir}/checkpoints/last.ckpt"
         )
     dm = build_datamodule(cfg)
     prepare(cfg, dm)
-    if cfg.get("test", True):
-        dm.test_split()  # a split that is not there stops the run now, not after training
+    # a split that is not there stops the run now, not after training
+    test_split = dm.test_split() if cfg.get("test", True) else None
     if rank_zero_only.rank == 0:
         # after the monitor and a resumed run's folder are filled in: the config that runs
         log_config(cfg)
     init_ckpt = check_start_checkpoints(cfg, dm)
     if cfg.get("train", True):
         dm.setup("fit")  # reads the data; the class weights come from the training labels
-        if cfg.get("test", True):
-            dm.read_split(dm.test_split())  # a bad test file stops the run now
+        if test_split is not None:
+            dm.read_split(test_split)  # a bad test file stops the run now
     module = build_module(cfg, dm)
     if init_ckpt is not None:
         load_weights(module, init_ckpt)
@@ -381,12 +377,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     quiet_library_noise()
     check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
     out_dir = Path(cfg.paths.output_dir)
-    found = existing_products(out_dir)
-    if found:
-        raise FileExistsError(
-            f"{out_dir} already holds {', '.join(found)}; evaluate never overwrites a run's "
-            "outputs. Choose another folder (hydra.run.dir=...) or leave it out for a new one."
-        )
+    refuse_run_folder_in_use(out_dir, "evaluate")
     module = load_module(cfg.ckpt_path)
     data_cfg = OmegaConf.create(module.hparams.get("data_cfg") or {})
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
