@@ -44,6 +44,22 @@ def test_round_trip(key, fmt, tmp_path):
         torch.testing.assert_close(export.LOADERS[fmt](path)(x), net(x), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("fmt", export.FORMATS)
+def test_space_to_depth_round_trips_at_odd_and_even_sizes(fmt, tmp_path):
+    # its padding to a multiple of 2 must not be specialised to the example's parity
+    from segnet.models import create_model
+
+    torch.manual_seed(0)
+    net = create_model(
+        "segnet", out_channels=4, features=(4, 8, 8), convs=(2, 1, 2), space_to_depth=2
+    ).eval()
+    path = export.WRITERS[fmt](net, tmp_path / f"model{export.SUFFIX[fmt]}")
+    for size in ((21, 21), (22, 24), (23, 30)):
+        x = torch.randn(2, 3, *size)
+        with torch.no_grad():
+            torch.testing.assert_close(export.LOADERS[fmt](path)(x), net(x), rtol=1e-4, atol=1e-4)
+
+
 def test_safetensors_loads_without_hydra_or_lightning(tmp_path):
     net = trained_like("segnet2d")
     path = export.save_safetensors(

@@ -163,3 +163,46 @@ def test_nets_register_themselves_under_their_name():
     assert spec["name"] == "segnet_basic" and spec["kernel_size"] == 7
     assert spec["features"] == [4, 4, 4, 4] and spec["head_kernel_size"] == 1
     assert "encoder_weights" not in create_model("segnet", out_channels=3).spec()
+
+
+@pytest.mark.parametrize("size", [(17, 23), (32, 32), (45, 61)])
+def test_space_to_depth_is_the_plain_net_between_unshuffle_and_shuffle(size):
+    # The folded network must be exactly: pad to a multiple of f, pixel_unshuffle, a plain
+    # SegNet with f*f times the channels in and out, pixel_shuffle, crop.
+    torch.manual_seed(0)
+    f, kwargs = 2, dict(features=(4, 8, 8), convs=(2, 1, 2))
+    folded = create_model("segnet", in_channels=3, out_channels=5, space_to_depth=f, **kwargs)
+    plain = create_model("segnet", in_channels=3 * f * f, out_channels=5 * f * f, **kwargs)
+    plain.load_state_dict(folded.state_dict())
+    folded.eval(), plain.eval()
+    x = torch.randn(2, 3, *size)
+    h, w = size
+    padded = torch.nn.functional.pad(x, (0, -w % f, 0, -h % f), mode="replicate")
+    with torch.no_grad():
+        expected = torch.nn.functional.pixel_shuffle(
+            plain(torch.nn.functional.pixel_unshuffle(padded, f)), f
+        )[..., :h, :w]
+        out = folded(x)
+    assert out.shape == (2, 5, h, w)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    # full-resolution output: the pixels of a 2x2 block get their own logits
+    assert (out[..., 0:-1:2, :] != out[..., 1::2, :]).any()
+    folded.train()
+    folded(x).square().mean().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in folded.parameters())
+    assert create_model(**folded.spec()).spec() == folded.spec()
+
+
+def test_space_to_depth_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match=r"space_to_depth=2 folds pixels into channels in 2D"):
+        create_model("segnet", spatial_dims=3, space_to_depth=2)
+    with pytest.raises(ValueError, match=r"ImageNet's first convolution.*encoder_weights=null"):
+        create_model("segnet", space_to_depth=2, encoder_weights="imagenet")
+    with pytest.raises(ValueError, match=r"space_to_depth=0: use a positive integer"):
+        create_model("segnet", space_to_depth=0)
+    # three pooling stages at half resolution need 2 * 2**2 + 1 pixels per axis
+    net = create_model("segnet", features=(4, 8, 8), convs=(2, 1, 2), space_to_depth=2).eval()
+    assert net.min_size == 9
+    with pytest.raises(ValueError, match=r"at least 9"):
+        net(torch.zeros(1, 3, 8, 32))
+    assert net(torch.zeros(1, 3, 9, 9)).shape == (1, 11, 9, 9)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from segnet.models.blocks import Encoder, conv_stack
@@ -26,6 +27,13 @@ class SegNet(SegmentationNet):
     classifier convolution (SegNet-Basic uses a 1x1 one). ``deep_supervision=k`` adds 1x1
     heads on the ``k`` decoder stages before the last, as :class:`~segnet.models.nets.unet.UNet`
     does (training-mode outputs at 1/2, 1/4, ... scale; eval mode unchanged).
+
+    ``space_to_depth=f`` (2D) folds each f x f block of input pixels into channels before
+    the encoder (``pixel_unshuffle``) and the classifier's f*f logits per class back into
+    pixels (``pixel_shuffle``): the network runs at 1/f of the input's resolution, at
+    about the cost of an input that small, yet sees and predicts at full resolution, where
+    a thin object (a pole a pixel or two wide) would otherwise be blurred away. Inputs whose
+    size is not a multiple of f are padded by edge replication and the logits cropped back.
 
     Example:
         >>> net = SegNet(spatial_dims=2, in_channels=3, out_channels=11)
@@ -50,6 +58,7 @@ class SegNet(SegmentationNet):
         head_kernel_size: int | None = None,
         encoder_weights: str | None = None,
         deep_supervision: int = 0,
+        space_to_depth: int = 1,
     ):
         features, convs = tuple(features), tuple(convs)
         if len(features) != len(convs) or not features:
@@ -63,9 +72,25 @@ class SegNet(SegmentationNet):
                 "first at least two unless head_kernel_size is set (its last decoder "
                 "convolution is the classifier)."
             )
+        if not isinstance(space_to_depth, int) or space_to_depth < 1:
+            raise ValueError(f"space_to_depth={space_to_depth!r}: use a positive integer (1: off).")
+        if space_to_depth > 1 and spatial_dims != 2:
+            raise ValueError(
+                f"space_to_depth={space_to_depth} folds pixels into channels in 2D only; "
+                "use space_to_depth=1 for volumes."
+            )
+        if space_to_depth > 1 and encoder_weights:
+            raise ValueError(
+                f"space_to_depth={space_to_depth} gives the encoder {in_channels}x"
+                f"{space_to_depth**2} input channels, so ImageNet's first convolution cannot "
+                "be loaded: set encoder_weights=null or space_to_depth=1."
+            )
         super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features))
+        self.space_to_depth = space_to_depth
+        self.min_size = (self.min_size - 1) * space_to_depth + 1
+        folded = space_to_depth**2
         self.encoder = Encoder(
-            spatial_dims, in_channels, features, convs, kernel_size, norm, act, dropout
+            spatial_dims, in_channels * folded, features, convs, kernel_size, norm, act, dropout
         )
         # Decoder stage i mirrors encoder stage i: unpool, then convs[i] convolutions ending
         # with the channel count of the stage above. In stage 0 without a separate head, the
@@ -80,7 +105,7 @@ class SegNet(SegmentationNet):
         self.decoder = nn.ModuleList(decoder)
         head_k = kernel_size if head_kernel_size is None else head_kernel_size
         self.head = get_op("conv", spatial_dims)(
-            features[0], out_channels, head_k, padding=head_k // 2
+            features[0], out_channels * folded, head_k, padding=head_k // 2
         )
         # decoder stage i (i >= 1) ends with features[i - 1] channels at 1/2**i scale
         self.init_deep_supervision(deep_supervision, features[:-1])
@@ -91,13 +116,24 @@ class SegNet(SegmentationNet):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
         self.check_input(x)
+        f = self.space_to_depth
+        if f > 1:
+            height, width = x.shape[-2:]
+            # padded unconditionally (often by 0): a branch on the size would make an
+            # exported program specialise to odd or even sizes
+            x = F.pixel_unshuffle(F.pad(x, (0, -width % f, 0, -height % f), mode="replicate"), f)
         x, records = self.encoder(x)
         stage_outputs = []
         for stage, (_, indices, size) in zip(self.decoder, reversed(records), strict=True):
             x = stage(max_unpool(x, indices, size, self.spatial_dims))
             if self.collects_stages:
                 stage_outputs.append(x)
-        return self.supervised(self.head(x), stage_outputs[-2::-1])
+        logits = self.head(x)
+        if f > 1:
+            # cropped by negative padding: slicing makes torch.export specialise the program
+            # to the example's parity
+            logits = F.pad(F.pixel_shuffle(logits, f), (0, width % -f, 0, height % -f))
+        return self.supervised(logits, stage_outputs[-2::-1])
 
 
 @register("segnet_basic")
