@@ -172,6 +172,7 @@ def test_space_to_depth_is_the_plain_net_between_unshuffle_and_shuffle(size):
     torch.manual_seed(0)
     f, kwargs = 2, dict(features=(4, 8, 8), convs=(2, 1, 2))
     folded = create_model("segnet", in_channels=3, out_channels=5, space_to_depth=f, **kwargs)
+    torch.nn.init.normal_(folded.head.weight)  # sub-pixel classifiers apart, as once trained
     plain = create_model("segnet", in_channels=3 * f * f, out_channels=5 * f * f, **kwargs)
     plain.load_state_dict(folded.state_dict())
     folded.eval(), plain.eval()
@@ -206,3 +207,22 @@ def test_space_to_depth_refuses_what_it_cannot_do():
     with pytest.raises(ValueError, match=r"at least 9"):
         net(torch.zeros(1, 3, 8, 32))
     assert net(torch.zeros(1, 3, 9, 9)).shape == (1, 11, 9, 9)
+
+
+def test_space_to_depth_starts_as_the_plain_net_on_block_averages():
+    # At initialisation the folded network is the plain one on the 2x2-averaged image,
+    # each block's label repeated over its pixels: no checkerboard to unlearn.
+    torch.manual_seed(0)
+    f, n, kwargs = 2, 4, dict(features=(4, 8, 8), convs=(2, 1, 2), out_channels=5)
+    folded = create_model("segnet", space_to_depth=f, **kwargs).eval()
+    plain = create_model("segnet", **kwargs).eval()
+    state = folded.state_dict()
+    first = "encoder.stages.0.0.0.weight"
+    state[first] = state[first][:, ::n] * n
+    state["head.weight"], state["head.bias"] = state["head.weight"][::n], state["head.bias"][::n]
+    plain.load_state_dict(state)
+    x = torch.randn(2, 3, 36, 44)
+    with torch.no_grad():
+        expected = plain(torch.nn.functional.avg_pool2d(x, f)).repeat_interleave(f, 2)
+        expected = expected.repeat_interleave(f, 3)
+        torch.testing.assert_close(folded(x), expected, rtol=1e-5, atol=1e-5)

@@ -109,10 +109,25 @@ class SegNet(SegmentationNet):
         )
         # decoder stage i (i >= 1) ends with features[i - 1] channels at 1/2**i scale
         self.init_deep_supervision(deep_supervision, features[:-1])
+        if space_to_depth > 1:
+            self._start_as_plain_net(space_to_depth)
         if encoder_weights:
             from segnet.models.pretrained import load_vgg16_bn_encoder
 
             load_vgg16_bn_encoder(self, encoder_weights)
+
+    def _start_as_plain_net(self, f: int) -> None:
+        """Initialise the folded network as the plain one on the image averaged over each
+        f x f block, with one label per block: the first convolution weighs the f*f pixels of
+        a block alike, and the classifier's f*f copies of a class start equal (ICNR, Aitken et
+        al. 2017). Otherwise each pixel position of a block has its own random classifier to
+        learn from a quarter of the pixels, and predictions start as a checkerboard."""
+        n = f * f
+        first = self.encoder.stages[0][0][0]
+        with torch.no_grad():
+            first.weight.copy_(first.weight[:, ::n].repeat_interleave(n, 1) / n)
+            self.head.weight.copy_(self.head.weight[::n].repeat_interleave(n, 0))
+            self.head.bias.copy_(self.head.bias[::n].repeat_interleave(n, 0))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor | list[torch.Tensor]:
         self.check_input(x)
