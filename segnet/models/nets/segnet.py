@@ -121,7 +121,7 @@ class SegNet(SegmentationNet):
         f x f block, with one label per block: the first convolution weighs the f*f pixels of
         a block alike, and the classifier's f*f copies of a class start equal (ICNR, Aitken et
         al. 2017). Otherwise each pixel position of a block has its own random classifier to
-        learn from a quarter of the pixels, and predictions start as a checkerboard."""
+        learn from 1/(f*f) of the pixels, and predictions start as a checkerboard."""
         n = f * f
         first = self.encoder.stages[0][0][0]
         with torch.no_grad():
