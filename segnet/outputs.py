@@ -21,8 +21,8 @@ def refuse_run_folder_in_use(folder: str | Path, what: str, also: str = "") -> N
     if found:
         raise FileExistsError(
             f"{folder} already holds a run's outputs ({', '.join(found)}); {what} never "
-            "overwrites them. Choose a new folder (hydra.run.dir=...) or leave it out for a "
-            f"new timestamped one{also}."
+            "overwrites them. Name a new run folder (hydra.run.dir= or paths.output_dir=), or "
+            f"leave it out for a new timestamped one{also}."
         )
 
 
@@ -32,14 +32,10 @@ def refuse_existing_run_dir(argv: Sequence[str]) -> None:
     run folders are new, timestamped to the microsecond.)"""
     for arg in argv:
         if arg.startswith("hydra.run.dir="):
-            folder = Path(arg.split("=", 1)[1]).expanduser()
-            found = existing_products(folder)
-            if found:
-                raise SystemExit(
-                    f"{folder} already holds a run's outputs ({', '.join(found)}); nothing "
-                    "there is overwritten. Name a new run folder (hydra.run.dir= or "
-                    "paths.output_dir=), or leave it out for a new timestamped one."
-                )
+            try:
+                refuse_run_folder_in_use(Path(arg.split("=", 1)[1]).expanduser(), "this run")
+            except FileExistsError as refusal:  # a message, not a traceback, on the CLI
+                raise SystemExit(str(refusal)) from None
 
 
 def output_dir_as_run_dir(argv: Sequence[str]) -> list[str]:
