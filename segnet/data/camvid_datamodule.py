@@ -27,6 +27,7 @@ from segnet.data.transforms import (
 
 log = logging.getLogger(__name__)
 CLASS_WEIGHT_RULES = ("median_frequency", "median_frequency_sqrt", "none")
+LABEL_RESIZE = ("nearest", "rare_first")
 
 
 class ImageLabelDataset(Dataset):
@@ -71,6 +72,10 @@ class CamVidDataModule(SegmentationDataModule):
         class_weights_power: raise the median-frequency weights to this power: 1 keeps the
             paper's spread (about 60:1 between bicyclist and road), 0.5 is their square
             root, values between trade large classes against rare ones.
+        label_resize: how training labels shrink to ``image_size``: ``"nearest"`` pixel, or
+            ``"rare_first"``: each pixel takes the rarest class (by median-frequency weight)
+            covering at least a third of its area, so thin poles and signs are not dropped.
+            Validation and test labels stay at native size either way.
         download: fetch ``url`` into ``root`` when the data is absent.
 
     Example:
@@ -97,6 +102,7 @@ class CamVidDataModule(SegmentationDataModule):
         split: str = "test",
         class_weights: str | Sequence[float] = "median_frequency",
         class_weights_power: float = 1.0,
+        label_resize: str = "nearest",
         mean: Sequence[float] = IMAGENET_MEAN,
         std: Sequence[float] = IMAGENET_STD,
         scale: Sequence[float] = (0.75, 1.5),
@@ -125,6 +131,11 @@ class CamVidDataModule(SegmentationDataModule):
         self.split = split
         self.class_weights_option = class_weights
         self.class_weights_power = float(class_weights_power)
+        if label_resize not in LABEL_RESIZE:
+            raise ValueError(
+                f"data.label_resize={label_resize!r}: use one of {', '.join(LABEL_RESIZE)}."
+            )
+        self.label_resize = label_resize
         self.mean, self.std = tuple(mean), tuple(std)
         self.aug = dict(scale=tuple(scale), hflip=hflip, color_jitter=color_jitter)
         self.download, self.url, self.sha256 = download, url, sha256
@@ -204,7 +215,13 @@ class CamVidDataModule(SegmentationDataModule):
             size = self.image_size or tuple(images.shape[-2:])
             check_crop_size(self.crop_size, size)
             if self.image_size:
-                images, labels = resize_images(images, size), resize_labels(labels, size)
+                priority = (
+                    self._median_frequency_cached().tolist()
+                    if self.label_resize == "rare_first"
+                    else None
+                )
+                images = resize_images(images, size)
+                labels = resize_labels(labels, size, priority)
             transform = train_transform(
                 size, self.ignore_index, self.mean, self.std, crop=self.crop_size, **self.aug
             )

@@ -232,3 +232,46 @@ def test_a_missing_test_split_falls_back_to_val_and_an_unknown_one_is_refused(tm
     dm = CamVidDataModule(str(root), num_workers=0, split="tset")
     with pytest.raises(ValueError, match=r"data.split='tset'.*it has train, val\)"):
         dm.test_split()
+
+
+def one_pixel_line(column: int) -> torch.Tensor:
+    """A 6x6 frame of class 0 crossed by a one-pixel vertical line of class 1."""
+    labels = torch.zeros(1, 6, 6, dtype=torch.uint8)
+    labels[0, :, column] = 1
+    return labels
+
+
+def test_rare_first_keeps_a_thin_line_that_nearest_sampling_drops():
+    from segnet.data.transforms import resize_labels
+
+    labels = one_pixel_line(column=3)  # between nearest's samples (columns 1 and 4)
+    assert not (resize_labels(labels, (2, 2)) == 1).any()
+    kept = resize_labels(labels, (2, 2), priority=[1.0, 5.0])
+    assert kept.tolist() == [[[0, 1], [0, 1]]] and kept.dtype == labels.dtype
+    # the same line, ranked below the background, gives way to it
+    assert resize_labels(labels, (2, 2), priority=[5.0, 1.0]).tolist() == [[[0, 0], [0, 0]]]
+
+
+def test_rare_first_ranks_void_last_and_falls_back_to_the_most_common_value():
+    from segnet.data.transforms import resize_labels
+
+    void_line = one_pixel_line(column=3) * camvid.VOID
+    assert resize_labels(void_line, (2, 2), priority=[1.0]).tolist() == [[[0, 0], [0, 0]]]
+    # a 3x3 block of nine values, none covering a third: the most common (class 4, 2/9) wins
+    block = torch.tensor([[[4, 4, 0], [1, 2, 3], [5, 6, 7]]], dtype=torch.uint8)
+    assert resize_labels(block, (1, 1), priority=list(range(8))).item() == 4
+
+
+def test_label_resize_option_reaches_the_training_labels_only(root):
+    nearest = CamVidDataModule(str(root), image_size=(15, 20), scale=(1.0, 1.0), num_workers=0)
+    rare = CamVidDataModule(
+        str(root), image_size=(15, 20), scale=(1.0, 1.0), num_workers=0, label_resize="rare_first"
+    )
+    for dm in (nearest, rare):
+        dm.setup("fit")
+    labels = {name: dm.datasets["train"].labels for name, dm in (("n", nearest), ("r", rare))}
+    assert labels["n"].shape == labels["r"].shape == (6, 15, 20)
+    assert not torch.equal(labels["n"], labels["r"])  # 3x3 blocks straddle the 8-px regions
+    assert torch.equal(nearest.datasets["val"].labels, rare.datasets["val"].labels)
+    with pytest.raises(ValueError, match=r"data\.label_resize='mode': use one of nearest, rare"):
+        CamVidDataModule(str(root), label_resize="mode")
