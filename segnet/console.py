@@ -59,6 +59,15 @@ def log_summary(out_dir: Path, best_ckpt: str | None, split: str | None, metrics
     log.info("summary\n  %s", "\n  ".join(lines))
 
 
+def to_log_file(text: str, name: str = "segnet.progress") -> None:
+    """``text`` into the run's log file (``train.log``) only: the console already shows it,
+    or shows a progress bar that a logged line would break."""
+    record = logging.LogRecord(name, logging.INFO, __file__, 0, text, None, None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
+            handler.handle(record)
+
+
 @contextmanager
 def traceback_in_log(what: str) -> Iterator[None]:
     """A crash's traceback goes into the run's log file too (Hydra prints it only on the

@@ -18,7 +18,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from segnet.callbacks.progress import progress_bar
+from segnet.callbacks.progress import EpochLog, progress_bar
 from segnet.checkpoints import (
     check_same_length,
     check_same_model,
@@ -26,7 +26,7 @@ from segnet.checkpoints import (
     load_weights,
     read_checkpoint,
 )
-from segnet.console import log_config, log_summary, quiet_library_noise
+from segnet.console import log_config, log_summary, quiet_library_noise, to_log_file
 from segnet.data.base import SegmentationDataModule
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
@@ -107,7 +107,7 @@ def check_optimizer(cfg: DictConfig) -> None:
 def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L.Trainer:
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c]
     if progress:
-        callbacks.append(progress_bar())
+        callbacks += [progress_bar(), EpochLog()]
     else:
         overrides["enable_progress_bar"] = False
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values() if c]
@@ -369,6 +369,7 @@ def print_table(metrics: dict[str, float], title: str) -> None:
     for key, value in metrics.items():
         table.add_row(key, f"{value:.4f}")
     Console().print(table)
+    to_log_file("\n  ".join([title, *(f"{k} {v:.4f}" for k, v in metrics.items())]))
 
 
 def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
@@ -393,12 +394,13 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             f"{', '.join('data.' + k for k in window)}: {cfg.ckpt_path} takes whole images, "
             "so there is no sliding window to set; leave these out."
         )
-    if "patch_size" in overrides and module.sliding_window is not None:
+    if "patch_size" in overrides:
         # the window follows the patch only when training; here it would change nothing
         raise ValueError(
             f"data.patch_size={overrides['patch_size']} does not change an evaluation: the "
-            "checkpoint is applied with the window it was validated with. To evaluate with "
-            "another window, set data.sw_roi_size instead."
+            "checkpoint is applied with the window it was validated with (volumes) or to "
+            "whole images. To evaluate a volume model with another window, set "
+            "data.sw_roi_size instead."
         )
     dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
     dm.prepare_data()

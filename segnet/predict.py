@@ -75,14 +75,7 @@ class Predictor:
         from PIL import Image
 
         path, out_dir = Path(path), Path(out_dir)
-        is_volume = path.name.endswith(nifti.NIFTI_SUFFIXES)
-        dims = self.info.spatial_dims
-        if is_volume != (dims == 3):
-            kind = "NIfTI volumes" if dims == 3 else "2D images (PNG, JPEG)"
-            raise ValueError(
-                f"{path}: this model segments {kind} ({dims}D); give it one of those, or use a "
-                f"model trained on {'volumes' if is_volume else 'images'}."
-            )
+        is_volume = self.check_kind(path)
         targets = self.targets(path, out_dir)
         existing = [t for t in targets if t.exists()]
         if existing:  # checked before any work
@@ -96,6 +89,18 @@ class Predictor:
         for target, array in zip(targets, (mask, colorize(mask, self.palette)), strict=True):
             Image.fromarray(array).save(target)
         return targets
+
+    def check_kind(self, path: Path) -> bool:
+        """Whether ``path`` is a volume; refused where the model segments the other kind."""
+        is_volume = path.name.endswith(nifti.NIFTI_SUFFIXES)
+        dims = self.info.spatial_dims
+        if is_volume != (dims == 3):
+            kind = "NIfTI volumes" if dims == 3 else "2D images (PNG, JPEG)"
+            raise ValueError(
+                f"{path}: this model segments {kind} ({dims}D); give it one of those, or use a "
+                f"model trained on {'volumes' if is_volume else 'images'}."
+            )
+        return is_volume
 
     @staticmethod
     def targets(path: Path, out_dir: Path) -> list[Path]:
@@ -145,6 +150,11 @@ def main(argv: list[str] | None = None) -> None:
             "overwritten: choose another --out folder."
         )
     predictor = Predictor(args.model, args.device, args.tta)
+    for item in args.inputs:  # a volume among images (or the reverse) before any is written
+        try:
+            predictor.check_kind(Path(item))
+        except ValueError as err:
+            raise SystemExit(str(err)) from None
     for item in args.inputs:
         for written in predictor.predict_file(item, args.out):
             print(written)

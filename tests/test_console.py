@@ -33,6 +33,10 @@ def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     # the log file has it too
     log = (run / "train.log").read_text()
     assert "resolved config:" in log and "tested on 'test'" in log
+    # and the epoch lines and the test table, which the console printed and did not log
+    logged = [line.split(" - ", 1)[1] for line in log.splitlines() if " eta " in line]
+    assert logged == [line.split("] ", 1)[1] for line in epoch_lines]
+    assert "best.ckpt on test" in log and "  test/miou " in log
 
 
 def test_a_crash_leaves_its_traceback_in_the_run_log(tmp_path):

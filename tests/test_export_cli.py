@@ -275,8 +275,17 @@ def test_a_2d_model_refuses_a_volume(exported, tmp_path):
 
     _, out, _, _ = exported
     root = nifti_dataset(tmp_path / "v", "msd", n=1)
+    volume = root / "imagesTr" / "case_000.nii.gz"
     with pytest.raises(ValueError, match=r"this model segments 2D images"):
-        Predictor(out / "model.onnx").predict_file(root / "imagesTr" / "case_000.nii.gz", tmp_path)
+        Predictor(out / "model.onnx").predict_file(volume, tmp_path)
+    # the command line refuses a mixed list before it writes the image's mask
+    frame = tmp_path / "frame.png"
+    Image.fromarray(np.zeros((45, 61, 3), np.uint8)).save(frame)
+    with pytest.raises(SystemExit, match=r"case_000.nii.gz: this model segments 2D images"):
+        predict_main(
+            [str(out / "model.onnx"), str(frame), str(volume), "--out", str(tmp_path / "m")]
+        )
+    assert not (tmp_path / "m").exists()
 
 
 # A volume deployment that has only onnxruntime, numpy and nibabel, following model.json:

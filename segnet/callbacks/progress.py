@@ -4,39 +4,21 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 import lightning as L
 from lightning.pytorch.callbacks import ProgressBar, RichProgressBar
 
+from segnet.console import to_log_file
 
-class PlainProgress(ProgressBar):
-    """One line every ``every_n_steps`` training steps and one per epoch: readable in log
-    files and on clusters, where carriage-return bars turn into noise."""
 
-    def __init__(self, every_n_steps: int = 50):
-        super().__init__()
-        self.every_n_steps = every_n_steps
-        self._enabled = True
-        self._t0 = time.monotonic()
+class EpochLines:
+    """One line per epoch, after its validation: this epoch's mean training loss (the epoch
+    aggregate is computed by now), its validation metrics if it validated, and the time
+    left at the mean epoch time so far. Written by ``emit`` on rank 0."""
 
-    def disable(self) -> None:
-        self._enabled = False
-
-    def enable(self) -> None:
-        self._enabled = True
-
-    def _print(self, trainer: L.Trainer, text: str) -> None:
-        if self._enabled and trainer.is_global_zero:
-            print(f"[{time.monotonic() - self._t0:7.0f}s] {text}", flush=True)
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if (batch_idx + 1) % self.every_n_steps == 0:
-            loss = trainer.callback_metrics.get("train/loss_step")
-            self._print(
-                trainer,
-                f"epoch {trainer.current_epoch} step {batch_idx + 1}/"
-                f"{self.total_train_batches} loss {float(loss) if loss is not None else float('nan'):.4f}",
-            )
+    def __init__(self, emit: Callable[[str], None]):
+        self.emit = emit
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._fit_start, self._first_epoch = time.monotonic(), trainer.current_epoch
@@ -47,9 +29,10 @@ class PlainProgress(ProgressBar):
             self._validated = trainer.current_epoch
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
-        """One line per epoch, after its validation: this epoch's mean training loss (the
-        epoch aggregate is computed by now), its validation metrics if it validated, and
-        the time left at the mean epoch time so far."""
+        if trainer.is_global_zero:
+            self.emit(self.line(trainer))
+
+    def line(self, trainer: L.Trainer) -> str:
         metrics = trainer.callback_metrics
         shown = {}
         if "train/loss_epoch" in metrics:
@@ -65,15 +48,53 @@ class PlainProgress(ProgressBar):
         done = trainer.current_epoch + 1 - self._first_epoch
         per_epoch = (time.monotonic() - self._fit_start) / max(done, 1)
         left = max(trainer.max_epochs - trainer.current_epoch - 1, 0) if trainer.max_epochs else 0
-        self._print(
-            trainer,
+        return (
             f"epoch {trainer.current_epoch} "
             + " ".join(f"{k} {v:.4f}" for k, v in sorted(shown.items()))
-            + f" | eta {format_duration(per_epoch * left)}",
+            + f" | eta {format_duration(per_epoch * left)}"
         )
 
+
+class EpochLog(EpochLines, L.Callback):
+    """The epoch lines in the run's log file (``train.log``), whichever progress display
+    the console has: the file is the record of a run that outlives its terminal."""
+
+    def __init__(self):
+        super().__init__(to_log_file)
+
+
+class PlainProgress(EpochLines, ProgressBar):
+    """One line every ``every_n_steps`` training steps and one per epoch: readable in log
+    files and on clusters, where carriage-return bars turn into noise."""
+
+    def __init__(self, every_n_steps: int = 50):
+        ProgressBar.__init__(self)
+        EpochLines.__init__(self, self._print)
+        self.every_n_steps = every_n_steps
+        self._enabled = True
+        self._t0 = time.monotonic()
+
+    def disable(self) -> None:
+        self._enabled = False
+
+    def enable(self) -> None:
+        self._enabled = True
+
+    def _print(self, text: str) -> None:
+        if self._enabled:
+            print(f"[{time.monotonic() - self._t0:7.0f}s] {text}", flush=True)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if (batch_idx + 1) % self.every_n_steps == 0 and trainer.is_global_zero:
+            loss = trainer.callback_metrics.get("train/loss_step")
+            self._print(
+                f"epoch {trainer.current_epoch} step {batch_idx + 1}/"
+                f"{self.total_train_batches} loss {float(loss) if loss is not None else float('nan'):.4f}",
+            )
+
     def on_test_end(self, trainer, pl_module) -> None:
-        self._print(trainer, "test done")
+        if trainer.is_global_zero:
+            self._print("test done")
 
 
 def format_duration(seconds: float) -> str:
