@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,14 +27,33 @@ def refuse_run_folder_in_use(folder: str | Path, what: str, also: str = "") -> N
         )
 
 
+# Set by the launchers that start the processes of a multi-process run: Lightning's DDP
+# (for the processes it starts besides rank 0), torchrun and SLURM.
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID")
+
+
+def launched_rank() -> bool:
+    """Whether this process is one a launcher started besides global rank 0. Its argv
+    names rank 0's run folder (already checked, and filling up): it must neither refuse
+    that folder nor move its config aside again."""
+    return any(os.environ.get(name, "0") != "0" for name in RANK_VARIABLES)
+
+
+def run_dir_value(arg: str) -> str:
+    # Lightning hands its DDP processes hydra.run.dir="<folder>", quotes included
+    return arg.split("=", 1)[1].strip("\"'")
+
+
 def refuse_existing_run_dir(argv: Sequence[str]) -> None:
     """``hydra.run.dir=<folder>`` pointing at a folder that already holds a run's outputs:
     stop before Hydra writes its ``.hydra/`` and log there, and before any work. (Default
     run folders are new, timestamped to the microsecond.)"""
+    if launched_rank():
+        return
     for arg in argv:
         if arg.startswith("hydra.run.dir="):
             try:
-                refuse_run_folder_in_use(Path(arg.split("=", 1)[1]).expanduser(), "this run")
+                refuse_run_folder_in_use(Path(run_dir_value(arg)).expanduser(), "this run")
             except FileExistsError as refusal:  # a message, not a traceback, on the CLI
                 raise SystemExit(str(refusal)) from None
 
@@ -72,11 +92,13 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
     config each part was run with). Any other argv is checked by
     :func:`refuse_existing_run_dir` and returned as is."""
     ckpt = next((a.split("=", 1)[1] for a in argv if a.startswith("ckpt_path=")), None)
-    explicit = [a.split("=", 1)[1] for a in argv if a.startswith("hydra.run.dir=")]
+    explicit = [run_dir_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if ckpt and ckpt not in ("null", "None"):
         path = Path(ckpt).expanduser().resolve()
         run = path.parent.parent
         names_run = not explicit or Path(explicit[-1]).expanduser().resolve() == run
+        if names_run and launched_rank():  # rank 0 has moved the config aside already
+            return argv if explicit else [*argv, f"hydra.run.dir={run}"]
         if (
             names_run
             and path.is_file()

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 import torch.distributed as dist
 
 from segnet.pipeline import train
@@ -46,6 +47,20 @@ def test_two_process_training_runs(tiny_camvid, tmp_path):
     )
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert 0 <= saved["metrics"]["test/miou"] <= 1
+
+
+def test_two_process_training_resumes_in_its_run_folder(tiny_camvid, tmp_path):
+    """A resume under DDP: rank 0 moves the run's config aside and names the run folder;
+    the rank Lightning starts gets that folder (quoted) and must neither refuse it nor move
+    the config again."""
+    run = tmp_path / "run"
+    args = ["train.py", *TINY_CAMVID, f"data.root={tiny_camvid}", "trainer=ddp_cpu", "test=false"]
+    last = run / "checkpoints" / "last.ckpt"
+    run_cli([*args, "trainer.max_epochs=1", f"hydra.run.dir={run}"], cwd=REPO)
+    first = torch.load(last, weights_only=False)["epoch"]
+    run_cli([*args, "trainer.max_epochs=2", f"ckpt_path={last}"], cwd=REPO)
+    assert torch.load(last, weights_only=False)["epoch"] == first + 1
+    assert (run / ".hydra.1").is_dir() and not (run / ".hydra.2").exists()
 
 
 def _free_port() -> int:
