@@ -13,6 +13,7 @@ from torch import nn
 from torchmetrics import CatMetric, MaxMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
+from segnet.checkpoints import CheckpointError
 from segnet.data.info import DataInfo
 from segnet.inference import Inference
 from segnet.losses import (
@@ -170,6 +171,29 @@ class SegmentationModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.bn_recomputed = checkpoint.get("bn_recomputed")
+
+    def on_train_start(self) -> None:
+        # a resume from a tested best.ckpt trains the weights on: its recomputed statistics
+        # no longer describe them, and its later checkpoints must not say they do
+        self.bn_recomputed = None
+        self.check_resumed_schedule()
+
+    def check_resumed_schedule(self) -> None:
+        """A resume restores the schedule's planned length from the checkpoint. Where this
+        run has another number of steps (another batch size, number of devices or training
+        set), the schedule would end early (OneCycle stops the run, a polynomial decay
+        holds the rate at 0) or late: stop before the first step instead."""
+        scheduler = self.lr_schedulers()
+        for arg, length in getattr(self, "_planned_schedule", {}).items():
+            restored = getattr(scheduler, arg, length)
+            if restored != length:
+                raise CheckpointError(
+                    f"the checkpoint's learning-rate schedule was planned for {restored} "
+                    f"{self.scheduler_interval}s and this resume has {length}: its batch size, "
+                    "number of devices or training set differ from the run's. Resume with "
+                    "the run's settings (its .hydra/overrides.yaml), or start a new run from "
+                    "its weights with init_from= instead of ckpt_path=."
+                )
 
     def setup(self, stage: str) -> None:
         """Speed settings that depend on the device the trainer chose ("auto": on for 2D
@@ -372,6 +396,7 @@ class SegmentationModule(L.LightningModule):
         )
         fill = {a: int(length) for a in _SCHEDULE_LENGTH_ARGS if a in params and a not in given}
         scheduler = self.scheduler_factory(optimizer=optimizer, **fill)
+        self._planned_schedule = fill  # a resume restores the old length over it: checked
         return {
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": self.scheduler_interval},

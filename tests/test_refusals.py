@@ -46,6 +46,14 @@ def test_new_run_refuses_a_folder_holding_a_run_before_any_work(tmp_path):
     assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"a user's checkpoint"
 
 
+def test_a_resume_that_does_not_train_points_to_evaluate(tmp_path):
+    # before the checkpoint is even looked for: nothing of its run is touched
+    ckpt = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    cfg = compose("train", [*TINY_CAMVID, f"ckpt_path={ckpt}", "train=false"], tmp_path / "new")
+    with pytest.raises(ValueError, match=rf"train=false: .* python evaluate.py ckpt_path={ckpt}"):
+        train(cfg)
+
+
 def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid, tmp_path):
     cfg = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", "data.split=tset"], tmp_path)
     with pytest.raises(ValueError, match="data.split='tset'"):

@@ -54,6 +54,21 @@ def test_resume_with_another_length_stops_before_training_and_says_what_to_do(
     assert all(v > 0 for step, v in values.items() if step < 8)
 
 
+def test_resume_with_other_steps_per_epoch_stops_before_the_first_step(tiny_camvid, tmp_path):
+    base = TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false", "model/scheduler=onecycle"]
+    stop = ["+callbacks.stop._target_=tests.helpers.StopAfterEpochs", "+callbacks.stop.epochs=1"]
+    train(compose("train", base + stop, tmp_path / "run"))  # 6 images: 3 steps per epoch
+    last = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    before = last.read_bytes()
+    bigger = base + ["data.batch_size=3", f"ckpt_path={last}"]  # 2 steps per epoch
+    with pytest.raises(CheckpointError, match=r"planned for 6 steps and this resume has 4"):
+        train(compose("train", bigger, tmp_path / "x"))
+    assert last.read_bytes() == before
+    # the same settings resume
+    _, objects = train(compose("train", base + [f"ckpt_path={last}"], tmp_path / "y"))
+    assert objects["trainer"].global_step == 6
+
+
 def test_a_truncated_checkpoint_is_named_with_its_neighbours(tiny_camvid, tmp_path):
     folder = tmp_path / "run" / "checkpoints"
     folder.mkdir(parents=True)
