@@ -80,6 +80,10 @@ def _read_png(path: Path, mode: str) -> np.ndarray:
                     f"label map {path} is a {im.mode} image; CamVid labels are 8-bit "
                     "single-channel maps of class indices 0..11."
                 )
+            if mode == "L":
+                # the stored values are the class indices, whatever the PNG's mode: a
+                # palette (P) image's colours, or 16-bit values, must not be mapped to grey
+                return np.asarray(im)
             return np.asarray(im.convert(mode))
     except (UnidentifiedImageError, OSError, SyntaxError) as err:
         raise CamVidDataError(f"cannot read {path}: {err}") from err
@@ -98,6 +102,7 @@ def _load_pair(pair: tuple[Path, Path]) -> tuple[np.ndarray, np.ndarray]:
         raise CamVidDataError(
             f"label {label_path} holds values {bad}; CamVid labels are 0..10 plus {VOID} (void)."
         )
+    label = label.astype(np.uint8)
     return image, label
 
 

@@ -82,6 +82,22 @@ def test_missing_data_names_the_path_and_both_ways(tmp_path):
     assert "data.download=true" in text and "data.root=" in text
 
 
+@pytest.mark.parametrize("mode", ["P", "I;16"])
+def test_labels_keep_their_class_indices_in_palette_and_16_bit_pngs(root, mode):
+    indices = (np.arange(45 * 61) % 12).reshape(45, 61).astype(np.uint8)
+    path = root / "trainannot" / "train_000.png"
+    if mode == "P":  # indices stored with the CamVid colours as the palette
+        im = Image.fromarray(indices, mode="P")
+        im.putpalette(np.asarray(camvid.PALETTE, np.uint8).ravel().tolist())
+    else:
+        im = Image.fromarray(indices.astype(np.uint16))
+    im.save(path)
+    assert Image.open(path).mode == mode
+    _, labels, names = camvid.load_split(root, "train")
+    assert labels.dtype == torch.uint8
+    assert np.array_equal(labels[names.index("train_000.png")].numpy(), indices)
+
+
 def test_median_frequency_weights_by_hand():
     # class 0 in both images: 5 of their 8 pixels -> freq 0.625; class 1 only in image 0:
     # 2 of 4 pixels -> freq 0.5; class 2 absent (weight 0); the void pixel is not counted
