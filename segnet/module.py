@@ -39,6 +39,19 @@ def enable_tf32() -> None:
     torch.backends.cudnn.allow_tf32 = True
 
 
+def check_monitor(monitor: str, scores: dict[str, float]) -> None:
+    """The checkpoint with the highest ``monitor`` is kept, so it must be one of the scores
+    validation reports, and one where higher is better (not a loss or a distance)."""
+    choices = [k for k in scores if not k.startswith(("val/hd95", "val/loss"))]
+    if monitor not in choices:
+        why = (
+            "lower is better there, and the best checkpoint is the one with the highest monitor"
+            if monitor.startswith(("val/hd95", "val/loss"))
+            else "validation does not report it"
+        )
+        raise ValueError(f"monitor={monitor}: {why}. Choose one of: {', '.join(choices)}.")
+
+
 class SegmentationModule(L.LightningModule):
     """Trains any network of :mod:`segnet.models` with cross-entropy (+ soft Dice).
 
@@ -371,6 +384,7 @@ class SegmentationModule(L.LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         out = self._log_epoch("val")
+        check_monitor(self.monitor, out)  # at the sanity check, before any training step
         if self.trainer.sanity_checking:
             return
         self.best.update(torch.tensor(out[self.monitor]))

@@ -54,6 +54,20 @@ def test_a_resume_that_does_not_train_points_to_evaluate(tmp_path):
         train(cfg)
 
 
+@pytest.mark.parametrize(
+    "monitor, why", [("val/loss", "lower is better"), ("val/mIoU", "does not report it")]
+)
+def test_a_monitor_that_cannot_pick_the_best_checkpoint_is_refused_before_training(
+    tiny_camvid, tmp_path, monitor, why
+):
+    cfg = compose(
+        "train", [*TINY_CAMVID, f"data.root={tiny_camvid}", f"monitor={monitor}"], tmp_path
+    )
+    with pytest.raises(ValueError, match=rf"monitor={monitor}: .*{why}.*Choose one of: .*val/miou"):
+        train(cfg)
+    assert not (tmp_path / "checkpoints").exists()  # refused at the sanity check
+
+
 def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid, tmp_path):
     cfg = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", "data.split=tset"], tmp_path)
     with pytest.raises(ValueError, match="data.split='tset'"):
