@@ -133,15 +133,16 @@ def _cases_from_csv(path: Path) -> list[Case]:
         rows = list(csv.DictReader(f))
     if not rows or not {"image", "label"} <= set(rows[0]):
         raise NiftiDataError(f"{path} needs a header with 'image' and 'label' columns.")
-    base = path.parent
-    return [
-        Case(
-            case_name(Path(r["image"])),
-            base / r["image"],
-            base / r["label"] if r["label"] else None,
+    unlabelled = [i for i, r in enumerate(rows, start=2) if not (r["label"] or "").strip()]
+    if unlabelled:
+        # every case is split into train, val or test, and each of those needs a label
+        raise NiftiDataError(
+            f"{path} line {unlabelled[0]} ({rows[unlabelled[0] - 2]['image']}) has no label "
+            f"({len(unlabelled)} row(s) in all): every case is trained, validated or tested "
+            "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
         )
-        for r in rows
-    ]
+    base = path.parent
+    return [Case(case_name(Path(r["image"])), base / r["image"], base / r["label"]) for r in rows]
 
 
 def _load(path: Path) -> nib.Nifti1Image:

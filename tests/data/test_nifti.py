@@ -130,6 +130,17 @@ def test_image_without_label_in_folder_layout(tmp_path):
         nifti.find_cases(root)
 
 
+def test_a_csv_row_without_a_label_is_refused_naming_its_line(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "csv", n=3)
+    lines = (root / "cases.csv").read_text().splitlines()
+    lines[2] = lines[2].split(",")[0] + ","  # case_001: an image, no label
+    (root / "cases.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(
+        nifti.NiftiDataError, match=r"cases.csv line 3 \(.*case_001.nii.gz\) has no label"
+    ):
+        nifti.find_cases(root, root / "cases.csv")
+
+
 def test_splits_are_seeded_disjoint_and_folds_cover():
     names = [str(i) for i in range(20)]
     a = split_cases(names, 0.2, 0.25, seed=1)
