@@ -162,6 +162,14 @@ class SegmentationDataModule(L.LightningDataModule):
     def _sampler(self, dataset: Dataset, shuffle: bool):
         if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
             return None
+        world = dist.get_world_size()
+        if len(dataset) < world:  # a process without a single item would stop the run
+            what = "training" if shuffle else "evaluation"
+            raise ValueError(
+                f"{len(dataset)} {what} item(s) cannot be shared by {world} processes (each "
+                f"needs at least one): run on at most {len(dataset)} devices "
+                "(trainer.devices=, trainer.num_nodes=), or give the split more data."
+            )
         if shuffle:
             return DistributedSampler(dataset, shuffle=True, drop_last=True)
         from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
@@ -174,12 +182,14 @@ class SegmentationDataModule(L.LightningDataModule):
         """``shard=False``: every rank reads the whole dataset (BatchNorm recomputation,
         whose statistics must be the same on every rank)."""
         sampler = self._sampler(dataset, shuffle) if shard else None
+        per_process = len(sampler) if sampler is not None else len(dataset)
         return DataLoader(
             dataset,
             batch_size=batch_size,
             shuffle=shuffle and sampler is None,
             sampler=sampler,
-            drop_last=shuffle and len(dataset) > batch_size,
+            # a last partial batch is dropped only where a full one is left
+            drop_last=shuffle and per_process > batch_size,
             num_workers=self.num_workers,
             # None means "when a GPU is there": pinned pages let copies run asynchronously
             pin_memory=torch.cuda.is_available() if self.pin_memory is None else self.pin_memory,

@@ -291,3 +291,19 @@ def test_label_resize_option_reaches_the_training_labels_only(root):
     assert torch.equal(nearest.datasets["val"].labels, rare.datasets["val"].labels)
     with pytest.raises(ValueError, match=r"data\.label_resize='mode': use one of nearest, rare"):
         CamVidDataModule(str(root), label_resize="mode")
+
+
+def test_loaders_shared_by_more_processes_than_items(root, monkeypatch):
+    """Four processes: 6 training frames give each one a batch (not none, as dropping the
+    last partial batch of each process's share would); 3 validation frames are refused
+    with what to do, instead of Lightning's sampler failing an assertion in one process."""
+    import torch.distributed as dist
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda *a: 4)
+    monkeypatch.setattr(dist, "get_rank", lambda *a: 0)
+    dm = CamVidDataModule(str(root), batch_size=4, num_workers=0)
+    dm.setup("fit")
+    assert len(dm.train_dataloader()) == 1
+    with pytest.raises(ValueError, match=r"3 evaluation item\(s\) cannot be shared by 4 processes"):
+        dm.val_dataloader()
