@@ -438,7 +438,10 @@ class SegmentationModule(L.LightningModule):
             x = batch["image"].to(self.device)
             if self.channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
-            self.net(x)
+            with torch.no_grad():
+                # as inference applies the network: a small input padded, a volume in windows
+                # of the training patch's size, so the statistics are those it will meet
+                self.inference.logits(self.net, x, tta=False)
             n, samples = n + 1, samples + len(x)
         self.net.train(was_training)
         for m, momentum in saved.items():

@@ -66,6 +66,28 @@ def test_volume_run_reports_per_case_dice(trained):
     assert set(saved["cases"]["foreground_mean"]) == {"dice", "hd95", "nsd"}
 
 
+def test_batchnorm_is_recomputed_on_what_inference_feeds_the_network(trained):
+    """Volumes larger than the window go through in windows of its size, and one too small
+    for the network is padded, as in inference (whole, it would not fit)."""
+    _, _, _, objects = trained
+    module, dm = objects["module"], objects["datamodule"]
+    norms = [m for m in module.net.modules() if isinstance(m, torch.nn.BatchNorm3d)]
+    if not norms:
+        pytest.skip("this network has no BatchNorm")
+    shapes = []
+    hook = module.net.register_forward_pre_hook(lambda _, args: shapes.append(args[0].shape[2:]))
+    try:
+        assert module.recompute_batchnorm(dm.bn_dataloader()) == len(dm.volumes("train"))
+        assert set(shapes) == {torch.Size(module.sliding_window["roi_size"])}
+        before = norms[0].running_mean.clone()
+        shapes.clear()
+        small = [{"image": torch.randn(1, 1, 2, 20, 20)}]  # 2 voxels deep
+        assert module.recompute_batchnorm(small) == 1
+    finally:
+        hook.remove()
+    assert shapes[0][0] > 2 and not torch.equal(norms[0].running_mean, before)
+
+
 def test_volume_tensorboard_shows_three_orientations(trained):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
