@@ -107,6 +107,7 @@ def find_cases(
             cases.append(Case(name, image, match[0]))
     if not cases:
         raise NiftiDataError(f"no NIfTI cases found under {root}.")
+    check_unique_names(cases)
     for case in cases:
         for path in (case.image, case.label):
             if path is not None and not path.is_file():
@@ -142,7 +143,22 @@ def _cases_from_csv(path: Path) -> list[Case]:
             "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
         )
     base = path.parent
-    return [Case(case_name(Path(r["image"])), base / r["image"], base / r["label"]) for r in rows]
+    cases = [Case(case_name(Path(r["image"])), base / r["image"], base / r["label"]) for r in rows]
+    check_unique_names(cases)
+    return cases
+
+
+def check_unique_names(cases: list[Case]) -> None:
+    """A case is named by its image's file name in per_case.csv and in the prediction files,
+    so two images of one name in different folders would overwrite each other there."""
+    seen: dict[str, Path] = {}
+    for case in cases:
+        if case.name in seen:
+            raise NiftiDataError(
+                f"{seen[case.name]} and {case.image} are both case '{case.name}': cases are "
+                "named by their file names in per_case.csv and the predictions; rename one."
+            )
+        seen[case.name] = case.image
 
 
 def _load(path: Path) -> nib.Nifti1Image:

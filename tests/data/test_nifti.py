@@ -1,4 +1,5 @@
 import gzip
+from pathlib import Path
 
 import nibabel as nib
 import numpy as np
@@ -138,6 +139,18 @@ def test_a_csv_row_without_a_label_is_refused_naming_its_line(tmp_path):
     with pytest.raises(
         nifti.NiftiDataError, match=r"cases.csv line 3 \(.*case_001.nii.gz\) has no label"
     ):
+        nifti.find_cases(root, root / "cases.csv")
+
+
+def test_two_csv_cases_of_one_file_name_are_refused(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "csv", n=2)
+    (root / "other").mkdir()
+    lines = (root / "cases.csv").read_text().splitlines()
+    image, label = lines[1].split(",")
+    (root / "other" / Path(image).name).write_bytes((root / image).read_bytes())
+    lines.append(f"other/{Path(image).name},{label}")
+    (root / "cases.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(nifti.NiftiDataError, match=r"are both case 'case_000'.*rename one"):
         nifti.find_cases(root, root / "cases.csv")
 
 
