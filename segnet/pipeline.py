@@ -376,7 +376,7 @@ def print_table(metrics: dict[str, float], title: str) -> None:
     for key, value in metrics.items():
         table.add_row(key, f"{value:.4f}")
     Console().print(table)
-    to_log_file("\n  ".join([title, *(f"{k} {v:.4f}" for k, v in metrics.items())]))
+    to_log_file("\n  ".join([title, *(f"{k} {v:.4f}" for k, v in metrics.items())]), __name__)
 
 
 def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
