@@ -39,6 +39,17 @@ def enable_tf32() -> None:
     torch.backends.cudnn.allow_tf32 = True
 
 
+def full_resolution(net: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``net`` giving only its full-resolution logits: in training mode a network with deep
+    supervision returns them first in a list, with its coarser heads."""
+
+    def apply(x: torch.Tensor) -> torch.Tensor:
+        out = net(x)
+        return out[0] if isinstance(out, (list, tuple)) else out
+
+    return apply
+
+
 def check_monitor(monitor: str, scores: dict[str, float]) -> None:
     """The checkpoint with the highest ``monitor`` is kept, so it must be one of the scores
     validation reports, and one where higher is better (not a loss or a distance)."""
@@ -441,7 +452,7 @@ class SegmentationModule(L.LightningModule):
             with torch.no_grad():
                 # as inference applies the network: a small input padded, a volume in windows
                 # of the training patch's size, so the statistics are those it will meet
-                self.inference.logits(self.net, x, tta=False)
+                self.inference.logits(full_resolution(self.net), x, tta=False)
             n, samples = n + 1, samples + len(x)
         self.net.train(was_training)
         for m, momentum in saved.items():

@@ -84,6 +84,16 @@ def output_dir_as_run_dir(argv: Sequence[str]) -> list[str]:
     return rest if run_dirs else [*rest, f"hydra.run.dir={folder}"]
 
 
+def refuse_untrained_resume(ckpt_path: str | None, train: bool) -> None:
+    """A resume that does not train would test the untrained network and write its scores
+    over the checkpoint's run: testing a checkpoint is evaluate.py's job."""
+    if ckpt_path and not train:
+        raise ValueError(
+            f"ckpt_path={ckpt_path} with train=false: to test a checkpoint, run "
+            f"python evaluate.py ckpt_path={ckpt_path}"
+        )
+
+
 def resume_into_its_run(argv: list[str]) -> list[str]:
     """``train.py ckpt_path=<run>/checkpoints/x.ckpt``: a resume continues in the run the
     checkpoint belongs to. Return argv with ``hydra.run.dir=<run>`` added (unless it names
@@ -94,17 +104,25 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
     ckpt = next((a.split("=", 1)[1] for a in argv if a.startswith("ckpt_path=")), None)
     explicit = [run_dir_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if ckpt and ckpt not in ("null", "None"):
+        train = next((a.split("=", 1)[1] for a in reversed(argv) if a.startswith("train=")), "")
+        try:  # before the run's config is moved aside
+            refuse_untrained_resume(ckpt, train.lower() not in ("false", "0", "no", "off"))
+        except ValueError as refusal:
+            raise SystemExit(str(refusal)) from None
         path = Path(ckpt).expanduser().resolve()
         run = path.parent.parent
         names_run = not explicit or Path(explicit[-1]).expanduser().resolve() == run
-        if names_run and launched_rank():  # rank 0 has moved the config aside already
-            return argv if explicit else [*argv, f"hydra.run.dir={run}"]
-        if (
-            names_run
-            and path.is_file()
-            and path.parent.name == "checkpoints"
-            and (run / ".hydra").is_dir()
-        ):
+        in_a_run = names_run and path.is_file() and path.parent.name == "checkpoints"
+        if in_a_run and launched_rank() and any(run.glob(".hydra*")):
+            # rank 0 moves the config aside; this process writes none (torchrun and SLURM
+            # start every rank at once, and Lightning names its own subfolder for its ranks)
+            subdir = (
+                []
+                if any(a.startswith("hydra.output_subdir=") for a in argv)
+                else ["hydra.output_subdir=null"]
+            )
+            return [*argv, *([] if explicit else [f"hydra.run.dir={run}"]), *subdir]
+        if in_a_run and not launched_rank() and (run / ".hydra").is_dir():
             n = 1
             while (run / f".hydra.{n}").exists():
                 n += 1

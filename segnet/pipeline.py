@@ -31,7 +31,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule, enable_tf32
-from segnet.outputs import refuse_run_folder_in_use
+from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
 
 log = logging.getLogger(__name__)
 
@@ -258,13 +258,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         "experiment=hippocampus_unet3d)",
     )
     check_optimizer(cfg)
-    if cfg.get("ckpt_path") and not cfg.get("train", True):
-        # a resume that does not train would test the untrained network and write its
-        # scores over the checkpoint's run
-        raise ValueError(
-            f"ckpt_path={cfg.ckpt_path} with train=false: to test a checkpoint, run "
-            f"python evaluate.py ckpt_path={cfg.ckpt_path}"
-        )
+    refuse_untrained_resume(cfg.get("ckpt_path"), cfg.get("train", True))
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     resumed = resume_dir(cfg.get("ckpt_path"))
@@ -423,7 +417,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     metrics, split = run_test(trainer, module, dm, cfg)
     if trainer.is_global_zero:
         write_outputs(out_dir, module, dm, metrics, split, cfg.ckpt_path, cfg)
-    print_table({k: v for k, v in metrics.items()}, f"{Path(cfg.ckpt_path).name} on {split}")
+    if trainer.is_global_zero:
+        print_table(dict(metrics), f"{Path(cfg.ckpt_path).name} on {split}")
     if cfg.get("save_predictions") and trainer.is_global_zero:  # every file, once
         save_predictions(module, dm, out_dir / "predictions", trainer.strategy.root_device)
     return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}

@@ -4,7 +4,7 @@ optimizer settings torch would reject only later."""
 
 import pytest
 
-from segnet.outputs import output_dir_as_run_dir
+from segnet.outputs import output_dir_as_run_dir, resume_into_its_run
 from segnet.pipeline import train
 from tests.conftest import TINY_CAMVID, compose
 
@@ -47,25 +47,58 @@ def test_new_run_refuses_a_folder_holding_a_run_before_any_work(tmp_path):
 
 
 def test_a_resume_that_does_not_train_points_to_evaluate(tmp_path):
-    # before the checkpoint is even looked for: nothing of its run is touched
-    ckpt = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    run = tmp_path / "run"
+    ckpt = run / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"a user's checkpoint")
+    (run / ".hydra").mkdir()
+    match = rf"train=false: .* python evaluate.py ckpt_path={ckpt}"
+    # on the command line, before the run's config is moved aside for a resume
+    with pytest.raises(SystemExit, match=match):
+        resume_into_its_run([f"ckpt_path={ckpt}", "train=False"])
+    assert (run / ".hydra").is_dir() and not (run / ".hydra.1").exists()
+    # and for a caller of train()
     cfg = compose("train", [*TINY_CAMVID, f"ckpt_path={ckpt}", "train=false"], tmp_path / "new")
-    with pytest.raises(ValueError, match=rf"train=false: .* python evaluate.py ckpt_path={ckpt}"):
+    with pytest.raises(ValueError, match=match):
         train(cfg)
+
+
+def test_a_process_a_launcher_starts_resumes_in_the_run_rank_0_moves_aside(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    ckpt = run / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"a user's checkpoint")
+    (run / ".hydra").mkdir()
+    monkeypatch.setenv("RANK", "1")  # torchrun's second process
+    argv = resume_into_its_run([f"ckpt_path={ckpt}"])
+    assert argv == [f"ckpt_path={ckpt}", f"hydra.run.dir={run}", "hydra.output_subdir=null"]
+    assert (run / ".hydra").is_dir()  # moving it aside is rank 0's
+    # Lightning's own processes: the folder quoted, their config subfolder named already
+    lightning = [f"ckpt_path={ckpt}", f'hydra.run.dir="{run}"', "hydra.output_subdir=.pl_1"]
+    assert resume_into_its_run(lightning) == lightning
+    # a checkpoint outside a run: nothing added, as for rank 0
+    loose = tmp_path / "x.ckpt"
+    loose.write_bytes(b"weights")
+    assert resume_into_its_run([f"ckpt_path={loose}"]) == [f"ckpt_path={loose}"]
 
 
 @pytest.mark.parametrize(
     "monitor, why", [("val/loss", "lower is better"), ("val/mIoU", "does not report it")]
 )
 def test_a_monitor_that_cannot_pick_the_best_checkpoint_is_refused_before_training(
-    tiny_camvid, tmp_path, monitor, why
+    tiny_camvid, tmp_path, monkeypatch, monitor, why
 ):
+    from segnet.module import SegmentationModule
+
+    def no_training(*args):
+        raise AssertionError("a training step ran before the refusal")
+
+    monkeypatch.setattr(SegmentationModule, "training_step", no_training)
     cfg = compose(
         "train", [*TINY_CAMVID, f"data.root={tiny_camvid}", f"monitor={monitor}"], tmp_path
     )
     with pytest.raises(ValueError, match=rf"monitor={monitor}: .*{why}.*Choose one of: .*val/miou"):
-        train(cfg)
-    assert not (tmp_path / "checkpoints").exists()  # refused at the sanity check
+        train(cfg)  # at the sanity check
 
 
 def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid, tmp_path):

@@ -87,6 +87,31 @@ def test_batchnorm_is_recomputed_on_what_inference_feeds_the_network(trained):
     assert shapes[0][0] > 2 and not torch.equal(norms[0].running_mean, before)
 
 
+def test_batchnorm_recompute_pads_a_deeply_supervised_network():
+    """In training mode such a network returns a list of logits; the padding and cropping
+    that inference does on a small input take its full-resolution head."""
+    from segnet.inference import Inference
+    from segnet.models import create_model
+    from segnet.module import full_resolution
+
+    net = create_model(
+        "segnet", spatial_dims=3, in_channels=1, out_channels=2, features=[4, 8],
+        convs=[2, 1], norm="batch", deep_supervision=1,
+    )  # fmt: skip
+    net.train()
+    x = torch.randn(1, 1, 2, 12, 12)  # 2 voxels deep: padded to the smallest input
+    inference = Inference.for_net(net)
+    assert isinstance(net(inference_padded(x, inference.min_input)), (list, tuple))
+    with torch.no_grad():
+        out = inference.logits(full_resolution(net), x, tta=False)
+    assert out.shape == (1, 2, 2, 12, 12)
+
+
+def inference_padded(x: torch.Tensor, size: int) -> torch.Tensor:
+    pad = [p for s in reversed(x.shape[2:]) for p in (0, max(0, size - s))]
+    return torch.nn.functional.pad(x, pad)
+
+
 def test_volume_tensorboard_shows_three_orientations(trained):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -131,14 +131,19 @@ def _cases_from_csv(path: Path) -> list[Case]:
     if not path.is_file():
         raise FileNotFoundError(f"data.csv={str(path)!r}: no such file.")
     with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        rows, lines = [], []  # the line each row ends on (blank lines are skipped)
+        for row in reader:
+            rows.append(row)
+            lines.append(reader.line_num)
     if not rows or not {"image", "label"} <= set(rows[0]):
         raise NiftiDataError(f"{path} needs a header with 'image' and 'label' columns.")
-    unlabelled = [i for i, r in enumerate(rows, start=2) if not (r["label"] or "").strip()]
+    unlabelled = [i for i, r in enumerate(rows) if not (r["label"] or "").strip()]
     if unlabelled:
         # every case is split into train, val or test, and each of those needs a label
+        first = unlabelled[0]
         raise NiftiDataError(
-            f"{path} line {unlabelled[0]} ({rows[unlabelled[0] - 2]['image']}) has no label "
+            f"{path} line {lines[first]} ({rows[first]['image']}) has no label "
             f"({len(unlabelled)} row(s) in all): every case is trained, validated or tested "
             "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
         )

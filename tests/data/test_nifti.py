@@ -135,9 +135,10 @@ def test_a_csv_row_without_a_label_is_refused_naming_its_line(tmp_path):
     root = nifti_dataset(tmp_path / "d", "csv", n=3)
     lines = (root / "cases.csv").read_text().splitlines()
     lines[2] = lines[2].split(",")[0] + ","  # case_001: an image, no label
+    lines.insert(2, "")  # a blank line before it: the reader skips it, the count must not
     (root / "cases.csv").write_text("\n".join(lines) + "\n")
     with pytest.raises(
-        nifti.NiftiDataError, match=r"cases.csv line 3 \(.*case_001.nii.gz\) has no label"
+        nifti.NiftiDataError, match=r"cases.csv line 4 \(.*case_001.nii.gz\) has no label"
     ):
         nifti.find_cases(root, root / "cases.csv")
 
