@@ -186,6 +186,8 @@ class SegmentationModule(L.LightningModule):
         # set once BatchNorm statistics were recomputed over the training set; stored in
         # checkpoints, so evaluation knows the weights are the ones training tested
         self.bn_recomputed: dict[str, Any] | None = None
+        # the schedule lengths configure_optimizers filled in for this run's steps
+        self._planned_schedule: dict[str, int] = {}
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["bn_recomputed"] = self.bn_recomputed
@@ -208,7 +210,7 @@ class SegmentationModule(L.LightningModule):
         set), the schedule would end early (OneCycle stops the run, a polynomial decay
         holds the rate at 0) or late: stop before the first step instead."""
         scheduler = self.lr_schedulers()
-        for arg, length in getattr(self, "_planned_schedule", {}).items():
+        for arg, length in self._planned_schedule.items():
             restored = getattr(scheduler, arg, length)
             if restored != length:
                 raise CheckpointError(
@@ -409,6 +411,7 @@ class SegmentationModule(L.LightningModule):
         if not self.optimizer_factory:
             raise ValueError("model.optimizer is not set: training needs an optimizer config.")
         optimizer = self.optimizer_factory(params=self.net.parameters())
+        self._planned_schedule = {}
         if not self.scheduler_factory:  # None, or {} from scheduler=none
             return optimizer
         func = getattr(self.scheduler_factory, "func", self.scheduler_factory)

@@ -113,7 +113,8 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
         run = path.parent.parent
         names_run = not explicit or Path(explicit[-1]).expanduser().resolve() == run
         in_a_run = names_run and path.is_file() and path.parent.name == "checkpoints"
-        if in_a_run and launched_rank() and any(run.glob(".hydra*")):
+        launched = launched_rank()
+        if in_a_run and launched and any(run.glob(".hydra*")):
             # rank 0 moves the config aside; this process writes none (torchrun and SLURM
             # start every rank at once, and Lightning names its own subfolder for its ranks)
             subdir = (
@@ -122,7 +123,7 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
                 else ["hydra.output_subdir=null"]
             )
             return [*argv, *([] if explicit else [f"hydra.run.dir={run}"]), *subdir]
-        if in_a_run and not launched_rank() and (run / ".hydra").is_dir():
+        if in_a_run and not launched and (run / ".hydra").is_dir():
             n = 1
             while (run / f".hydra.{n}").exists():
                 n += 1

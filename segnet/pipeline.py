@@ -319,7 +319,6 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         metrics.update(test_metrics)
         if trainer.is_global_zero:
             print_table(test_metrics, f"{Path(best).name if best else 'final weights'} on {split}")
-        if trainer.is_global_zero:
             write_outputs(out_dir, module, dm, metrics, split, best, cfg)
         objects["best_ckpt"] = best
 
@@ -415,12 +414,11 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         module.tta = cfg.tta
     trainer = build_trainer(cfg)
     metrics, split = run_test(trainer, module, dm, cfg)
-    if trainer.is_global_zero:
+    if trainer.is_global_zero:  # every file, and the table, once
         write_outputs(out_dir, module, dm, metrics, split, cfg.ckpt_path, cfg)
-    if trainer.is_global_zero:
         print_table(dict(metrics), f"{Path(cfg.ckpt_path).name} on {split}")
-    if cfg.get("save_predictions") and trainer.is_global_zero:  # every file, once
-        save_predictions(module, dm, out_dir / "predictions", trainer.strategy.root_device)
+        if cfg.get("save_predictions"):
+            save_predictions(module, dm, out_dir / "predictions", trainer.strategy.root_device)
     return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}
 
 
