@@ -25,11 +25,12 @@ def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes
     overrides = [f"experiment={experiment}", f"debug={debug}", *CPU]
     if experiment.startswith("camvid"):
         overrides += [f"data.root={tiny_camvid}", "data.batch_size=2", "data.eval_batch_size=2"]
-        if experiment != "camvid_segnet_basic":  # VGG encoders: no ImageNet download here
-            overrides.append("model.net.encoder_weights=null")
     else:
         overrides += [f"data.root={volumes}", "data.patch_size=[16,16,16]", "data.batch_size=2"]
-    metrics, objects = train(compose("train", overrides, tmp_path))
+    cfg = compose("train", overrides, tmp_path)
+    if cfg.model.net.get("encoder_weights"):  # VGG encoders: no ImageNet download here
+        cfg.model.net.encoder_weights = None
+    metrics, objects = train(cfg)
     assert any(k.startswith("test/") for k in metrics), sorted(metrics)
     if objects["cfg"].recompute_bn and objects["module"].bn_recomputed:
         # one batch per training batch the debug run allows, not the whole training set
