@@ -187,7 +187,9 @@ class BareLoop:
         hand-written loop that reports it computes it (the bare epochs do)."""
         x, y = self._to(batch)
         with self.amp:
-            logits = self.module.predict_logits(x, y.shape[1:])
+            # single-pass, as validation predicts: a recipe's mirroring TTA (8 passes per
+            # volume) belongs to its test stage only
+            logits = self.module.predict_logits(x, y.shape[1:], tta=False)
             logits.argmax(1)
             if with_loss:
                 self.module.compute_loss(logits, y, lovasz=False)  # as validation does
@@ -322,7 +324,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     r["achieved_flops"] = flops_per_sample * r["pipeline_samples_s"]
     peak = peak_flops(device)
     r["mfu"] = r["achieved_flops"] / peak if peak else None
-    unit = "images" if dm.info().spatial_dims == 2 else "patches"
+    unit, one = ("images", "image") if dm.info().spatial_dims == 2 else ("patches", "patch")
     workers_needed = -(-b.target_rate // per_worker)
     out(
         f"\n== {name} on {device} ({torch.get_num_threads()} threads), {r['precision']}, "
@@ -352,7 +354,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     mfu = f", {100 * r['mfu']:.1f}% of bf16 peak" if r["mfu"] else " (device peak unknown)"
     out(
         f"achieved                 : {r['achieved_flops'] / 1e9:9.1f} GFLOP/s "
-        f"({flops_per_sample / 1e9:.0f} GFLOP per training {unit.removesuffix('s')}){mfu}"
+        f"({flops_per_sample / 1e9:.0f} GFLOP per training {one}){mfu}"
     )
     return r
 

@@ -79,3 +79,30 @@ def test_a_gpu_trainer_in_extra_overrides_is_refused_before_any_recipe(monkeypat
     ):
         bench.run(cfg, out=printed.append)
     assert printed == []  # nothing was measured or announced
+
+
+def test_bare_loop_predicts_single_pass_like_validation_even_for_a_mirroring_recipe(monkeypatch):
+    """The inference figure and the bare epoch's validation mirror what train.py's
+    validation does: a recipe's mirroring TTA belongs to its test stage only."""
+    import contextlib
+
+    from segnet.data.info import DataInfo, rgb_normalization
+    from segnet.inference import Inference
+    from segnet.module import SegmentationModule
+
+    data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, None,
+                    rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
+    module = SegmentationModule({"name": "segnet_basic", "features": [4, 4, 4, 4]}, data, tta=True)
+    passes = []
+    forward = Inference._logits
+    monkeypatch.setattr(
+        Inference, "_logits", lambda self, net, x: passes.append(1) or forward(self, net, x)
+    )
+    loop = bench.BareLoop.__new__(bench.BareLoop)  # the loop's state, without a trainer
+    loop.device, loop.module, loop.net = torch.device("cpu"), module, module.net
+    loop.amp, loop.memory = contextlib.nullcontext(), torch.contiguous_format
+    batch = {"image": torch.randn(2, 3, 36, 48), "label": torch.randint(0, 3, (2, 36, 48))}
+    module.eval()
+    loop.eval_step(batch, with_loss=True)
+    assert len(passes) == 1
+    assert module.tta  # the recipe's own setting is left as it was
