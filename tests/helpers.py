@@ -14,6 +14,7 @@ SMALL_NETS = {
     "segnet_basic": dict(features=(4, 4, 4, 4)),
     "unet-transpose": dict(features=(4, 8, 8), upsample="transpose"),
     "unet-unpool": dict(features=(4, 8, 8), upsample="unpool"),
+    "unet-stages": dict(features=(4, 8, 8), convs=(1, 2, 3)),  # one count per stage
 }
 
 

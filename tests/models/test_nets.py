@@ -68,6 +68,23 @@ def test_unet3d_default_round_trips_odd_volume(upsample):
         assert net.eval()(torch.zeros(1, 1, 35, 51, 35)).shape == (1, 3, 35, 51, 35)
 
 
+def test_unet_takes_one_convolution_count_per_stage_and_mirrors_it_in_the_decoder():
+    def convs(stack) -> int:
+        return sum(isinstance(m, torch.nn.Conv3d) for m in stack.modules())
+
+    net = create_model("unet", spatial_dims=3, features=(4, 8, 8, 16), convs=[1, 1, 2, 3])
+    assert [convs(s) for s in net.encoder.stages] == [1, 1, 2]
+    assert convs(net.bottleneck) == 3
+    assert [convs(s) for s in net.decoder] == [2, 1, 1]  # deepest first
+    same = create_model("unet", spatial_dims=3, features=(4, 8, 8, 16), convs=2)
+    assert same.spec()["convs"] == 2 and count(same) == count(
+        create_model("unet", spatial_dims=3, features=(4, 8, 8, 16), convs=[2, 2, 2, 2])
+    )
+    for bad in ([1, 2, 2], [1, 0, 2, 2], 0):
+        with pytest.raises(ValueError, match="one count of at least 1 for every stage"):
+            create_model("unet", spatial_dims=3, features=(4, 8, 8, 16), convs=bad)
+
+
 def test_unpool_decoder_really_uses_indices():
     """Unpooling puts values back where the maxima were: the output depends on the input's
     argmax positions, which a transpose-conv decoder would not preserve exactly."""

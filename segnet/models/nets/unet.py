@@ -27,6 +27,19 @@ def crop_to(x: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
     return x
 
 
+def per_stage(convs: int | Sequence[int], stages: int) -> tuple[int, ...]:
+    """Convolutions per stage (encoder stages, then the bottleneck) from one count for all
+    or one per stage, refusing counts that build no convolution."""
+    counts = (convs,) * stages if isinstance(convs, int) else tuple(convs)
+    if len(counts) != stages or min(counts) < 1:
+        raise ValueError(
+            f"UNet convs={convs if isinstance(convs, int) else list(convs)}: give one count "
+            f"of at least 1 for every stage, or a list of {stages} (one per entry of "
+            "features: the encoder stages, then the bottleneck)."
+        )
+    return counts
+
+
 @register("unet")
 class UNet(SegmentationNet):
     """UNet: max-pooling encoder, decoder that concatenates the encoder's features.
@@ -34,6 +47,10 @@ class UNet(SegmentationNet):
     ``upsample="transpose"`` doubles the resolution with a learned stride-2 transposed
     convolution; ``upsample="unpool"`` projects channels with a 1x1 convolution and puts
     values back where the encoder's max pooling found them (``MaxUnpool``), SegNet-style.
+
+    ``convs`` is one count for every stage or one per entry of ``features`` (the encoder
+    stages, then the bottleneck); each decoder stage has as many as the encoder stage it
+    mirrors.
 
     ``deep_supervision=k`` adds a 1x1 head to each of the ``k`` decoder stages before the
     last (nnU-Net's deep supervision): in training mode ``forward`` then returns a list of
@@ -53,7 +70,7 @@ class UNet(SegmentationNet):
         in_channels: int = 1,
         out_channels: int = 2,
         features: Sequence[int] = (32, 64, 128, 256, 320),
-        convs: int = 2,
+        convs: int | Sequence[int] = 2,
         kernel_size: int = 3,
         norm: str = "instance",
         act: str = "leakyrelu",
@@ -67,14 +84,17 @@ class UNet(SegmentationNet):
                 f"UNet features {list(features)} needs at least two entries "
                 "(one encoder stage and the bottleneck)."
             )
+        convs = per_stage(convs, len(features))
         if upsample not in UPSAMPLERS:
             raise ValueError(f"upsample={upsample!r} is not supported; choose one of {UPSAMPLERS}.")
         super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features) - 1)
         self.upsample = upsample
         skips = features[:-1]
         block = dict(kernel_size=kernel_size, norm=norm, act=act, dropout=dropout)
-        self.encoder = Encoder(spatial_dims, in_channels, skips, [convs] * len(skips), **block)
-        self.bottleneck = conv_stack(spatial_dims, [skips[-1]] + [features[-1]] * convs, **block)
+        self.encoder = Encoder(spatial_dims, in_channels, skips, convs[:-1], **block)
+        self.bottleneck = conv_stack(
+            spatial_dims, [skips[-1]] + [features[-1]] * convs[-1], **block
+        )
         up_op = "conv_transpose" if upsample == "transpose" else "conv"
         up_kwargs = (
             dict(kernel_size=2, stride=2) if upsample == "transpose" else dict(kernel_size=1)
@@ -83,8 +103,10 @@ class UNet(SegmentationNet):
             get_op(up_op, spatial_dims)(c_in, c_out, **up_kwargs)
             for c_in, c_out in zip(reversed(features[1:]), reversed(skips), strict=True)
         )
+        # decoder stage i mirrors encoder stage i, with as many convolutions
         self.decoder = nn.ModuleList(
-            conv_stack(spatial_dims, [2 * c] + [c] * convs, **block) for c in reversed(skips)
+            conv_stack(spatial_dims, [2 * c] + [c] * n, **block)
+            for c, n in zip(reversed(skips), reversed(convs[:-1]), strict=True)
         )
         self.head = get_op("conv", spatial_dims)(features[0], out_channels, kernel_size=1)
         # decoder stage outputs have the channels of reversed(skips); the last feeds self.head
