@@ -85,7 +85,7 @@ def find_cases(
             f"no dataset at {root.resolve()}: point data.root at a folder in the Decathlon "
             "layout (dataset.json, imagesTr/, labelsTr/) or with images/ and labels/ folders."
         )
-    if (root / "dataset.json").is_file() and not image_dir:
+    if (root / "dataset.json").is_file() and not (image_dir or label_dir):
         entries = read_dataset_json(root).get("training") or []
         if not entries:
             raise NiftiDataError(f"{root / 'dataset.json'} lists no 'training' cases.")

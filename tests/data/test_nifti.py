@@ -30,6 +30,18 @@ def test_every_layout_finds_the_cases(tmp_path, layout):
     assert info.sliding_window["roi_size"] == list(dm.patch_size) == info.input_size
 
 
+def test_a_label_folder_given_alone_replaces_the_one_dataset_json_lists(tmp_path):
+    """data.label_dir on a Decathlon folder (e.g. corrected labels beside labelsTr/) takes
+    the labels from that folder, not from dataset.json."""
+    import shutil
+
+    root = nifti_dataset(tmp_path / "d", "msd", n=2)
+    shutil.copytree(root / "labelsTr", root / "labelsFixed")
+    cases = nifti.find_cases(root, label_dir="labelsFixed")
+    assert [c.label.parent.name for c in cases] == ["labelsFixed", "labelsFixed"]
+    assert [c.image.parent.name for c in cases] == ["imagesTr", "imagesTr"]
+
+
 def test_class_names_are_required_without_dataset_json(tmp_path):
     dm = NiftiDataModule(str(nifti_dataset(tmp_path / "d", "folders", n=2)), num_workers=0)
     with pytest.raises(RuntimeError, match="before prepare_data"):
