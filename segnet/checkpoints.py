@@ -121,6 +121,29 @@ def check_same_length(ckpt: dict[str, Any], max_epochs: int | None, path: str | 
     )
 
 
+def check_latest(ckpt: dict[str, Any], path: str | Path) -> None:
+    """A resume from an earlier checkpoint of a run (``best.ckpt``) would train that run on
+    from an earlier step and write its ``last.ckpt`` over the later one beside it: stop and
+    say how to continue the run, or how to start a new one from these weights."""
+    path = Path(path).expanduser()
+    last = path.parent / "last.ckpt"
+    if path.name == last.name or not last.is_file():
+        return
+    try:  # memory-mapped: only the step is read, not the weights
+        later = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # an unreadable last.ckpt holds nothing to lose
+        return
+    step, last_step = ckpt.get("global_step", 0), later.get("global_step", 0)
+    if last_step > step:
+        raise CheckpointError(
+            f"ckpt_path={str(path)!r} is at step {step} of its run, and {last} beside it at "
+            f"step {last_step}: resuming from it would train the run on from step {step} "
+            "and replace last.ckpt.\n"
+            f"  To continue the run: ckpt_path={last}\n"
+            f"  To train a new run from these weights: init_from={path} (instead of ckpt_path)."
+        )
+
+
 def load_weights(module: torch.nn.Module, ckpt: dict[str, Any]) -> None:
     """The network weights of a checkpoint, for a new run (``init_from``): no optimizer,
     schedule, epoch or best metric is carried over."""

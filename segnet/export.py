@@ -209,9 +209,11 @@ def _main() -> None:
     import hydra
     from omegaconf import DictConfig
 
-    from segnet.outputs import output_dir_as_run_dir
+    from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir
 
     sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
+    # before Hydra writes its config into a folder that holds another run's
+    refuse_existing_run_dir(sys.argv[1:])
 
     @hydra.main(version_base="1.3", config_path="../configs", config_name="export")
     def run(cfg: DictConfig) -> None:

@@ -44,12 +44,39 @@ def run_dir_value(arg: str) -> str:
     return arg.split("=", 1)[1].strip("\"'")
 
 
+def refuse_existing_sweep_dir(argv: Sequence[str]) -> None:
+    """A multirun into a ``hydra.sweep.dir`` that holds an earlier sweep: Hydra would write
+    each job's config over that job's folder before the job could refuse it, relabelling
+    the earlier runs' checkpoints and metrics with the new overrides."""
+    if not any(a in ("-m", "--multirun") or a == "hydra.mode=MULTIRUN" for a in argv):
+        return
+    for arg in argv:
+        if not arg.startswith("hydra.sweep.dir="):
+            continue
+        folder = Path(run_dir_value(arg)).expanduser()
+        if not folder.is_dir():
+            continue
+        jobs = sorted(d.name for d in folder.iterdir() if d.is_dir() and existing_products(d))
+        if jobs or (folder / "multirun.yaml").exists():
+            held = (
+                f"runs in {', '.join(jobs[:3])}{'...' if len(jobs) > 3 else ''}"
+                if jobs
+                else "multirun.yaml"
+            )
+            raise SystemExit(
+                f"hydra.sweep.dir={folder} already holds a sweep ({held}); a new sweep "
+                "never overwrites it. Name a new folder, or leave hydra.sweep.dir out for a "
+                "new timestamped one."
+            )
+
+
 def refuse_existing_run_dir(argv: Sequence[str]) -> None:
     """``hydra.run.dir=<folder>`` pointing at a folder that already holds a run's outputs:
     stop before Hydra writes its ``.hydra/`` and log there, and before any work. (Default
     run folders are new, timestamped to the microsecond.)"""
     if launched_rank():
         return
+    refuse_existing_sweep_dir(argv)
     for arg in argv:
         if arg.startswith("hydra.run.dir="):
             try:

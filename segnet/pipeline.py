@@ -14,12 +14,14 @@ import lightning as L
 import torch
 from hydra.utils import instantiate
 from lightning.pytorch.accelerators import CUDAAccelerator
+from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.callbacks.progress import EpochLog, progress_bar
 from segnet.checkpoints import (
+    check_latest,
     check_same_length,
     check_same_model,
     expected_model,
@@ -111,6 +113,10 @@ def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L
     else:
         overrides["enable_progress_bar"] = False
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values() if c]
+    if not loggers:
+        # the learning-rate monitor has nothing to write to (logger=none), and Lightning
+        # would stop the run at its first epoch for it
+        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
     trainer = instantiate(
         cfg.trainer, **{"callbacks": callbacks, "logger": loggers or False, **overrides}
     )
@@ -224,7 +230,10 @@ def resume_dir(ckpt_path: str | None) -> Path | None:
     if not ckpt.is_file():
         raise FileNotFoundError(f"ckpt_path={ckpt_path!r}: no such file.")
     run = ckpt.parent.parent
-    return run if ckpt.parent.name == "checkpoints" and (run / "tensorboard").is_dir() else None
+    # a run folder holds train.py's config (.hydra/) or its TensorBoard logs (logger=none
+    # leaves the config alone)
+    made_by_train = (run / ".hydra").is_dir() or (run / "tensorboard").is_dir()
+    return run if ckpt.parent.name == "checkpoints" and made_by_train else None
 
 
 def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
@@ -242,6 +251,7 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
         ckpt = read_checkpoint(ckpt_path, "ckpt_path")
         check_same_model(ckpt, expected, ckpt_path, "ckpt_path")
         check_same_length(ckpt, cfg.trainer.get("max_epochs"), ckpt_path)
+        check_latest(ckpt, ckpt_path)
         return None
     if init_from:
         ckpt = read_checkpoint(init_from, "init_from")
@@ -404,6 +414,17 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         )
     dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
     dm.prepare_data()
+    if "root" in overrides and "split" not in overrides and "test_fraction" in data_cfg:
+        # the checkpoint's split settings re-split the new folder: say so, as a user who
+        # points evaluate at new cases usually wants every one of them scored
+        log.warning(
+            "data.root=%s with the checkpoint's split settings: scoring its '%s' split "
+            "(data.test_fraction=%s, seed %s), not every case; data.split=all scores them all.",
+            overrides["root"],
+            data_cfg.split,
+            data_cfg.test_fraction,
+            data_cfg.get("seed"),
+        )
     if window:  # otherwise the window the checkpoint was validated with
         module.sliding_window = {
             **module.sliding_window,

@@ -72,7 +72,7 @@ class Predictor:
 
     def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:
         """Write the mask(s) of one input file into ``out_dir``; never overwrites."""
-        from PIL import Image
+        from PIL import Image, ImageOps
 
         path, out_dir = Path(path), Path(out_dir)
         is_volume = self.check_kind(path)
@@ -85,7 +85,9 @@ class Predictor:
             pred, volume = self.predict_volume(path)
             return [nifti.save_label_volume(pred, volume, targets[0])]
         with Image.open(path) as im:
-            mask = self.predict_image(np.asarray(im.convert("RGB")))
+            # upright as viewers show it (a phone photo's EXIF orientation), so that the
+            # mask lies over the picture the user sees
+            mask = self.predict_image(np.asarray(ImageOps.exif_transpose(im).convert("RGB")))
         for target, array in zip(targets, (mask, colorize(mask, self.palette)), strict=True):
             Image.fromarray(array).save(target)
         return targets

@@ -57,6 +57,16 @@ def test_export_never_overwrites(exported):
         export_checkpoint(ckpt, out, ("onnx",))
 
 
+def test_export_into_a_run_folder_is_refused_before_hydra_writes_there(exported):
+    """The training run's folder keeps its own config: an export named into it stops
+    before Hydra would replace .hydra/ with the export's."""
+    ckpt, _, _, _ = exported
+    run = ckpt.parent.parent
+    with pytest.raises(AssertionError, match="already holds a run's outputs"):
+        run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"paths.output_dir={run}"], cwd=REPO)
+    assert not (run / ".hydra").exists() and not (run / "model.json").exists()
+
+
 @pytest.mark.parametrize("name", ["model.onnx", "model.safetensors", "model.pt2"])
 def test_evaluate_an_exported_model_gives_the_checkpoint_metrics(exported, name, tmp_path):
     ckpt, out, metrics, _ = exported
@@ -101,6 +111,26 @@ def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     # API on an array, from safetensors
     api = Predictor(out / "model.safetensors").predict_image(np.asarray(Image.open(image)))
     assert (api == reference).mean() > 0.999
+
+
+def test_a_photo_is_segmented_upright_as_its_exif_orientation_shows_it(
+    exported, tiny_camvid, tmp_path
+):
+    """A phone photo stored sideways with an EXIF orientation tag: the mask lies over the
+    picture as viewers show it."""
+    _, out, _, _ = exported
+    upright = Image.open(tiny_camvid / "test" / "test_000.png")
+    sideways = tmp_path / "in" / "photo.png"
+    sideways.parent.mkdir()
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: turn 90 degrees clockwise to view
+    upright.transpose(Image.Transpose.ROTATE_90).save(sideways, exif=exif)
+    predict_main([str(out / "model.onnx"), str(sideways), "--out", str(tmp_path / "masks")])
+    predictor = Predictor(out / "model.onnx")
+    expected = predictor.predict_image(np.asarray(upright.convert("RGB")))
+    mask = np.asarray(Image.open(tmp_path / "masks" / "photo.png"))
+    assert mask.shape == (45, 61)
+    assert (mask == expected).mean() > 0.999
 
 
 @pytest.mark.parametrize("name", ["model.onnx", "model.safetensors", "model.pt2"])

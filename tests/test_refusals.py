@@ -4,7 +4,7 @@ optimizer settings torch would reject only later."""
 
 import pytest
 
-from segnet.outputs import output_dir_as_run_dir, resume_into_its_run
+from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir, resume_into_its_run
 from segnet.pipeline import train
 from tests.conftest import TINY_CAMVID, compose
 
@@ -44,6 +44,18 @@ def test_new_run_refuses_a_folder_holding_a_run_before_any_work(tmp_path):
     with pytest.raises(FileExistsError, match="already holds a run's outputs"):
         train(cfg)
     assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"a user's checkpoint"
+
+
+def test_a_sweep_into_a_folder_holding_an_earlier_sweep_is_refused_before_hydra(tmp_path):
+    sweep = tmp_path / "sweep"
+    argv = ["-m", f"hydra.sweep.dir={sweep}", "model.optimizer.lr=0.01,0.003"]
+    refuse_existing_run_dir(argv)  # a new folder
+    (sweep / "0").mkdir(parents=True)
+    refuse_existing_run_dir(argv)  # an empty job folder holds nothing to lose
+    (sweep / "0" / "metrics.json").write_text("{}")
+    with pytest.raises(SystemExit, match=r"already holds a sweep \(runs in 0\)"):
+        refuse_existing_run_dir(argv)
+    refuse_existing_run_dir(argv[1:])  # without -m, Hydra ignores the sweep folder
 
 
 def test_a_resume_that_does_not_train_points_to_evaluate(tmp_path):

@@ -170,3 +170,24 @@ def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, t
     assert (other / "checkpoints" / "last.ckpt").is_file() and (other / "train.log").is_file()
     assert "paths.output_dir" not in (other / ".hydra" / "overrides.yaml").read_text()
     assert not (tmp_path / "outputs").exists()
+
+
+def test_a_run_without_a_logger_trains_and_resumes_in_its_folder(tiny_camvid, tmp_path):
+    """logger=none: no learning-rate monitor to stop the run, and a resume still finds the
+    run by its config, without TensorBoard logs to go by."""
+    from tests.conftest import run_cli
+
+    run = tmp_path / "run"
+    args = [*TINY_CAMVID, f"data.root={tiny_camvid}", "test=false", "logger=none"]
+    script = str(REPO / "train.py")
+    run_cli([script, *args, "trainer.max_epochs=1", f"hydra.run.dir={run}"], cwd=tmp_path)
+    assert (run / "checkpoints" / "last.ckpt").is_file()
+    assert not (run / "tensorboard").exists()
+    run_cli(
+        [script, *args, "trainer.max_epochs=1", f"ckpt_path={run}/checkpoints/last.ckpt"],
+        cwd=tmp_path,
+    )
+    assert (run / ".hydra.1").is_dir() and "ckpt_path" in (
+        run / ".hydra" / "overrides.yaml"
+    ).read_text()
+    assert not (tmp_path / "outputs").exists()  # continued in the run's folder

@@ -106,3 +106,20 @@ def test_evaluate_names_an_unreadable_checkpoint(tmp_path):
     cfg = compose("evaluate", [f"ckpt_path={tmp_path}/best.ckpt"], tmp_path / "ev")
     with pytest.raises(CheckpointError, match=r"best\.ckpt.*0 bytes.*empty or truncated"):
         evaluate(cfg)
+
+
+def test_a_resume_from_an_earlier_checkpoint_of_a_run_is_refused(tmp_path):
+    """Resuming from best.ckpt would train on from its step and replace the later
+    last.ckpt beside it: refused, with the two ways on."""
+    from segnet.checkpoints import check_latest
+
+    folder = tmp_path / "run" / "checkpoints"
+    folder.mkdir(parents=True)
+    torch.save({"global_step": 12}, folder / "last.ckpt")
+    with pytest.raises(
+        CheckpointError, match=r"(?s)step 6 .*step 12.*ckpt_path=.*last\.ckpt.*init_from=.*best"
+    ):
+        check_latest({"global_step": 6}, folder / "best.ckpt")
+    check_latest({"global_step": 12}, folder / "best.ckpt")  # best is the last step
+    check_latest({"global_step": 12}, folder / "last.ckpt")
+    check_latest({"global_step": 6}, tmp_path / "loose.ckpt")  # no run beside it

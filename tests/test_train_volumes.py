@@ -2,6 +2,7 @@
 
 import csv
 import json
+import logging
 
 import nibabel as nib
 import numpy as np
@@ -149,7 +150,7 @@ def test_evaluate_writes_nifti_in_the_source_space(trained, tmp_path):
     assert (tmp_path / "per_case.csv").is_file()
 
 
-def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path):
+def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path, caplog):
     """evaluate.py on a folder without dataset.json pairs files by name; split=all."""
     root, out, _, _ = trained
     plain = tmp_path / "plain"
@@ -169,12 +170,37 @@ def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path):
         ],
         tmp_path / "ev",
     )
-    ev, objects = evaluate(cfg)
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        ev, objects = evaluate(cfg)
     assert len(objects["datamodule"].datasets["test"]) == 3
     assert 0 <= ev["test/dice"] <= 1
+    assert "data.split=all scores them all" not in caplog.text
     # tta=false overrides the recipe's mirroring, and the record says so
     assert objects["module"].tta is False
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["tta"] is False
+
+
+def test_evaluate_on_new_cases_without_a_split_says_it_scores_only_a_part(
+    trained, tmp_path, caplog
+):
+    """The checkpoint's split settings re-split a new folder: the user is told, and how to
+    score every case."""
+    root, out, _, _ = trained
+    cases = len(list((root / "imagesTr").iterdir()))
+    cfg = compose(
+        "evaluate",
+        [
+            f"ckpt_path={out}/checkpoints/best.ckpt",
+            f"data.root={root}",
+            "trainer.accelerator=cpu",
+            "tta=false",
+        ],
+        tmp_path / "ev",
+    )
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        _, objects = evaluate(cfg)
+    assert len(objects["datamodule"].datasets["test"]) < cases
+    assert "not every case; data.split=all scores them all" in caplog.text
 
 
 def test_evaluate_applies_the_window_it_is_given(trained, tmp_path):
