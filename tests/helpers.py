@@ -128,6 +128,38 @@ class StopAfterEpochs:
         return _Stop()
 
 
+SIGTERM_RECORD: dict = {}
+
+
+class SigtermDuringValidation:
+    """A callback (``+callbacks.halt._target_=tests.helpers.SigtermDuringValidation``) that
+    records the training weights and the EMA's (in ``SIGTERM_RECORD``) after each training
+    step of ``epoch``, then
+    raises Lightning's SIGTERM flag after the first batch of that epoch's validation, as a
+    cluster pre-empting the job mid-validation would."""
+
+    def __new__(cls, epoch: int = 0):
+        import lightning as L
+        from lightning.pytorch.callbacks import WeightAveraging
+
+        class _Halt(L.Callback):
+            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+                if trainer.current_epoch == epoch:
+                    ema = next(c for c in trainer.callbacks if isinstance(c, WeightAveraging))
+                    SIGTERM_RECORD["training"] = {
+                        k: v.clone() for k, v in pl_module.net.state_dict().items()
+                    }
+                    SIGTERM_RECORD["average"] = {
+                        k: v.clone() for k, v in ema._average_model.module.net.state_dict().items()
+                    }
+
+            def on_validation_batch_end(self, trainer, pl_module, *args, **kwargs):
+                if not trainer.sanity_checking and trainer.current_epoch == epoch:
+                    trainer._signal_connector.received_sigterm = True
+
+        return _Halt()
+
+
 def data_info(num_classes: int = 3, spatial_dims: int = 2, in_channels: int | None = None):
     """A dataset description (``DataModule.info()``) for modules built without data."""
     from segnet.data.info import DataInfo, rgb_normalization, zscore_normalization

@@ -191,3 +191,33 @@ def test_a_run_without_a_logger_trains_and_resumes_in_its_folder(tiny_camvid, tm
         run / ".hydra" / "overrides.yaml"
     ).read_text()
     assert not (tmp_path / "outputs").exists()  # continued in the run's folder
+
+
+def test_a_stop_during_validation_saves_the_training_weights_not_the_average(tiny_camvid, tmp_path):
+    """With a weight EMA (the GPU recipes), validation runs on the averaged weights; a
+    SIGTERM mid-validation still saves the training weights as the model and the average as
+    the average, so a resume trains on from where training was."""
+    from tests.helpers import SIGTERM_RECORD
+
+    run = tmp_path / "run"
+    overrides = TINY_CAMVID + [
+        f"data.root={tiny_camvid}",
+        "data.eval_batch_size=1",  # three validation batches: the stop comes after the first
+        "+callbacks.ema._target_=segnet.callbacks.ema.FusedEMAWeightAveraging",
+        "+callbacks.ema.decay=0.5",
+        "+callbacks.halt._target_=tests.helpers.SigtermDuringValidation",
+    ]
+    with pytest.raises(SystemExit, match="resume with ckpt_path="):
+        train(compose("train", overrides, run))
+    ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
+
+    def net(state):
+        return {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
+
+    training, average = net(ckpt["current_model_state"]), net(ckpt["state_dict"])
+    want_training, want_average = SIGTERM_RECORD["training"], SIGTERM_RECORD["average"]
+    differs = [k for k in want_training if not torch.equal(want_training[k], want_average[k])]
+    assert differs  # decay 0.5: the two sets of weights are told apart
+    for k in differs:
+        assert torch.equal(training[k], want_training[k]), k
+        assert torch.equal(average[k], want_average[k]), k

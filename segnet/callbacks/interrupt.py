@@ -13,6 +13,19 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 log = logging.getLogger(__name__)
 
 
+def restore_training_weights(trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    """A weight average (EMA) swaps its weights into the module for validation and back at
+    the validation epoch's end, which a stop during validation never reaches: swap them back
+    here, or the checkpoint would store the average as the training weights (and the
+    training weights as the average), and a resume would train on from the average."""
+    from lightning.pytorch.callbacks import WeightAveraging
+
+    for callback in trainer.callbacks:
+        # _average_model and _swap_models: Lightning's own swap, as its hooks call it
+        if isinstance(callback, WeightAveraging) and callback._average_model is not None:
+            callback._swap_models(pl_module)
+
+
 class CheckpointOnInterrupt(L.Callback):
     """SIGTERM (cluster pre-emption, ``kill``) or SIGINT (Ctrl+C) finishes the current
     training step, writes ``last.ckpt`` (atomically) and stops; ``ckpt_path=`` resumes.
@@ -49,6 +62,8 @@ class CheckpointOnInterrupt(L.Callback):
     ) -> None:
         if not isinstance(exception, SIGTERMException):
             return
+        if trainer.validating:
+            restore_training_weights(trainer, pl_module)
         ckpt = trainer.checkpoint_callback
         folder = Path(ckpt.dirpath) if ckpt and ckpt.dirpath else Path(trainer.default_root_dir)
         path = folder / self.filename
