@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import shutil
 import tarfile
 import tempfile
@@ -66,10 +67,14 @@ def fetch(url: str, dest: Path, sha256: str | None = None, manual: str = "") -> 
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
                     progress.advance(task, len(chunk))
+        arrived = part.stat().st_size
+        if total is not None and arrived < total:
+            # http.client ends a read at a dropped connection without an error
+            raise ConnectionError(f"the connection closed after {arrived} of {total} bytes")
     except urllib.error.HTTPError as err:
         if not (err.code == 416 and have):  # 416: nothing left to send, the file is whole
             raise RuntimeError(f"could not download {url}: {err}. {manual}") from err
-    except OSError as err:
+    except (OSError, http.client.HTTPException) as err:  # IncompleteRead is the latter
         kept = f" What arrived is kept in {part}; run again to resume." if part.exists() else ""
         raise RuntimeError(
             f"could not download {url}: {err}. Check the network or data.url.{kept} {manual}"
@@ -139,7 +144,16 @@ def download_dataset(
         fetch(url, archive, sha256, manual)
     with tempfile.TemporaryDirectory(dir=root.parent, prefix=".unpack-") as tmp:
         tmp = Path(tmp)
-        unpack(archive, tmp)
+        try:
+            unpack(archive, tmp)
+        except (RuntimeError, OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as err:
+            # e.g. a proxy's HTML page or a corrupt archive: kept, every later run would
+            # fail on it the same way
+            archive.unlink()
+            raise RuntimeError(
+                f"what {url} sent does not unpack ({type(err).__name__}: {err}); it was "
+                f"removed, so the next run downloads it again. Check data.url. {manual}"
+            ) from err
         found = find_dataset_dir(tmp, marker)
         problems = []
         for folder, expected in (expected_counts or {}).items():

@@ -23,6 +23,15 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):
         wanted = self.headers.get("Range")
         path = self.translate_path(self.path)
+        if self.path.endswith("dropped.zip") and not wanted:
+            # announces the whole file, sends half, and closes: a dropped connection
+            data = Path(path).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.close_connection = True
+            return
         if not wanted or not os.path.isfile(path):
             return super().do_GET()
         RangeHandler.ranges.append(wanted)
@@ -189,3 +198,42 @@ def test_offline_error_names_the_url_and_the_manual_steps(tmp_path):
         RuntimeError, match=r"(?s)127.0.0.1:9/camvid.zip.*Without network.*train, trainannot/"
     ):
         dm.prepare_data()
+
+
+def test_a_dropped_connection_is_reported_and_the_next_run_resumes(tmp_path, server):
+    www, base = server
+    archive = Path(make_archive(tmp_path, www, "zip"))
+    shutil.copy(archive, www / "dropped.zip")
+    data = archive.read_bytes()
+    root = tmp_path / "data" / "CamVid"
+    counts = {"train": 4, "val": 2, "test": 2}
+    dm = CamVidDataModule(
+        str(root), download=True, url=f"{base}/dropped.zip", num_workers=0, expected_counts=counts
+    )
+    with pytest.raises(
+        RuntimeError, match=rf"closed after {len(data) // 2} of {len(data)} bytes.*run again"
+    ):
+        dm.prepare_data()
+    assert not root.exists()
+    dm.prepare_data()  # asks for the rest only
+    assert RangeHandler.ranges == [f"bytes={len(data) // 2}-"]
+    assert len(list((root / "train").glob("*.png"))) == 4
+
+
+def test_a_page_that_is_no_archive_is_removed_so_the_next_run_fetches_again(tmp_path, server):
+    """A proxy's or portal's HTML page served under the archive's URL."""
+    www, base = server
+    archive = Path(make_archive(tmp_path, www, "zip"))
+    good = archive.read_bytes()
+    archive.write_text("<html>please log in</html>")
+    root = tmp_path / "data" / "CamVid"
+    counts = {"train": 4, "val": 2, "test": 2}
+    dm = CamVidDataModule(
+        str(root), download=True, url=f"{base}/segnet.zip", num_workers=0, expected_counts=counts
+    )
+    with pytest.raises(RuntimeError, match=r"(?s)segnet.zip sent does not unpack.*removed"):
+        dm.prepare_data()
+    assert not (tmp_path / "data" / ".CamVid.download" / "archive").exists()
+    archive.write_bytes(good)
+    dm.prepare_data()
+    assert len(list((root / "train").glob("*.png"))) == 4
