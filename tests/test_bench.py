@@ -86,13 +86,12 @@ def test_bare_loop_predicts_single_pass_like_validation_even_for_a_mirroring_rec
     validation does: a recipe's mirroring TTA belongs to its test stage only."""
     import contextlib
 
-    from segnet.data.info import DataInfo, rgb_normalization
     from segnet.inference import Inference
     from segnet.module import SegmentationModule
+    from tests.helpers import data_info
 
-    data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, None,
-                    rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
-    module = SegmentationModule({"name": "segnet_basic", "features": [4, 4, 4, 4]}, data, tta=True)
+    net = {"name": "segnet_basic", "features": [4, 4, 4, 4]}
+    module = SegmentationModule(net, data_info(), tta=True)
     passes = []
     forward = Inference._logits
     monkeypatch.setattr(
