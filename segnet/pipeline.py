@@ -29,7 +29,7 @@ from segnet.checkpoints import (
     read_checkpoint,
 )
 from segnet.console import log_config, log_summary, quiet_library_noise, to_log_file
-from segnet.data.base import SegmentationDataModule
+from segnet.data.base import SegmentationDataModule, check_shareable
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule, enable_tf32
@@ -291,15 +291,18 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         # after the monitor and a resumed run's folder are filled in: the config that runs
         log_config(cfg)
     init_ckpt = check_start_checkpoints(cfg, dm)
+    test_items = None
     if cfg.get("train", True):
         dm.setup("fit")  # reads the data; the class weights come from the training labels
         if test_split is not None:
-            dm.read_split(test_split)  # a bad test file stops the run now
+            test_items = dm.read_split(test_split)  # a bad test file stops the run now
     module = build_module(cfg, dm)
     if init_ckpt is not None:
         load_weights(module, init_ckpt)
         log.info("new run from the weights of %s (fresh optimizer and schedule)", cfg.init_from)
     trainer = build_trainer(cfg)
+    if test_items is not None:  # a test split too small for the processes: now, not after training
+        check_shareable(test_items, trainer.world_size, f"'{test_split}'")
     objects = {"cfg": cfg, "datamodule": dm, "module": module, "trainer": trainer}
     metrics: dict[str, float] = {}
 

@@ -113,6 +113,22 @@ def test_a_monitor_that_cannot_pick_the_best_checkpoint_is_refused_before_traini
         train(cfg)  # at the sanity check
 
 
+def test_a_test_split_smaller_than_the_processes_is_refused_before_training(tmp_path):
+    """Three test images cannot be shared by four processes: said before the first step,
+    not after hours of training when the test stage starts."""
+    from tests.helpers import camvid_like
+
+    root = camvid_like(tmp_path / "CamVid", counts={"train": 8, "val": 4, "test": 3})
+    cfg = compose(
+        "train",
+        [*TINY_CAMVID, f"data.root={root}", "trainer=ddp_cpu", "trainer.devices=4"],
+        tmp_path / "run",
+    )
+    with pytest.raises(ValueError, match=r"3 'test' item\(s\) cannot be shared by 4 processes"):
+        train(cfg)
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
 def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid, tmp_path):
     cfg = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", "data.split=tset"], tmp_path)
     with pytest.raises(ValueError, match="data.split='tset'"):

@@ -30,6 +30,17 @@ def check_count(setting: str, value, minimum: int = 1, allow_none: bool = False)
     return value
 
 
+def check_shareable(items: int, processes: int, what: str) -> None:
+    """Each process of a multi-process run needs at least one item of a split; one without
+    would stop the run."""
+    if items < processes:
+        raise ValueError(
+            f"{items} {what} item(s) cannot be shared by {processes} processes (each needs "
+            f"at least one): run on at most {items} devices (trainer.devices=, "
+            "trainer.num_nodes=), or give the split more data."
+        )
+
+
 class SegmentationDataModule(L.LightningDataModule):
     """Base class: the contract between a dataset and the rest of the pipeline.
 
@@ -84,10 +95,12 @@ class SegmentationDataModule(L.LightningDataModule):
     def has_split(self, split: str) -> bool:
         return True
 
-    def read_split(self, split: str) -> None:
+    def read_split(self, split: str) -> int:
         """Read (and so check) every file of a split now, keeping it for later where it
         fits in memory: training reads its test split before the first step, so a bad
-        file stops the run before training rather than at its end."""
+        file stops the run before training rather than at its end. Returns its number of
+        items."""
+        raise NotImplementedError
 
     def bn_dataloader(self) -> DataLoader:
         """The training split without augmentation at the network's input size, in order,
@@ -162,14 +175,9 @@ class SegmentationDataModule(L.LightningDataModule):
     def _sampler(self, dataset: Dataset, shuffle: bool):
         if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
             return None
-        world = dist.get_world_size()
-        if len(dataset) < world:  # a process without a single item would stop the run
-            what = "training" if shuffle else "evaluation"
-            raise ValueError(
-                f"{len(dataset)} {what} item(s) cannot be shared by {world} processes (each "
-                f"needs at least one): run on at most {len(dataset)} devices "
-                "(trainer.devices=, trainer.num_nodes=), or give the split more data."
-            )
+        check_shareable(
+            len(dataset), dist.get_world_size(), "training" if shuffle else "evaluation"
+        )
         if shuffle:
             return DistributedSampler(dataset, shuffle=True, drop_last=True)
         from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler

@@ -198,8 +198,8 @@ class CamVidDataModule(SegmentationDataModule):
     def has_split(self, split: str) -> bool:
         return (self.root / f"{split}.txt").is_file() or (self.root / split).is_dir()
 
-    def read_split(self, split: str) -> None:
-        self.raw(split)
+    def read_split(self, split: str) -> int:
+        return len(self.raw(split)[2])
 
     # -- datasets -----------------------------------------------------------------------
     def eval_dataset(self, split: str) -> ImageLabelDataset:

@@ -296,8 +296,8 @@ class NiftiDataModule(SegmentationDataModule):
     def has_split(self, split: str) -> bool:
         return bool(self.splits.get(split))
 
-    def read_split(self, split: str) -> None:
-        self.volumes(split)
+    def read_split(self, split: str) -> int:
+        return len(self.volumes(split))
 
     # -- volumes ----------------------------------------------------------------------------
     def volumes(self, split: str) -> list[nifti.Volume]:
