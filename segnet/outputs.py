@@ -44,6 +44,22 @@ def run_dir_value(arg: str) -> str:
     return arg.split("=", 1)[1].strip("\"'")
 
 
+def refuse_torchrun_without_run_dir(argv: Sequence[str]) -> None:
+    """Under torchrun every process composes its own config: without a run folder named on
+    the command line each would open its own timestamped folder (logs and configs spread
+    over as many folders as processes, the checkpoints in rank 0's alone)."""
+    under_torchrun = "TORCHELASTIC_RUN_ID" in os.environ
+    if not under_torchrun or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return
+    if any(a.startswith("hydra.run.dir=") for a in argv):
+        return
+    raise SystemExit(
+        "under torchrun each process would open its own timestamped run folder: give every "
+        "node the same one, e.g. hydra.run.dir=outputs/train/runs/<name> (or "
+        "paths.output_dir=<folder>)."
+    )
+
+
 def refuse_existing_sweep_dir(argv: Sequence[str]) -> None:
     """A multirun into a ``hydra.sweep.dir`` that holds an earlier sweep: Hydra would write
     each job's config over that job's folder before the job could refuse it, relabelling
@@ -74,6 +90,7 @@ def refuse_existing_run_dir(argv: Sequence[str]) -> None:
     """``hydra.run.dir=<folder>`` pointing at a folder that already holds a run's outputs:
     stop before Hydra writes its ``.hydra/`` and log there, and before any work. (Default
     run folders are new, timestamped to the microsecond.)"""
+    refuse_torchrun_without_run_dir(argv)
     if launched_rank():
         return
     refuse_existing_sweep_dir(argv)

@@ -58,6 +58,18 @@ def test_a_sweep_into_a_folder_holding_an_earlier_sweep_is_refused_before_hydra(
     refuse_existing_run_dir(argv[1:])  # without -m, Hydra ignores the sweep folder
 
 
+def test_torchrun_without_a_named_run_folder_is_refused_on_every_rank(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for rank in ("0", "1"):
+        monkeypatch.setenv("RANK", rank)
+        with pytest.raises(SystemExit, match="give every node the same one"):
+            refuse_existing_run_dir(["trainer=ddp"])
+        refuse_existing_run_dir(["trainer=ddp", f"hydra.run.dir={tmp_path}/run"])
+    monkeypatch.setenv("WORLD_SIZE", "1")  # one process: one folder
+    refuse_existing_run_dir(["trainer=ddp"])
+
+
 def test_a_resume_that_does_not_train_points_to_evaluate(tmp_path):
     run = tmp_path / "run"
     ckpt = run / "checkpoints" / "last.ckpt"
