@@ -44,6 +44,10 @@ def run_dir_value(arg: str) -> str:
     return arg.split("=", 1)[1].strip("\"'")
 
 
+def is_multirun(argv: Sequence[str]) -> bool:
+    return any(a in ("-m", "--multirun", "hydra.mode=MULTIRUN") for a in argv)
+
+
 def refuse_torchrun_without_run_dir(argv: Sequence[str]) -> None:
     """Under torchrun every process composes its own config: without a run folder named on
     the command line each would open its own timestamped folder (logs and configs spread
@@ -64,7 +68,7 @@ def refuse_existing_sweep_dir(argv: Sequence[str]) -> None:
     """A multirun into a ``hydra.sweep.dir`` that holds an earlier sweep: Hydra would write
     each job's config over that job's folder before the job could refuse it, relabelling
     the earlier runs' checkpoints and metrics with the new overrides."""
-    if not any(a in ("-m", "--multirun") or a == "hydra.mode=MULTIRUN" for a in argv):
+    if not is_multirun(argv):
         return
     for arg in argv:
         if not arg.startswith("hydra.sweep.dir="):
@@ -113,7 +117,7 @@ def output_dir_as_run_dir(argv: Sequence[str]) -> list[str]:
     if not given:
         return list(argv)
     folder = given[-1].lstrip("+")[len(key) :]
-    if any(a in ("-m", "--multirun") or a == "hydra.mode=MULTIRUN" for a in argv):
+    if is_multirun(argv):
         raise SystemExit(
             f"paths.output_dir={folder} would put every job of a multirun in one folder; set "
             "hydra.sweep.dir=<folder> instead (each job gets a numbered subfolder there)."
