@@ -105,7 +105,24 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
             {"step": "clip", "range": norm.get("clip"), "skip_if": "range is null"},
             {"step": "normalize", "how": "z-score per volume and channel (mean 0, std 1)"},
         ]
-        post = [
+        post = []
+        if norm.get("spacing"):
+            pre.append(
+                {
+                    "step": "resample",
+                    "spacing_mm": norm["spacing"],
+                    "shape": "round(voxels * source spacing / spacing) per RAS axis",
+                    "interpolation": "trilinear, half-voxel centres (align_corners=False)",
+                }
+            )
+            post.append(
+                {
+                    "step": "resize_logits",
+                    "to": "the source volume's shape (in RAS)",
+                    "interpolation": "trilinear, half-voxel centres (align_corners=False)",
+                }
+            )
+        post += [
             {"step": "argmax", "axis": 1},
             {"step": "write", "reorient_from": "RAS back to the source image's orientation"},
         ]

@@ -415,6 +415,17 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
         )
+    if "spacing" in overrides:
+        raise ValueError(
+            f"data.spacing={overrides['spacing']} does not change an evaluation: the network "
+            "takes volumes at the voxel spacing it was trained at "
+            f"({module.data_info.normalization.get('spacing') or 'each case its own'}), and "
+            "its scores are taken on each case's own grid whatever that spacing is."
+        )
+    if "spacing" in data_cfg:
+        # the spacing the network was trained at ("median" resolved then), not the median
+        # of whatever data this evaluation reads
+        data_cfg.spacing = module.data_info.normalization.get("spacing")
     dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
     dm.prepare_data()
     if "root" in overrides and "split" not in overrides and "test_fraction" in data_cfg:

@@ -65,9 +65,13 @@ class Predictor:
                 f"{path} has {volume.image.shape[0]} channel(s); the model takes {channels} "
                 "(one per modality, as in the data it was trained on)."
             )
-        clip = self.info.normalization.get("clip")
-        x = torch.from_numpy(nifti.normalize_intensity(volume.image, clip))[None].to(self.device)
-        pred = self.model.logits(x).argmax(1)[0]
+        norm = self.info.normalization
+        source_shape = volume.image.shape[1:]
+        volume.image = nifti.normalize_intensity(volume.image, norm.get("clip"))
+        if norm.get("spacing"):  # the grid the network was trained on
+            volume = nifti.resample_to_spacing(volume, norm["spacing"])
+        x = torch.from_numpy(volume.image)[None].to(self.device)
+        pred = self.model.logits(x, source_shape).argmax(1)[0]
         return pred.cpu().numpy().astype(np.int16), volume
 
     def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:

@@ -113,6 +113,29 @@ def nifti_dataset(
     return root
 
 
+def spaced_dataset(root, spacings, shape=(19, 23, 17)):
+    """Decathlon-layout cases of the same anatomy sampled at different voxel sizes: case i
+    has spacing ``spacings[i]`` (mm per axis) and a shape that keeps the physical extent."""
+    import json
+
+    import nibabel as nib
+
+    (root / "imagesTr").mkdir(parents=True)
+    (root / "labelsTr").mkdir()
+    entries = []
+    for i, spacing in enumerate(spacings):
+        size = tuple(round(n / s) for n, s in zip(shape, spacing, strict=True))
+        image, label, _ = nifti_case(size, seed=i)
+        affine = np.diag([*spacing, 1.0])
+        name = f"case_{i:03d}.nii.gz"
+        nib.save(nib.Nifti1Image(image, affine), str(root / "imagesTr" / name))
+        nib.save(nib.Nifti1Image(label, affine), str(root / "labelsTr" / name))
+        entries.append({"image": f"./imagesTr/{name}", "label": f"./labelsTr/{name}"})
+    labels = {"0": "background", "1": "one", "2": "two"}
+    (root / "dataset.json").write_text(json.dumps({"labels": labels, "training": entries}))
+    return root
+
+
 class StopAfterEpochs:
     """A callback (``+callbacks.stop._target_=tests.helpers.StopAfterEpochs``) that stops
     training after ``epochs`` epochs, as an interruption at an epoch boundary would."""

@@ -309,3 +309,44 @@ def test_a_bad_test_case_stops_training_before_the_first_step(tmp_path):
     with pytest.raises(NiftiDataError, match=rf"{bad.name} holds values \[9\]"):
         train(cfg)
     assert not (tmp_path / "run" / "checkpoints").exists()  # no training step was taken
+
+
+def test_a_resampled_run_is_scored_evaluated_and_deployed_on_each_cases_grid(tmp_path):
+    """data.spacing=median: trained on one grid, scored on each case's own; evaluate and
+    an exported model resample as training did, whatever data they are given."""
+    from segnet.export import export_checkpoint
+    from segnet.predict import Predictor
+    from tests.helpers import spaced_dataset
+
+    spacings = [(1.0, 1.25, 1.0), (1.0, 1.0, 2.0), (1.5, 1.0, 1.25)] * 3
+    root = spaced_dataset(tmp_path / "data", spacings, shape=(24, 24, 20))
+    cfg = compose(
+        "train",
+        ["experiment=hippocampus_unet3d", f"data.root={root}", "data.spacing=median", *FAST],
+        tmp_path / "run",
+    )
+    metrics, objects = train(cfg)
+    dm, module = objects["datamodule"], objects["module"]
+    spacing = module.data_info.normalization["spacing"]
+    assert spacing == pytest.approx(np.median([spacings[i] for i in dm.splits["train"]], 0))
+    resampled = [v for v in dm.datasets["train"].volumes if v.grid_label is not None]
+    assert resampled and all(v.image.shape[1:] != v.label.shape for v in resampled)
+    best = objects["best_ckpt"]
+    ev_cfg = [f"ckpt_path={best}", "save_predictions=true", "trainer.accelerator=cpu"]
+    ev, _ = evaluate(compose("evaluate", [*ev_cfg, "data.num_workers=0"], tmp_path / "ev"))
+    assert ev["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
+    predictions = sorted((tmp_path / "ev" / "predictions").glob("*.nii.gz"))
+    assert len(predictions) == len(dm.splits["test"]) == 2
+    for pred in predictions:
+        assert nib.load(str(pred)).shape == nib.load(str(root / "imagesTr" / pred.name)).shape
+    with pytest.raises(ValueError, match=r"data\.spacing=.* does not change an evaluation"):
+        evaluate(compose("evaluate", [*ev_cfg, "data.spacing=[1,1,1]"], tmp_path / "ev2"))
+    # the exported model's card says how to resample, and predict does it
+    export_checkpoint(best, tmp_path / "exp", ("onnx",))
+    card = json.loads((tmp_path / "exp" / "model.json").read_text())["deployment"]
+    (step,) = [s for s in card["preprocess"] if s["step"] == "resample"]
+    assert step["spacing_mm"] == pytest.approx(spacing)
+    predictor = Predictor(tmp_path / "exp" / "model.onnx")
+    mask, _ = predictor.predict_volume(root / "imagesTr" / predictions[0].name)
+    saved = np.asarray(nib.load(str(predictions[0])).dataobj)  # diagonal affine: RAS already
+    assert mask.shape == saved.shape and (mask == saved).mean() > 0.999

@@ -86,7 +86,16 @@ def rgb_normalization(mean: Sequence[float], std: Sequence[float]) -> dict[str, 
 WINDOW_BLENDING = {"sigma_scale": 0.125, "padding_mode": "constant", "cval": 0.0}
 
 
-def zscore_normalization(clip: Sequence[float] | None) -> dict[str, Any]:
+def zscore_normalization(
+    clip: Sequence[float] | None, spacing: Sequence[float] | None = None
+) -> dict[str, Any]:
     """Volumes (NIfTI, reoriented to RAS): intensities clipped to ``clip`` (if set), then
-    zero mean and unit variance over each whole volume, per channel."""
-    return {"kind": "zscore_per_volume", "clip": list(clip) if clip else None}
+    zero mean and unit variance over each whole volume, per channel; then, with ``spacing``
+    (mm per RAS axis), resampled to that voxel spacing, the logits resampled back to the
+    source grid before the argmax. A description without ``spacing`` (written before it
+    existed) means no resampling."""
+    return {
+        "kind": "zscore_per_volume",
+        "clip": list(clip) if clip else None,
+        "spacing": [float(s) for s in spacing] if spacing else None,
+    }

@@ -17,11 +17,14 @@ from __future__ import annotations
 import csv
 import json
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nibabel as nib
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 NIFTI_SUFFIXES = (".nii.gz", ".nii")
 
@@ -47,7 +50,16 @@ class Volume:
     affine: np.ndarray  # of the source image, as on disk
     header: nib.Nifti1Header = field(repr=False)
     source_shape: tuple[int, ...] = ()
-    spacing: tuple[float, ...] = ()
+    spacing: tuple[float, ...] = ()  # of the source grid, in RAS axis order (mm)
+    # the label on the image's grid when the image was resampled (training patches are
+    # cut from it); None while the image keeps the label's grid. ``label`` stays on the
+    # source grid: scores are taken there, as published results are
+    grid_label: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def training_label(self) -> np.ndarray | None:
+        """The label voxel for voxel with ``image``."""
+        return self.label if self.grid_label is None else self.grid_label
 
 
 def case_name(path: Path) -> str:
@@ -220,6 +232,54 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
         source_shape=tuple(img.shape[:3]),
         spacing=tuple(float(s) for s in canonical.header.get_zooms()[:3]),
     )
+
+
+def ras_spacing(path: Path) -> tuple[float, ...]:
+    """An image's voxel spacing (mm) in RAS axis order, from its header alone."""
+    try:
+        img = nib.load(str(path))
+    except (OSError, nib.filebasedimages.ImageFileError) as err:
+        raise NiftiDataError(f"cannot read {path}: {err}") from err
+    zooms = img.header.get_zooms()[:3]
+    axes = nib.orientations.io_orientation(img.affine)[:, 0]
+    out = [0.0] * 3
+    for source, ras in enumerate(axes[:3]):
+        out[int(ras)] = float(zooms[source])
+    return tuple(out)
+
+
+def grid_shape(
+    shape: Sequence[int], spacing: Sequence[float], target: Sequence[float]
+) -> tuple[int, ...]:
+    """The voxel counts that cover the same extent at the ``target`` spacing.
+
+    Example:
+        >>> grid_shape((35, 50, 20), (1.0, 1.0, 3.0), (1.0, 1.0, 1.5))
+        (35, 50, 40)
+    """
+    return tuple(max(1, round(n * s / t)) for n, s, t in zip(shape, spacing, target, strict=True))
+
+
+def resample_to_spacing(volume: Volume, target: Sequence[float]) -> Volume:
+    """``volume`` with its image on a grid of ``target`` spacing (trilinear) and the label
+    there as ``grid_label`` (nearest, never blended), the source-grid label kept for scoring.
+
+    Both directions, this one and the logits' way back (``segnet.inference.resize``),
+    interpolate with half-voxel centres (``align_corners=False``), so they map the same
+    extent onto each other.
+    """
+    shape = grid_shape(volume.image.shape[1:], volume.spacing, target)
+    if shape == tuple(volume.image.shape[1:]):
+        return volume
+    image = F.interpolate(
+        torch.from_numpy(volume.image)[None], size=shape, mode="trilinear", align_corners=False
+    )[0]
+    volume.image = np.ascontiguousarray(image.numpy())
+    if volume.label is not None:
+        label = torch.from_numpy(volume.label)[None, None].float()
+        label = F.interpolate(label, size=shape, mode="nearest-exact")[0, 0]
+        volume.grid_label = label.to(torch.int64).numpy()
+    return volume
 
 
 def normalize_intensity(image: np.ndarray, clip: tuple[float, float] | None = None) -> np.ndarray:

@@ -98,6 +98,37 @@ def check_affine(rotate: float, zoom: Sequence[float], prob: float) -> dict | No
     return dict(rotate=float(rotate), zoom=zoom, prob=float(prob)) if ranges else None
 
 
+def check_spacing(spacing: Sequence[float] | str | None) -> tuple[float, ...] | str | None:
+    """The target voxel spacing: None (each case keeps its grid), "median", or three
+    sizes in mm; anything else is refused, naming the setting and the choices."""
+    if spacing is None or spacing == "median":
+        return spacing
+    if (
+        isinstance(spacing, Sequence)
+        and not isinstance(spacing, str)
+        and len(spacing) == 3
+        and all(isinstance(s, int | float) and not isinstance(s, bool) and s > 0 for s in spacing)
+    ):
+        return tuple(float(s) for s in spacing)
+    raise ValueError(
+        f"data.spacing={spacing!r}: give three voxel sizes in mm in RAS axis order "
+        "(left-right, posterior-anterior, inferior-superior), e.g. 'data.spacing=[1.0,1.0,1.5]'; "
+        "'median' for the median spacing of the training cases (as nnU-Net chooses); or null "
+        "to train on each case's own grid."
+    )
+
+
+def spread(spacings: Sequence[Sequence[float]]) -> float:
+    """The largest ratio of two cases' voxel sizes along one axis (1.0: all alike).
+
+    Example:
+        >>> spread([(1.0, 1.0, 2.0), (1.0, 1.0, 5.0)])
+        2.5
+    """
+    a = np.asarray(spacings, dtype=np.float64)
+    return float((a.max(0) / a.min(0)).max())
+
+
 SW_MODES = ("gaussian", "constant")
 
 
@@ -123,6 +154,11 @@ def check_window(
     return list(roi)
 
 
+def _nbytes(volume: nifti.Volume) -> int:
+    arrays = (volume.image, volume.label, volume.grid_label)
+    return sum(a.nbytes for a in arrays if a is not None)
+
+
 class PatchDataset(Dataset):
     """Random training patches through a MONAI dictionary transform."""
 
@@ -136,7 +172,7 @@ class PatchDataset(Dataset):
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i % len(self.volumes)]
         out = self.transform(
-            {"image": torch.from_numpy(v.image), "label": torch.from_numpy(v.label[None])}
+            {"image": torch.from_numpy(v.image), "label": torch.from_numpy(v.training_label[None])}
         )
         out = out[0] if isinstance(out, list) else out
         image = torch.as_tensor(out["image"]).as_subclass(torch.Tensor).float()
@@ -209,6 +245,7 @@ class NiftiDataModule(SegmentationDataModule):
         num_folds: int = 5,
         seed: int = 0,
         clip: Sequence[float] | None = None,
+        spacing: Sequence[float] | str | None = None,
         flip: bool = True,
         rotate90: bool = True,
         rotate: float = 0.0,
@@ -246,6 +283,7 @@ class NiftiDataModule(SegmentationDataModule):
             num_folds=num_folds,
         )
         self.clip = tuple(clip) if clip else None
+        self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
         self.aug = dict(flip=flip, rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
         self.affine = check_affine(rotate, zoom, affine_prob)
         self.sliding_window = {
@@ -267,13 +305,27 @@ class NiftiDataModule(SegmentationDataModule):
         self.splits = split_cases([c.name for c in self.cases], **self.split_args)
         shape = nib.load(str(self.cases[0].image)).shape
         class_names = self._read_class_names()
+        if self.spacing == "median":
+            spacings = [nifti.ras_spacing(self.cases[i].image) for i in self.splits["train"]]
+            if not spacings:
+                raise ValueError(
+                    "data.spacing=median needs training cases to take the median of; the "
+                    "'train' split is empty (lower data.test_fraction or data.val_fraction)."
+                )
+            self.spacing = tuple(float(s) for s in np.median(spacings, axis=0))
+            log.info(
+                "data.spacing=median: resampling every case to %s mm (the median of %d "
+                "training cases)",
+                [round(s, 4) for s in self.spacing],
+                len(spacings),
+            )
         return DataInfo(
             spatial_dims=3,
             in_channels=shape[3] if len(shape) == 4 else 1,
             class_names=class_names,
             palette=[list(c) for c in label_palette(len(class_names))],
             ignore_index=None,
-            normalization=zscore_normalization(self.clip),
+            normalization=zscore_normalization(self.clip, self.spacing),
             input_size=list(self.patch_size),
             sliding_window=dict(self.sliding_window),
             monitor="val/dice",
@@ -315,17 +367,13 @@ class NiftiDataModule(SegmentationDataModule):
                     f"dataset's first image has {info.in_channels}."
                 )
             v.image = nifti.normalize_intensity(v.image, self.clip)
+            if info.normalization.get("spacing"):
+                v = nifti.resample_to_spacing(v, info.normalization["spacing"])
             return v
 
         with ThreadPoolExecutor(4) as pool:  # nibabel's gzip decoding releases the GIL
             loaded = dict(zip(missing, pool.map(read, missing), strict=True))
-        size_gb = (
-            sum(
-                v.image.nbytes + (v.label.nbytes if v.label is not None else 0)
-                for v in loaded.values()
-            )
-            / 1e9
-        )
+        size_gb = sum(_nbytes(v) for v in loaded.values()) / 1e9
         if size_gb + self._cached_gb() <= self.cache_max_gb:
             self._volumes.update(loaded)
         else:
@@ -337,7 +385,20 @@ class NiftiDataModule(SegmentationDataModule):
         return [self._volumes.get(i) or loaded[i] for i in indices]
 
     def _cached_gb(self) -> float:
-        return sum(v.image.nbytes for v in self._volumes.values()) / 1e9
+        return sum(_nbytes(v) for v in self._volumes.values()) / 1e9
+
+    def check_spacings(self, volumes: list[nifti.Volume]) -> None:
+        """Warn when training cases differ in voxel size and none is set: the network
+        would see one anatomy at several scales."""
+        if self.spacing is None and len(volumes) > 1:
+            ratio = spread([v.spacing for v in volumes])
+            if ratio > 1.1:
+                log.warning(
+                    "the training cases' voxel sizes differ up to %.1fx along one axis and "
+                    "data.spacing is null, so each case is trained on its own grid; "
+                    "data.spacing=median resamples them all to one spacing (as nnU-Net does).",
+                    ratio,
+                )
 
     # -- datasets --------------------------------------------------------------------------
     def train_transform(self):
@@ -396,8 +457,10 @@ class NiftiDataModule(SegmentationDataModule):
                         f"the '{split}' split is empty ({len(self.cases)} cases, "
                         f"{self.split_args}); lower data.test_fraction or raise data.val_fraction."
                     )
+            train = self.volumes("train")
+            self.check_spacings(train)
             self.datasets["train"] = PatchDataset(
-                self.volumes("train"), self.train_transform(), self.samples_per_volume
+                train, self.train_transform(), self.samples_per_volume
             )
             self.datasets["val"] = VolumeDataset(self.volumes("val"))
         if stage in ("test", "predict"):

@@ -1,4 +1,5 @@
 import gzip
+import logging
 from pathlib import Path
 
 import nibabel as nib
@@ -9,7 +10,7 @@ import torch
 from segnet.data import nifti
 from segnet.data.nifti_datamodule import NiftiDataModule, check_affine, split_cases
 from segnet.metrics import per_case_dice
-from tests.helpers import ODD_AFFINE, nifti_case, nifti_dataset
+from tests.helpers import ODD_AFFINE, nifti_case, nifti_dataset, spaced_dataset
 
 
 @pytest.mark.parametrize("layout", ["msd", "folders", "csv"])
@@ -26,7 +27,7 @@ def test_every_layout_finds_the_cases(tmp_path, layout):
     info = dm.info()
     assert info.class_names == ["background", "one", "two"] and info.num_classes == 3
     assert info.in_channels == 1 and info.spatial_dims == 3 and info.per_case
-    assert info.normalization == {"kind": "zscore_per_volume", "clip": None}
+    assert info.normalization == {"kind": "zscore_per_volume", "clip": None, "spacing": None}
     assert info.sliding_window["roi_size"] == list(dm.patch_size) == info.input_size
 
 
@@ -304,3 +305,80 @@ def test_sliding_window_equals_a_full_pass_when_the_volume_fits():
         stitched = windowed.logits(net, big)
         assert stitched.shape == (1, 3, 40, 30, 26)
         assert (stitched.argmax(1) == net(big).argmax(1)).float().mean() > 0.8
+
+
+def test_ras_spacing_reads_the_header_in_the_volumes_axis_order(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=1, affine=ODD_AFFINE)
+    case = nifti.find_cases(root)[0]
+    assert nifti.ras_spacing(case.image) == pytest.approx(nifti.load_volume(case).spacing)
+    assert nifti.ras_spacing(case.image) == pytest.approx((2.5, 0.8, 1.2))
+
+
+def test_resampled_cases_train_on_one_grid_and_are_scored_on_their_own(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=3, affine=ODD_AFFINE)
+    dm = NiftiDataModule(
+        str(root),
+        spacing=[1.25, 1.6, 0.6],
+        patch_size=(16, 8, 16),
+        foreground_ratio=1.0,
+        val_fraction=0.34,
+        test_fraction=0,
+        num_workers=0,
+    )
+    dm.setup("fit")
+    assert dm.info().normalization["spacing"] == [1.25, 1.6, 0.6]
+    # RAS (17, 19, 23) voxels of (2.5, 0.8, 1.2) mm cover the same extent in (34, 10, 46)
+    val = dm.datasets["val"][0]
+    assert val["image"].shape == (1, 34, 10, 46)
+    assert val["label"].shape == (17, 19, 23)  # scored on the case's own grid
+    assert val["spacing"].tolist() == pytest.approx([2.5, 0.8, 1.2])  # HD95 and NSD in mm
+    # training patches come from the resampled grid, image and label voxel for voxel: the
+    # image's intensity reveals the label (about 100 per class step)
+    (volume,) = dm.datasets["train"].volumes[:1]
+    assert volume.training_label.shape == volume.image.shape[1:]
+    means = [volume.image[0][volume.training_label == k].mean() for k in range(3)]
+    assert means[0] < means[1] < means[2]
+    for _ in range(4):
+        s = dm.datasets["train"][0]
+        assert s["image"].shape == (1, 16, 8, 16) and s["label"].shape == (16, 8, 16)
+        assert s["image"][0][s["label"] == 2].mean() > s["image"][0][s["label"] == 0].mean()
+
+
+def test_median_spacing_comes_from_the_training_cases(tmp_path, caplog):
+    spacings = [(1.0, 1.0, 1.0), (1.0, 1.0, 2.0), (1.0, 1.0, 3.0), (2.0, 1.0, 1.0)]
+    root = spaced_dataset(tmp_path / "d", spacings)
+    dm = NiftiDataModule(str(root), spacing="median", val_fraction=0, test_fraction=0.25)
+    with caplog.at_level(logging.INFO):
+        dm.prepare_data()
+    train = [spacings[i] for i in dm.splits["train"]]
+    expected = np.median(train, axis=0).tolist()
+    assert dm.info().normalization["spacing"] == pytest.approx(expected)
+    assert f"the median of {len(train)} training cases" in caplog.text
+
+
+def test_cases_of_different_voxel_sizes_without_a_spacing_are_warned_about(tmp_path, caplog):
+    root = spaced_dataset(tmp_path / "d", [(1.0, 1.0, 1.0), (1.0, 1.0, 3.0), (1.0, 1.0, 2.0)])
+    dm = NiftiDataModule(
+        str(root), patch_size=(8, 8, 4), val_fraction=0.34, test_fraction=0, num_workers=0
+    )
+    with caplog.at_level(logging.WARNING):
+        dm.setup("fit")
+    assert "differ up to" in caplog.text and "data.spacing=median" in caplog.text
+    caplog.clear()
+    same = NiftiDataModule(
+        str(root),
+        spacing=[1, 1, 1],
+        patch_size=(8, 8, 4),
+        val_fraction=0.34,
+        test_fraction=0,
+        num_workers=0,
+    )
+    with caplog.at_level(logging.WARNING):
+        same.setup("fit")
+    assert "differ up to" not in caplog.text
+
+
+@pytest.mark.parametrize("spacing", [[1.0, 1.0], [1.0, 0.0, 1.0], "mean", [1, True, 1]])
+def test_a_bad_spacing_is_refused_naming_the_setting(spacing):
+    with pytest.raises(ValueError, match=r"data\.spacing=.*three voxel sizes in mm"):
+        NiftiDataModule("unused", spacing=spacing)
