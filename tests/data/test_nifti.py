@@ -358,24 +358,15 @@ def test_median_spacing_comes_from_the_training_cases(tmp_path, caplog):
 
 def test_cases_of_different_voxel_sizes_without_a_spacing_are_warned_about(tmp_path, caplog):
     root = spaced_dataset(tmp_path / "d", [(1.0, 1.0, 1.0), (1.0, 1.0, 3.0), (1.0, 1.0, 2.0)])
-    dm = NiftiDataModule(
-        str(root), patch_size=(8, 8, 4), val_fraction=0.34, test_fraction=0, num_workers=0
-    )
-    with caplog.at_level(logging.WARNING):
-        dm.setup("fit")
-    assert "differ up to" in caplog.text and "data.spacing=median" in caplog.text
-    caplog.clear()
-    same = NiftiDataModule(
-        str(root),
-        spacing=[1, 1, 1],
-        patch_size=(8, 8, 4),
-        val_fraction=0.34,
-        test_fraction=0,
-        num_workers=0,
-    )
-    with caplog.at_level(logging.WARNING):
-        same.setup("fit")
-    assert "differ up to" not in caplog.text
+    for spacing, warned in ((None, True), ([1, 1, 1], False)):
+        caplog.clear()
+        dm = NiftiDataModule(
+            str(root), spacing=spacing, patch_size=(8, 8, 4), val_fraction=0.34, test_fraction=0
+        )
+        with caplog.at_level(logging.WARNING):
+            dm.setup("fit")
+        assert ("differ up to" in caplog.text) == warned
+        assert ("data.spacing=median" in caplog.text) == warned
 
 
 @pytest.mark.parametrize("spacing", [[1.0, 1.0], [1.0, 0.0, 1.0], "mean", [1, True, 1]])
