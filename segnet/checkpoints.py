@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 # Scheduler state keys that fix the length of the schedule at creation time.
@@ -102,6 +103,23 @@ def check_same_model(
             + "\nUse the experiment and overrides it was trained with (its run folder's "
             ".hydra/overrides.yaml)."
         )
+
+
+def check_same_spacing(ckpt: dict[str, Any], info: Any, path: str | Path) -> None:
+    """A resumed run goes on at the voxel spacing it started at: a changed ``data.spacing``
+    (or ``median`` over other cases) would leave a model trained partly at each, and its
+    checkpoints would record only the second."""
+    data = (ckpt.get("hyper_parameters") or {}).get("data") or {}
+    theirs = (data.get("normalization") or {}).get("spacing")
+    ours = info.normalization.get("spacing")
+    if theirs == ours or (theirs and ours and np.allclose(theirs, ours)):
+        return
+    raise CheckpointError(
+        f"ckpt_path={str(path)!r} was trained on volumes resampled to "
+        f"{f'{theirs} mm' if theirs else 'no common spacing (data.spacing=null)'}; this run "
+        f"resamples to {f'{ours} mm' if ours else 'none'}. Resume with the data.spacing "
+        "(and data) it started with, or start a new run from its weights with init_from=."
+    )
 
 
 def check_same_length(ckpt: dict[str, Any], max_epochs: int | None, path: str | Path) -> None:

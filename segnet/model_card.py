@@ -10,7 +10,9 @@ from typing import Any
 from segnet.data.info import WINDOW_BLENDING
 
 CARD_NAME = "model.json"
-CARD_VERSION = 1
+# 2: volumes may be resampled to data.normalization.spacing (a "resample" step); a reader
+# that knows only version 1 would skip it and predict on the wrong grid
+CARD_VERSION = 2
 # SegmentationModule arguments a card carries besides the network and the data description
 # (everything but optimisation), so that evaluating an exported model scores like its
 # checkpoint
@@ -111,7 +113,9 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
                 {
                     "step": "resample",
                     "spacing_mm": norm["spacing"],
-                    "shape": "round(voxels * source spacing / spacing) per RAS axis",
+                    "shape": "per RAS axis: voxels * source voxel size / spacing_mm, "
+                    "rounded to the nearest whole number (halves to even), at least 1; "
+                    "source voxel sizes are the affine's column lengths",
                     "interpolation": "trilinear, half-voxel centres (align_corners=False)",
                 }
             )
@@ -172,4 +176,11 @@ def read_card(model_path: str | Path) -> dict[str, Any]:
             f"{model_path} has no model card: expected {path} beside it (python -m "
             "segnet.export writes both)."
         )
-    return json.loads(path.read_text())
+    card = json.loads(path.read_text())
+    version = card.get("card_version", 1)
+    if version > CARD_VERSION:
+        raise ValueError(
+            f"{path} is model card version {version}, written by a newer segnet than this "
+            f"one (which reads up to {CARD_VERSION}); upgrade segnet to use this model."
+        )
+    return card

@@ -24,6 +24,7 @@ from segnet.checkpoints import (
     check_latest,
     check_same_length,
     check_same_model,
+    check_same_spacing,
     expected_model,
     load_weights,
     read_checkpoint,
@@ -250,6 +251,7 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
     if ckpt_path:
         ckpt = read_checkpoint(ckpt_path, "ckpt_path")
         check_same_model(ckpt, expected, ckpt_path, "ckpt_path")
+        check_same_spacing(ckpt, dm.info(), ckpt_path)
         check_same_length(ckpt, cfg.trainer.get("max_epochs"), ckpt_path)
         check_latest(ckpt, ckpt_path)
         return None
@@ -416,11 +418,16 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             "data.sw_roi_size instead."
         )
     if "spacing" in overrides:
+        trained_at = module.data_info.normalization.get("spacing")
         raise ValueError(
-            f"data.spacing={overrides['spacing']} does not change an evaluation: the network "
-            "takes volumes at the voxel spacing it was trained at "
-            f"({module.data_info.normalization.get('spacing') or 'each case its own'}), and "
-            "its scores are taken on each case's own grid whatever that spacing is."
+            f"data.spacing={overrides['spacing']} is refused: "
+            + (
+                "this checkpoint segments 2D images."
+                if module.data_info.spatial_dims == 2
+                else "a network is applied at the voxel spacing it was trained at ("
+                + (f"{trained_at} mm" if trained_at else "each case on its own grid")
+                + "), which the checkpoint keeps; scores are taken on each case's own grid."
+            )
         )
     if "spacing" in data_cfg:
         # the spacing the network was trained at ("median" resolved then), not the median

@@ -434,3 +434,16 @@ def test_model_card_is_enough_to_deploy_a_volume_model_with_numpy(exported_3d, t
         np.testing.assert_allclose(deployed, reference, atol=1e-4)
         mask, _ = predictor.predict_volume(case)
         assert (deployed.argmax(0) == mask).all(), case.name
+
+
+def test_a_card_of_a_newer_version_is_refused_not_half_followed(exported_3d, tmp_path):
+    import shutil
+
+    _, exp = exported_3d
+    newer = shutil.copytree(exp, tmp_path / "newer")
+    card = json.loads((newer / "model.json").read_text())
+    assert card["card_version"] == 2
+    card["card_version"] = 3
+    (newer / "model.json").write_text(json.dumps(card))
+    with pytest.raises(ValueError, match=r"model card version 3, written by a newer segnet"):
+        Predictor(newer / "model.onnx")

@@ -314,17 +314,15 @@ def test_a_bad_test_case_stops_training_before_the_first_step(tmp_path):
 def test_a_resampled_run_is_scored_evaluated_and_deployed_on_each_cases_grid(tmp_path):
     """data.spacing=median: trained on one grid, scored on each case's own; evaluate and
     an exported model resample as training did, whatever data they are given."""
+    from segnet.checkpoints import CheckpointError
     from segnet.export import export_checkpoint
     from segnet.predict import Predictor
     from tests.helpers import spaced_dataset
 
     spacings = [(1.0, 1.25, 1.0), (1.0, 1.0, 2.0), (1.5, 1.0, 1.25)] * 3
     root = spaced_dataset(tmp_path / "data", spacings, shape=(24, 24, 20))
-    cfg = compose(
-        "train",
-        ["experiment=hippocampus_unet3d", f"data.root={root}", "data.spacing=median", *FAST],
-        tmp_path / "run",
-    )
+    cfg_overrides = ["experiment=hippocampus_unet3d", f"data.root={root}", *FAST]
+    cfg = compose("train", [*cfg_overrides, "data.spacing=median"], tmp_path / "run")
     metrics, objects = train(cfg)
     dm, module = objects["datamodule"], objects["module"]
     spacing = module.data_info.normalization["spacing"]
@@ -339,8 +337,21 @@ def test_a_resampled_run_is_scored_evaluated_and_deployed_on_each_cases_grid(tmp
     assert len(predictions) == len(dm.splits["test"]) == 2
     for pred in predictions:
         assert nib.load(str(pred)).shape == nib.load(str(root / "imagesTr" / pred.name)).shape
-    with pytest.raises(ValueError, match=r"data\.spacing=.* does not change an evaluation"):
+    with pytest.raises(ValueError, match=r"data\.spacing=.* is refused: .* trained at"):
         evaluate(compose("evaluate", [*ev_cfg, "data.spacing=[1,1,1]"], tmp_path / "ev2"))
+    # new cases of another voxel size are resampled to the spacing trained at, not to
+    # their own median
+    other = spaced_dataset(tmp_path / "other", [(2.0, 2.0, 2.0)] * 2, shape=(24, 24, 20))
+    new_cases = [f"ckpt_path={best}", f"data.root={other}", "data.split=all"]
+    new_cases += ["trainer.accelerator=cpu", "data.num_workers=0"]
+    _, ev_objects = evaluate(compose("evaluate", new_cases, tmp_path / "ev3"))
+    assert ev_objects["datamodule"].info().normalization["spacing"] == pytest.approx(spacing)
+    volume = ev_objects["datamodule"].datasets["test"].volumes[0]
+    assert volume.label.shape == (12, 12, 10) and volume.image.shape[1:] != (12, 12, 10)
+    # a resume goes on at the spacing it started at
+    resume = [f"ckpt_path={tmp_path / 'run' / 'checkpoints' / 'last.ckpt'}", "data.spacing=[1,1,1]"]
+    with pytest.raises(CheckpointError, match=r"resampled to \[.*\] mm; this run resamples to"):
+        train(compose("train", [*cfg_overrides, *resume], tmp_path / "run2"))
     # the exported model's card says how to resample, and predict does it
     export_checkpoint(best, tmp_path / "exp", ("onnx",))
     card = json.loads((tmp_path / "exp" / "model.json").read_text())["deployment"]

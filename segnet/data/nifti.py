@@ -230,8 +230,23 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
         affine=img.affine.copy(),
         header=img.header.copy(),
         source_shape=tuple(img.shape[:3]),
-        spacing=tuple(float(s) for s in canonical.header.get_zooms()[:3]),
+        spacing=ras_zooms(img.affine),
     )
+
+
+def ras_zooms(affine: np.ndarray) -> tuple[float, ...]:
+    """The voxel sizes (mm) an affine gives, in RAS axis order: the geometry nibabel and
+    viewers use, rather than the header's pixdim, which a tool may have left stale.
+
+    Example:
+        >>> ras_zooms(np.array([[0, 0, -2.5, 0], [-0.8, 0, 0, 0], [0, 1.2, 0, 0], [0, 0, 0, 1]]))
+        (2.5, 0.8, 1.2)
+    """
+    sizes = nib.affines.voxel_sizes(affine)[:3]
+    out = [0.0] * 3
+    for source, ras in enumerate(nib.orientations.io_orientation(affine)[:3, 0]):
+        out[int(ras)] = float(sizes[source])
+    return tuple(out)
 
 
 def ras_spacing(path: Path) -> tuple[float, ...]:
@@ -240,12 +255,24 @@ def ras_spacing(path: Path) -> tuple[float, ...]:
         img = nib.load(str(path))
     except (OSError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
-    zooms = img.header.get_zooms()[:3]
-    axes = nib.orientations.io_orientation(img.affine)[:, 0]
-    out = [0.0] * 3
-    for source, ras in enumerate(axes[:3]):
-        out[int(ras)] = float(zooms[source])
-    return tuple(out)
+    return check_voxel_sizes(ras_zooms(img.affine), str(path))
+
+
+def check_voxel_sizes(spacing: Sequence[float], where: str) -> tuple[float, ...]:
+    """``spacing`` if every size is a positive finite number, else a clear refusal: a zero
+    or NaN in an affine would otherwise collapse or break the resampled grid."""
+    if len(spacing) != 3 or not all(np.isfinite(s) and s > 0 for s in spacing):
+        raise NiftiDataError(
+            f"{where}: its affine gives voxel sizes {list(spacing)} mm, not three positive "
+            "numbers, so it cannot be resampled to data.spacing; fix the file's header "
+            "(sform/qform), or leave data.spacing null."
+        )
+    return tuple(spacing)
+
+
+# Resampling beyond this many times a case's voxels is taken for a unit slip (data.spacing
+# in metres or cm) rather than meant: it would fill the memory before saying why.
+MAX_GROWTH = 64
 
 
 def grid_shape(
@@ -268,9 +295,17 @@ def resample_to_spacing(volume: Volume, target: Sequence[float]) -> Volume:
     interpolate with half-voxel centres (``align_corners=False``), so they map the same
     extent onto each other.
     """
-    shape = grid_shape(volume.image.shape[1:], volume.spacing, target)
+    source = check_voxel_sizes(volume.spacing, f"case {volume.name}")
+    shape = grid_shape(volume.image.shape[1:], source, target)
     if shape == tuple(volume.image.shape[1:]):
         return volume
+    growth = np.prod(shape) / np.prod(volume.image.shape[1:])
+    if growth > MAX_GROWTH:
+        raise NiftiDataError(
+            f"case {volume.name}: data.spacing={list(target)} mm would resample its "
+            f"{list(volume.image.shape[1:])} voxels of {list(source)} mm to {list(shape)}, "
+            f"{growth:.0f} times as many; data.spacing is in millimetres, per RAS axis."
+        )
     image = F.interpolate(
         torch.from_numpy(volume.image)[None], size=shape, mode="trilinear", align_corners=False
     )[0]

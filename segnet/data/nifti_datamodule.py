@@ -436,11 +436,12 @@ class NiftiDataModule(SegmentationDataModule):
         if self.aug["flip"]:
             ops += [T.RandFlipd(keys, prob=0.5, spatial_axis=axis) for axis in range(3)]
         if self.aug["rotate90"]:
-            # only in planes whose patch sides are equal, so the patch keeps its shape
-            p = self.patch_size
-            for plane in ((0, 1), (0, 2), (1, 2)):
-                if p[plane[0]] == p[plane[1]]:
-                    ops.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=plane))
+            # only in planes whose patch sides are equal, so the patch keeps its shape, and
+            # whose voxels are square, so the anatomy keeps its proportions
+            p, mm = self.patch_size, self.spacing or (1.0, 1.0, 1.0)
+            for a, b in ((0, 1), (0, 2), (1, 2)):
+                if p[a] == p[b] and np.isclose(mm[a], mm[b], rtol=1e-3):
+                    ops.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=(a, b)))
         if self.aug["scale"]:
             ops.append(T.RandScaleIntensityd("image", factors=self.aug["scale"], prob=1.0))
         if self.aug["shift"]:

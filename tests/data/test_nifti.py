@@ -373,3 +373,29 @@ def test_cases_of_different_voxel_sizes_without_a_spacing_are_warned_about(tmp_p
 def test_a_bad_spacing_is_refused_naming_the_setting(spacing):
     with pytest.raises(ValueError, match=r"data\.spacing=.*three voxel sizes in mm"):
         NiftiDataModule("unused", spacing=spacing)
+
+
+def test_right_angle_rotations_stay_in_planes_of_square_voxels(tmp_path):
+    from monai.transforms import RandRotate90d
+
+    root = nifti_dataset(tmp_path / "d", "msd", n=3)
+    planes = {}
+    for spacing in (None, [1.0, 1.0, 2.0]):
+        dm = NiftiDataModule(
+            str(root), spacing=spacing, patch_size=(8, 8, 8), val_fraction=0.34, test_fraction=0
+        )
+        dm.prepare_data()
+        ops = dm.train_transform().transforms
+        planes[spacing is None] = [op.spatial_axes for op in ops if isinstance(op, RandRotate90d)]
+    assert planes == {True: [(0, 1), (0, 2), (1, 2)], False: [(0, 1)]}
+
+
+def test_resampling_refuses_a_degenerate_affine_and_a_unit_slip(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=1)
+    case = nifti.find_cases(root)[0]
+    with pytest.raises(nifti.NiftiDataError, match=r"case_000: .*data\.spacing is in millimetres"):
+        nifti.resample_to_spacing(nifti.load_volume(case), (0.1, 0.1, 0.1))
+    flat = nifti.load_volume(case)
+    flat.spacing = (1.0, 0.0, 1.0)  # as a zero column in an affine gives
+    with pytest.raises(nifti.NiftiDataError, match=r"voxel sizes \[1.0, 0.0, 1.0\] mm"):
+        nifti.resample_to_spacing(flat, (1.0, 1.0, 1.0))
