@@ -115,7 +115,8 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
                     "spacing_mm": norm["spacing"],
                     "shape": "per RAS axis: voxels * source voxel size / spacing_mm, "
                     "rounded to the nearest whole number (halves to even), at least 1; "
-                    "source voxel sizes are the affine's column lengths",
+                    "the source voxel sizes are the column lengths of the reoriented "
+                    "(RAS) image's affine",
                     "interpolation": "trilinear, half-voxel centres (align_corners=False)",
                 }
             )

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from segnet.pipeline import evaluate, train
@@ -331,9 +332,30 @@ import onnxruntime as ort
 card = json.load(open(sys.argv[1]))
 onnx = card["deployment"]["onnx"]
 session = ort.InferenceSession(sys.argv[3], providers=["CPUExecutionProvider"])
-x = nib.as_closest_canonical(nib.load(sys.argv[2])).get_fdata(dtype=np.float32)[None]
+image = nib.as_closest_canonical(nib.load(sys.argv[2]))
+x = image.get_fdata(dtype=np.float32)[None]
 x = (x - x.mean()) / x.std()
 x = x[None].astype(np.float32)
+source_shape = x.shape[2:]
+
+
+def resize(a, size):  # linear along each axis in turn (= trilinear), half-voxel centres
+    for axis, out in zip((2, 3, 4), size):
+        n = a.shape[axis]
+        src = np.maximum((np.arange(out) + 0.5) * n / out - 0.5, 0)
+        low = np.floor(src).astype(int)
+        high = np.minimum(low + 1, n - 1)
+        w = (src - low).reshape([out if i == axis else 1 for i in range(a.ndim)])
+        a = np.take(a, low, axis) * (1 - w) + np.take(a, high, axis) * w
+    return a
+
+
+resample = [s for s in card["deployment"]["preprocess"] if s["step"] == "resample"]
+if resample:
+    sizes = np.sqrt((image.affine[:3, :3] ** 2).sum(0))
+    target = resample[0]["spacing_mm"]
+    grid = [max(1, round(n * s / t)) for n, s, t in zip(source_shape, sizes, target)]
+    x = resize(x, grid).astype(np.float32)
 
 
 def net(a):
@@ -392,7 +414,10 @@ for k in range(4):
         out = np.flip(run(np.flip(x, axes)), axes)
         e = np.exp(out - out.max(1, keepdims=True))
         probs = probs + e / e.sum(1, keepdims=True)
-np.save(sys.argv[4], probs[0] / 8)
+probs = probs / 8
+if resample:  # the log-probabilities back to the source grid
+    probs = np.exp(resize(np.log(np.maximum(probs, 1e-8)), source_shape))
+np.save(sys.argv[4], probs[0])
 """
 )
 
@@ -447,3 +472,52 @@ def test_a_card_of_a_newer_version_is_refused_not_half_followed(exported_3d, tmp
     (newer / "model.json").write_text(json.dumps(card))
     with pytest.raises(ValueError, match=r"model card version 3, written by a newer segnet"):
         Predictor(newer / "model.onnx")
+
+
+def test_model_card_is_enough_to_deploy_a_resampled_volume_model_with_numpy(tmp_path):
+    """A model trained at data.spacing: the card's resample and resize_logits steps, in
+    numpy, give what segnet.predict gives, on a case in a non-RAS orientation whose grid
+    is refined along one axis and coarsened along the others."""
+    from segnet.data import nifti
+    from segnet.export import export_checkpoint
+    from tests.helpers import ODD_AFFINE, nifti_dataset
+
+    root = nifti_dataset(tmp_path / "d", "msd", n=6, affine=ODD_AFFINE)
+    overrides = ["experiment=hippocampus_unet3d", f"data.root={root}", "data.spacing=[1.5,1,1.5]"]
+    overrides += ["data.patch_size=[16,16,16]", "data.num_workers=0", "model.net.features=[4,8,8]"]
+    overrides += [
+        "trainer.max_epochs=1",
+        "trainer.check_val_every_n_epoch=1",
+        "trainer.accelerator=cpu",
+    ]
+    train(
+        compose(
+            "train",
+            [*overrides, "data.val_fraction=0.2", "data.test_fraction=0.2"],
+            tmp_path / "run",
+        )
+    )
+    exp = tmp_path / "exp"
+    export_checkpoint(tmp_path / "run" / "checkpoints" / "best.ckpt", exp, ("onnx",))
+    card = json.loads((exp / "model.json").read_text())["deployment"]
+    assert [s["step"] for s in card["preprocess"]][-1] == "resample"
+    assert card["postprocess"][0]["step"] == "resize_logits"
+    case = root / "imagesTr" / "case_000.nii.gz"
+    script = tmp_path / "deploy.py"
+    script.write_text(DEPLOY_3D)
+    args = [str(exp / "model.json"), str(case), str(exp / "model.onnx"), str(tmp_path / "m.npy")]
+    subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
+    deployed = np.load(tmp_path / "m.npy")
+    predictor = Predictor(exp / "model.onnx")
+    volume = nifti.load_volume(nifti.Case(case.name, case, None))
+    source_shape = volume.image.shape[1:]
+    volume.image = nifti.normalize_intensity(volume.image, None)
+    resampled = nifti.resample_to_spacing(volume, (1.5, 1.0, 1.5))
+    assert resampled.image.shape[1:] == (28, 15, 18)  # from RAS (17, 19, 23) at (2.5, 0.8, 1.2)
+    with torch.no_grad():
+        x = torch.from_numpy(resampled.image)[None]
+        reference = predictor.model.logits(x, source_shape).exp()[0].numpy()
+    assert deployed.shape == reference.shape == (3, *source_shape)
+    np.testing.assert_allclose(deployed, reference, atol=1e-4)
+    mask, _ = predictor.predict_volume(case)
+    assert (deployed.argmax(0) == mask).all()
