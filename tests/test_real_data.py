@@ -36,7 +36,7 @@ def test_real_hippocampus_cases_load_with_their_quirks():
         v = nifti.load_volume(case, 3)
         dtypes.add(v.image.dtype)
         shapes.append(v.image.shape[1:])
-        assert v.label.dtype == np.int64 and set(np.unique(v.label)) <= {0, 1, 2}
+        assert v.label.dtype == np.uint8 and set(np.unique(v.label)) <= {0, 1, 2}
         assert v.label.shape == v.image.shape[1:]
     shapes = np.array(shapes)
     assert shapes.min() >= 24 and shapes.max() <= 59  # the README's 24-59 voxel range

@@ -42,7 +42,8 @@ class Case:
 
 @dataclass
 class Volume:
-    """A case in RAS orientation: image (C, X, Y, Z) float32, label (X, Y, Z) int64."""
+    """A case in RAS orientation: image (C, X, Y, Z) float32, label (X, Y, Z) class
+    indices in the smallest integer type that holds them (``compact_labels``)."""
 
     name: str
     image: np.ndarray
@@ -223,6 +224,7 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
             raise NiftiDataError(
                 f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}."
             )
+        label = compact_labels(label)
     return Volume(
         name=case.name,
         image=np.ascontiguousarray(image),
@@ -232,6 +234,20 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
         source_shape=tuple(img.shape[:3]),
         spacing=ras_zooms(img.affine),
     )
+
+
+def compact_labels(label: np.ndarray) -> np.ndarray:
+    """Class indices (0 or more) in the smallest integer type that holds them: a CT label
+    map of 512x512x400 voxels takes 105 MB as uint8 against 840 MB as int64, and volumes
+    stay in memory for the whole run. Batches widen them to int64.
+
+    Example:
+        >>> compact_labels(np.array([0, 2, 1])).dtype, compact_labels(np.array([0, 300])).dtype
+        (dtype('uint8'), dtype('int16'))
+    """
+    top = int(label.max()) if label.size else 0
+    dtype = np.uint8 if top < 2**8 else np.int16 if top < 2**15 else np.int32
+    return label.astype(dtype, copy=False)
 
 
 def ras_zooms(affine: np.ndarray) -> tuple[float, ...]:
@@ -313,7 +329,7 @@ def resample_to_spacing(volume: Volume, target: Sequence[float]) -> Volume:
     if volume.label is not None:
         label = torch.from_numpy(volume.label)[None, None].float()
         label = F.interpolate(label, size=shape, mode="nearest-exact")[0, 0]
-        volume.grid_label = label.to(torch.int64).numpy()
+        volume.grid_label = label.numpy().astype(volume.label.dtype)
     return volume
 
 

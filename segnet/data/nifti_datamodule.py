@@ -197,7 +197,7 @@ class VolumeDataset(Dataset):
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i]
         label = (
-            torch.from_numpy(v.label)
+            torch.from_numpy(v.label).long()
             if v.label is not None
             else torch.zeros(v.image.shape[1:], dtype=torch.long)
         )
