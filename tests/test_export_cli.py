@@ -205,16 +205,22 @@ np.save(sys.argv[4], logits.argmax(1)[0].astype(np.uint8))
 )
 
 
+def deploy(script_text: str, export_dir, source, tmp_path) -> np.ndarray:
+    """Run a deployment script (only onnxruntime, numpy and Pillow or nibabel) on
+    ``source`` with the model and card in ``export_dir``; what it saved."""
+    script, out = tmp_path / "deploy.py", tmp_path / "m.npy"
+    script.write_text(script_text)
+    args = [str(export_dir / "model.json"), str(source), str(export_dir / "model.onnx"), str(out)]
+    subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
+    return np.load(out)
+
+
 def test_model_card_is_enough_to_deploy_with_onnxruntime_numpy_and_pillow(
     exported, tiny_camvid, tmp_path
 ):
     _, out, _, _ = exported
     image = tiny_camvid / "test" / "test_000.png"
-    script = tmp_path / "deploy.py"
-    script.write_text(DEPLOY)
-    args = [str(out / "model.json"), str(image), str(out / "model.onnx"), str(tmp_path / "m.npy")]
-    subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
-    deployed = np.load(tmp_path / "m.npy")
+    deployed = deploy(DEPLOY, out, image, tmp_path)
     reference = Predictor(out / "model.onnx").predict_image(np.asarray(Image.open(image)))
     assert deployed.shape == reference.shape == (45, 61)
     # Pillow's and torchvision's antialiased resizes round differently in a few pixels
@@ -439,18 +445,10 @@ def test_model_card_is_enough_to_deploy_a_volume_model_with_numpy(exported_3d, t
     thin = tmp_path / "thin.nii.gz"
     rng = np.random.default_rng(0)
     nib.save(nib.Nifti1Image(rng.random((3, 20, 18), dtype=np.float32), np.eye(4)), str(thin))
-    script = tmp_path / "deploy.py"
-    script.write_text(DEPLOY_3D)
     predictor = Predictor(exp / "model.onnx")
     for case in (root / "imagesTr" / "case_000.nii.gz", thin):
-        args = [
-            str(exp / "model.json"),
-            str(case),
-            str(exp / "model.onnx"),
-            str(tmp_path / "m.npy"),
-        ]
-        subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
-        deployed = np.load(tmp_path / "m.npy")  # class probabilities, mirrored runs averaged
+        # class probabilities, mirrored runs averaged
+        deployed = deploy(DEPLOY_3D, exp, case, tmp_path)
         volume = nifti.load_volume(nifti.Case(case.name, case, None))
         x = torch.from_numpy(nifti.normalize_intensity(volume.image, None))[None]
         with torch.no_grad():
@@ -503,11 +501,7 @@ def test_model_card_is_enough_to_deploy_a_resampled_volume_model_with_numpy(tmp_
     assert [s["step"] for s in card["preprocess"]][-1] == "resample"
     assert card["postprocess"][0]["step"] == "resize_logits"
     case = root / "imagesTr" / "case_000.nii.gz"
-    script = tmp_path / "deploy.py"
-    script.write_text(DEPLOY_3D)
-    args = [str(exp / "model.json"), str(case), str(exp / "model.onnx"), str(tmp_path / "m.npy")]
-    subprocess.run([sys.executable, str(script), *args], check=True, cwd=tmp_path)
-    deployed = np.load(tmp_path / "m.npy")
+    deployed = deploy(DEPLOY_3D, exp, case, tmp_path)
     predictor = Predictor(exp / "model.onnx")
     volume = nifti.load_volume(nifti.Case(case.name, case, None))
     source_shape = volume.image.shape[1:]

@@ -367,8 +367,8 @@ class NiftiDataModule(SegmentationDataModule):
                     f"dataset's first image has {info.in_channels}."
                 )
             v.image = nifti.normalize_intensity(v.image, self.clip)
-            if info.normalization.get("spacing"):
-                v = nifti.resample_to_spacing(v, info.normalization["spacing"])
+            if self.spacing:  # resolved by describe() ("median" is a figure by now)
+                v = nifti.resample_to_spacing(v, self.spacing)
             return v
 
         with ThreadPoolExecutor(4) as pool:  # nibabel's gzip decoding releases the GIL
