@@ -12,6 +12,7 @@ Predicting imports neither Lightning, Hydra nor torchmetrics (``segnet.loading``
 CLI::
 
     python -m segnet.predict export/model.onnx frame1.png frame2.png --out masks/
+    python -m segnet.predict export/model.onnx imagesTs/ --out predictions/   # a folder
 """
 
 from __future__ import annotations
@@ -26,6 +27,37 @@ from segnet.data import nifti
 from segnet.data.camvid import colorize
 from segnet.data.transforms import resize_images
 from segnet.loading import load_model
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+def expand_inputs(items: list[str]) -> list[Path]:
+    """The files to predict: each file as given, and each folder's images (PNG, JPEG) and
+    NIfTI volumes, not its subfolders nor hidden files (a copy tool's ``._scan.nii.gz``).
+    Refused, before any model loads: a path that does not exist, a folder with none."""
+    files, missing = [], []
+    for item in map(Path, items):
+        if item.is_dir():
+            found = sorted(
+                p
+                for p in item.iterdir()
+                if p.is_file()
+                and not p.name.startswith(".")
+                and p.name.lower().endswith(IMAGE_SUFFIXES + nifti.NIFTI_SUFFIXES)
+            )
+            if not found:
+                raise SystemExit(
+                    f"{item}: a folder with no images (.png, .jpg) or NIfTI volumes (.nii, "
+                    ".nii.gz) in it; give the folder that holds them, or the files."
+                )
+            files += found
+        elif item.is_file():
+            files.append(item)
+        else:
+            missing.append(item)
+    if missing:
+        raise SystemExit(f"{missing[0]}: no such file or folder ({len(missing)} missing).")
+    return files
 
 
 class Predictor:
@@ -123,7 +155,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "model", help=".ckpt, or an exported .safetensors/.onnx/.pt2 with model.json"
     )
-    parser.add_argument("inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes")
+    parser.add_argument(
+        "inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes, or folders of them"
+    )
     parser.add_argument("--out", required=True, help="folder for the masks")
     parser.add_argument("--device", default="cpu")
     parser.add_argument(
@@ -136,18 +170,16 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     # every input is checked before the model is loaded or anything predicted, so a bad
     # one never leaves the folder half written
-    missing = [i for i in args.inputs if not Path(i).is_file()]
-    if missing:
-        raise SystemExit(f"{missing[0]}: no such file ({len(missing)} input(s) missing).")
-    writers: dict[Path, list[str]] = {}
-    for item in args.inputs:
-        for target in Predictor.targets(Path(item), out):
+    inputs = expand_inputs(args.inputs)
+    writers: dict[Path, list[Path]] = {}
+    for item in inputs:
+        for target in Predictor.targets(item, out):
             writers.setdefault(target, []).append(item)
     clash = next(((t, w) for t, w in writers.items() if len(w) > 1), None)
     if clash:
         raise SystemExit(
-            f"{' and '.join(clash[1])} would both write {clash[0]}; predict them into "
-            "separate --out folders."
+            f"{' and '.join(map(str, clash[1]))} would both write {clash[0]}; predict them "
+            "into separate --out folders."
         )
     existing = [t for t in writers if t.exists()]
     if existing:
@@ -156,12 +188,12 @@ def main(argv: list[str] | None = None) -> None:
             "overwritten: choose another --out folder."
         )
     predictor = Predictor(args.model, args.device, args.tta)
-    for item in args.inputs:  # a volume among images (or the reverse) before any is written
+    for item in inputs:  # a volume among images (or the reverse) before any is written
         try:
-            predictor.check_kind(Path(item))
+            predictor.check_kind(item)
         except ValueError as err:
             raise SystemExit(str(err)) from None
-    for item in args.inputs:
+    for item in inputs:
         for written in predictor.predict_file(item, args.out):
             print(written)
 

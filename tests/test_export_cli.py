@@ -307,6 +307,38 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
     assert nib.load(str(mask)).shape == (6, 6, 6)
 
 
+def test_predict_a_folder_of_volumes(exported_3d, tmp_path):
+    """A folder stands for the volumes in it (as nnU-Net predicts a folder): one mask per
+    case, each on its source grid; hidden files and subfolders are not inputs."""
+    import shutil
+
+    import nibabel as nib
+
+    root, exp = exported_3d
+    cases = tmp_path / "imagesTs"
+    shutil.copytree(root / "imagesTr", cases)
+    (cases / "._case_000.nii.gz").write_bytes(b"\x00resource fork")  # a copy tool's leftover
+    (cases / "notes").mkdir()
+    (cases / "notes" / "other.nii.gz").write_bytes((cases / "case_000.nii.gz").read_bytes())
+    predict_main([str(exp / "model.onnx"), str(cases), "--out", str(tmp_path / "pred")])
+    names = {p.name for p in (cases).glob("case_*.nii.gz")}
+    assert len(names) == 6
+    assert {p.name for p in (tmp_path / "pred").iterdir()} == names
+    for name in names:
+        source, mask = nib.load(str(cases / name)), nib.load(str(tmp_path / "pred" / name))
+        assert mask.shape == source.shape
+        np.testing.assert_allclose(mask.affine, source.affine)
+    expected, _ = Predictor(exp / "model.onnx").predict_volume(cases / "case_003.nii.gz")
+    written = nib.as_closest_canonical(nib.load(str(tmp_path / "pred" / "case_003.nii.gz")))
+    np.testing.assert_array_equal(np.asarray(written.dataobj), expected)
+    # a folder with nothing to predict, or one that does not exist: refused by name
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match=r"empty: a folder with no images .* or NIfTI volumes"):
+        predict_main([str(exp / "model.onnx"), str(tmp_path / "empty"), "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match=r"gone: no such file or folder"):
+        predict_main([str(exp / "model.onnx"), str(tmp_path / "gone"), "--out", str(tmp_path)])
+
+
 def test_a_2d_model_refuses_a_volume(exported, tmp_path):
     from tests.helpers import nifti_dataset
 
