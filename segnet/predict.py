@@ -43,7 +43,8 @@ def expand_inputs(items: list[str]) -> list[Path]:
                 for p in item.iterdir()
                 if p.is_file()
                 and not p.name.startswith(".")
-                and p.name.lower().endswith(IMAGE_SUFFIXES + nifti.NIFTI_SUFFIXES)
+                # NIfTI names as the loader reads them; image suffixes in any case (.JPG)
+                and (p.name.endswith(nifti.NIFTI_SUFFIXES) or p.suffix.lower() in IMAGE_SUFFIXES)
             )
             if not found:
                 raise SystemExit(

@@ -307,6 +307,19 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
     assert nib.load(str(mask)).shape == (6, 6, 6)
 
 
+def test_a_folder_expands_to_the_images_and_volumes_in_it(tmp_path):
+    from segnet.predict import expand_inputs
+
+    for name in ("a.JPG", "b.png", "c.nii.gz", "d.nii", ".e.png", "notes.txt", "f.nii.gz.bak"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "g.png").write_bytes(b"x")
+    single = tmp_path / "sub" / "g.png"
+    found = expand_inputs([str(tmp_path), str(single)])
+    assert {p.name for p in found} == {"a.JPG", "b.png", "c.nii.gz", "d.nii", "g.png"}
+    assert len(found) == 5
+
+
 def test_predict_a_folder_of_volumes(exported_3d, tmp_path):
     """A folder stands for the volumes in it (as nnU-Net predicts a folder): one mask per
     case, each on its source grid; hidden files and subfolders are not inputs."""
