@@ -38,13 +38,12 @@ def expand_inputs(items: list[str]) -> list[Path]:
     files, missing = [], []
     for item in map(Path, items):
         if item.is_dir():
+            # NIfTI names as the loader finds them; image suffixes in any case (.JPG)
+            images = (p for p in item.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
             found = sorted(
                 p
-                for p in item.iterdir()
-                if p.is_file()
-                and not p.name.startswith(".")
-                # NIfTI names as the loader reads them; image suffixes in any case (.JPG)
-                and (p.name.endswith(nifti.NIFTI_SUFFIXES) or p.suffix.lower() in IMAGE_SUFFIXES)
+                for p in [*nifti.nifti_files(item), *images]
+                if p.is_file() and not p.name.startswith(".")
             )
             if not found:
                 raise SystemExit(

@@ -71,7 +71,8 @@ def case_name(path: Path) -> str:
     return path.stem
 
 
-def _nifti_files(folder: Path) -> list[Path]:
+def nifti_files(folder: Path) -> list[Path]:
+    """The NIfTI files directly in ``folder``, by name."""
     return sorted(p for p in folder.iterdir() if p.name.endswith(NIFTI_SUFFIXES))
 
 
@@ -108,7 +109,7 @@ def find_cases(
     else:
         images, labels = _folders(root, image_dir, label_dir)
         cases = []
-        for image in _nifti_files(images):
+        for image in nifti_files(images):
             name = case_name(image)
             match = [
                 labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()
