@@ -159,6 +159,18 @@ def _nbytes(volume: nifti.Volume) -> int:
     return sum(a.nbytes for a in arrays if a is not None)
 
 
+def sampler_label(volume: nifti.Volume) -> torch.Tensor:
+    """The training label as the patch sampler needs it: (1, *spatial), never uint8.
+
+    MONAI's RandCropByPosNegLabeld finds background as ``~torch.any(label, 0)``; on a uint8
+    tensor ``torch.any`` gives uint8 and ``~`` flips bits, so every voxel, foreground
+    included, counts as background and the "negative" patches land anywhere. Cached labels
+    are uint8 to save memory; widening one case's label per patch costs little.
+    """
+    label = volume.training_label[None]
+    return torch.from_numpy(label.astype(np.int16) if label.dtype == np.uint8 else label)
+
+
 class PatchDataset(Dataset):
     """Random training patches through a MONAI dictionary transform."""
 
@@ -171,9 +183,7 @@ class PatchDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i % len(self.volumes)]
-        out = self.transform(
-            {"image": torch.from_numpy(v.image), "label": torch.from_numpy(v.training_label[None])}
-        )
+        out = self.transform({"image": torch.from_numpy(v.image), "label": sampler_label(v)})
         out = out[0] if isinstance(out, list) else out
         image = torch.as_tensor(out["image"]).as_subclass(torch.Tensor).float()
         label = torch.as_tensor(out["label"]).as_subclass(torch.Tensor)[0].long()

@@ -201,6 +201,29 @@ def test_patches_are_padded_and_sampled_around_foreground(tmp_path):
     assert dm.datasets["val"][0]["image"].shape == (1, 15, 17, 13)  # whole volume
 
 
+def test_negative_patches_are_centred_on_background_with_uint8_labels(tmp_path):
+    # cached labels are uint8, the type on which MONAI's sampler took every voxel for
+    # background: with only negative patches, no patch may be centred on foreground
+    root = nifti_dataset(tmp_path / "d", "msd", n=3, shape=(24, 16, 16))
+    dm = NiftiDataModule(
+        str(root),
+        patch_size=(8, 8, 8),
+        foreground_ratio=0.0,
+        val_fraction=0.34,
+        test_fraction=0,
+        num_workers=0,
+        flip=False,
+        rotate90=False,
+    )
+    dm.setup("fit")
+    volume = dm.datasets["train"].volumes[0]
+    volume.label = np.zeros_like(volume.label)
+    volume.label[:12] = 1  # half the case is foreground
+    assert volume.label.dtype == np.uint8
+    centres = [dm.datasets["train"][0]["label"][4, 4, 4].item() for _ in range(30)]
+    assert centres == [0] * 30
+
+
 def test_augmented_patches_keep_image_and_label_aligned(tmp_path):
     root = nifti_dataset(tmp_path / "d", "msd", n=2, shape=(16, 16, 16))
     dm = NiftiDataModule(
