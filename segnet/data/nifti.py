@@ -72,8 +72,13 @@ def case_name(path: Path) -> str:
 
 
 def nifti_files(folder: Path) -> list[Path]:
-    """The NIfTI files directly in ``folder``, by name."""
-    return sorted(p for p in folder.iterdir() if p.name.endswith(NIFTI_SUFFIXES))
+    """The NIfTI files directly in ``folder``, by name; hidden files are not volumes (a
+    macOS copy leaves ``._case.nii.gz`` metadata beside each case)."""
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.name.endswith(NIFTI_SUFFIXES) and not p.name.startswith(".") and p.is_file()
+    )
 
 
 def read_dataset_json(root: Path) -> dict:

@@ -31,6 +31,13 @@ def test_every_layout_finds_the_cases(tmp_path, layout):
     assert info.sliding_window["roi_size"] == list(dm.patch_size) == info.input_size
 
 
+def test_hidden_files_and_subfolders_in_an_image_folder_are_not_cases(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "folders", n=2)
+    (root / "images" / "._case_000.nii.gz").write_bytes(b"\x00\x05\x16\x07")  # macOS copy
+    (root / "images" / "old.nii.gz").mkdir()
+    assert [c.name for c in nifti.find_cases(root)] == ["case_000", "case_001"]
+
+
 def test_a_label_folder_given_alone_replaces_the_one_dataset_json_lists(tmp_path):
     """data.label_dir on a Decathlon folder (e.g. corrected labels beside labelsTr/) takes
     the labels from that folder, not from dataset.json."""
