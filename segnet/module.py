@@ -15,6 +15,7 @@ from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.checkpoints import CheckpointError
 from segnet.data.info import DataInfo
+from segnet.ensemble import average_probabilities
 from segnet.inference import Inference
 from segnet.losses import (
     deep_supervision_weights,
@@ -163,6 +164,9 @@ class SegmentationModule(L.LightningModule):
         # shared with evaluation and deployed models
         self.inference = Inference.for_net(self.net, info.sliding_window)
         self.inference.tta = bool(tta)
+        # evaluate.py's further checkpoints of an ensemble (segnet.ensemble), averaged with
+        # this one in predict_logits; empty (and absent from checkpoints) otherwise
+        self.ensemble_members = nn.ModuleList()
         self.per_case = info.per_case
         self.monitor = monitor
         self.confusion = nn.ModuleDict(
@@ -249,6 +253,8 @@ class SegmentationModule(L.LightningModule):
             # compiles forward in place: the state_dict keeps its plain keys
             self.net.compile()
             self.compiled = True
+        for member in self.ensemble_members:
+            member.accelerate(device)
 
     def on_after_batch_transfer(self, batch: dict, dataloader_idx: int) -> dict:
         if self.channels_last:
@@ -264,8 +270,14 @@ class SegmentationModule(L.LightningModule):
     ) -> torch.Tensor:
         """Logits for whole inputs (sliding window if configured, mirroring TTA with
         ``tta``, by default the module's), resized to ``size``: see
-        :class:`segnet.inference.Inference`."""
-        return self.inference.logits(self.net, x, size, tta)
+        :class:`segnet.inference.Inference`. With ensemble members: their softmax averaged
+        with this network's, each applied as it was validated, as log-probabilities."""
+        logits = self.inference.logits(self.net, x, size, tta)
+        if not len(self.ensemble_members):
+            return logits
+        tta = self.tta if tta is None else tta
+        members = [m.predict_logits(x, size, tta) for m in self.ensemble_members]
+        return average_probabilities([logits, *members])
 
     @property
     def tta(self) -> bool:

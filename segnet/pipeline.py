@@ -31,6 +31,7 @@ from segnet.checkpoints import (
 )
 from segnet.console import log_config, log_summary, quiet_library_noise, to_log_file
 from segnet.data.base import SegmentationDataModule, check_shareable
+from segnet.ensemble import check_members, checkpoint_paths, unfinished
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule, enable_tf32
@@ -141,7 +142,7 @@ def write_outputs(
     dm: Any,
     metrics: dict,
     split: str,
-    ckpt_path: str,
+    ckpt_path: str | list[str],
     cfg: DictConfig,
 ) -> None:
     """metrics.json (what was tested, on which split; for volumes an nnU-Net-style summary
@@ -156,7 +157,7 @@ def write_outputs(
         out_dir / "metrics.json",
         metrics,
         split=split,
-        ckpt_path=str(ckpt_path),
+        ckpt_path=ckpt_path if isinstance(ckpt_path, list) else str(ckpt_path),
         monitor=module.monitor,
         recompute_bn=cfg.get("recompute_bn", False),
         tta=module.tta,
@@ -394,7 +395,10 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
     out_dir = Path(cfg.paths.output_dir)
     refuse_run_folder_in_use(out_dir, "evaluate")
-    module = load_module(cfg.ckpt_path)
+    paths = checkpoint_paths(cfg.ckpt_path)  # one checkpoint, or an ensemble's
+    ckpt = paths[0]
+    modules = [load_module(str(p)) for p in paths]
+    module = modules[0]
     data_cfg = OmegaConf.create(module.hparams.get("data_cfg") or {})
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
     data_cfg = OmegaConf.merge(data_cfg, overrides)
@@ -402,11 +406,13 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         # e.g. a plain folder without dataset.json: the checkpoint knows its classes
         data_cfg.class_names = module.data_info.class_names
     if "_target_" not in data_cfg:
-        raise ValueError(f"{cfg.ckpt_path} holds no data config; it was not made by train.py.")
+        raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
+    # before any data is read: members that cannot be averaged, or scored fairly, stop here
+    check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn", False))
     window = {k: WINDOW_SETTINGS[k] for k in overrides if k in WINDOW_SETTINGS}
     if window and module.sliding_window is None:
         raise ValueError(
-            f"{', '.join('data.' + k for k in window)}: {cfg.ckpt_path} takes whole images, "
+            f"{', '.join('data.' + k for k in window)}: {ckpt} takes whole images, "
             "so there is no sliding window to set; leave these out."
         )
     if "patch_size" in overrides:
@@ -446,19 +452,31 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             data_cfg.test_fraction,
             data_cfg.get("seed"),
         )
-    if window:  # otherwise the window the checkpoint was validated with
-        module.sliding_window = {
-            **module.sliding_window,
-            **{key: dm.sliding_window[key] for key in window.values()},
-        }
+    if window:  # otherwise the window each checkpoint was validated with
+        for member in modules:
+            member.sliding_window = {
+                **member.sliding_window,
+                **{key: dm.sliding_window[key] for key in window.values()},
+            }
         log.info("sliding window for this evaluation: %s", module.sliding_window)
-    if cfg.get("tta") is not None:  # null: as the checkpoint's recipe tested
+    if cfg.get("tta") is not None:  # null: as the (first) checkpoint's recipe tested
         module.tta = cfg.tta
+    if len(modules) > 1:
+        for warning in filter(None, map(unfinished, paths)):
+            log.warning(warning)
+        module.ensemble_members.extend(modules[1:])
+        log.info(
+            "an ensemble of %d checkpoints, probabilities averaged: %s",
+            len(paths),
+            ", ".join(map(str, paths)),
+        )
     trainer = build_trainer(cfg)
     metrics, split = run_test(trainer, module, dm, cfg)
     if trainer.is_global_zero:  # every file, and the table, once
-        write_outputs(out_dir, module, dm, metrics, split, cfg.ckpt_path, cfg)
-        print_table(dict(metrics), f"{Path(cfg.ckpt_path).name} on {split}")
+        tested = str(ckpt) if len(paths) == 1 else [str(p) for p in paths]
+        write_outputs(out_dir, module, dm, metrics, split, tested, cfg)
+        title = Path(ckpt).name if len(paths) == 1 else f"ensemble of {len(paths)}"
+        print_table(dict(metrics), f"{title} on {split}")
         if cfg.get("save_predictions"):
             save_predictions(module, dm, out_dir / "predictions", trainer.strategy.root_device)
     return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}

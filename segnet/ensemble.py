@@ -1,0 +1,150 @@
+"""Several checkpoints evaluated as one model: each applied as it was validated (its own
+window, padding and mirroring), their softmax probabilities averaged, as nnU-Net predicts
+with the models of every cross-validation fold.
+
+``evaluate.py ckpt_path=[a.ckpt,b.ckpt]`` (or a multirun folder of ``train.py -m
+data.fold=0,1,2,3,4``) checks the members with :func:`check_members` before any data is
+read, then hands them to the first member's module, whose ``predict_logits`` averages them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+log = logging.getLogger(__name__)
+
+# What a member must share with the first: the same input preprocessing and the same labels
+# (the test data is prepared once, by the first member's settings, for all of them).
+SAME_DATA = ("spatial_dims", "in_channels", "class_names", "ignore_index", "normalization")
+# The data settings that decide which cases form the test split: equal in every member, so
+# that no member was trained on a case the ensemble is scored on.
+SAME_TEST_SPLIT = ("_target_", "test_fraction", "seed", "csv", "image_dir", "label_dir")
+# ... and those that decide the validation split, which differs between folds.
+SAME_VAL_SPLIT = ("fold", "num_folds", "val_fraction")
+
+
+def checkpoint_paths(value: Any) -> list[Path]:
+    """``ckpt_path`` as given: one path or a list. A folder stands for the best checkpoint
+    of the run it holds (``<run>/checkpoints/best.ckpt``) or of each job of a multirun
+    (``<sweep>/<job>/checkpoints/best.ckpt``, in job order)."""
+    given = [value] if isinstance(value, str | Path) else list(value)
+    if not given:
+        raise ValueError("ckpt_path=[]: give a checkpoint, or a list of them for an ensemble.")
+    paths: list[Path] = []
+    for item in given:
+        path = Path(str(item)).expanduser()
+        if not path.is_dir():
+            paths.append(path)  # load_module names a missing or unreadable file
+            continue
+        run = path / "checkpoints" / "best.ckpt"
+        # job folders are numbered 0, 1, ..., 10: ordered by number, not as text
+        job = lambda p: (len(p.parent.parent.name), p.parent.parent.name)  # noqa: E731
+        jobs = sorted(path.glob("*/checkpoints/best.ckpt"), key=job)
+        found = [run] if run.is_file() else jobs
+        if not found:
+            raise FileNotFoundError(
+                f"ckpt_path={item}: this folder holds neither checkpoints/best.ckpt (a run of "
+                "train.py) nor <job>/checkpoints/best.ckpt (a multirun); give checkpoint files."
+            )
+        paths.extend(found)
+    seen: set[Path] = set()
+    for path in paths:
+        if path.resolve() in seen:
+            raise ValueError(
+                f"ckpt_path: {path} is given twice; an ensemble takes each model once."
+            )
+        seen.add(path.resolve())
+    return paths
+
+
+def check_members(
+    modules: Sequence[Any], paths: Sequence[Path], split: str | None, recompute_bn: bool = False
+) -> None:
+    """Refuse an ensemble whose members would be averaged wrongly or scored on their own
+    training cases, naming the checkpoint and the setting. One model: nothing to check."""
+    if len(modules) < 2:
+        return
+    if recompute_bn:
+        # evaluate recomputes the statistics of one model, over one training split
+        stale = [str(p) for p, m in zip(paths, modules, strict=True) if needs_recompute(m)]
+        if stale:
+            raise ValueError(
+                f"recompute_bn=true with an ensemble: {', '.join(stale)} hold BatchNorm layers "
+                "whose statistics training did not recompute, and evaluate recomputes them for "
+                "one model only. Train with recompute_bn=true, or leave it out here to use the "
+                "statistics as stored."
+            )
+    first, first_cfg = modules[0], modules[0].hparams.get("data_cfg") or {}
+    for module, path in zip(modules[1:], paths[1:], strict=True):
+        for key in SAME_DATA:
+            mine, theirs = described(module, key), described(first, key)
+            if mine != theirs:
+                raise ValueError(
+                    f"{path} and {paths[0]} differ in {key} ({mine} against {theirs}): an "
+                    "ensemble averages models of one dataset, prepared one way."
+                )
+        cfg = module.hparams.get("data_cfg") or {}
+        for key in SAME_TEST_SPLIT:
+            if cfg.get(key) != first_cfg.get(key):
+                raise ValueError(
+                    f"{path} was trained with data.{key}={cfg.get(key)} and {paths[0]} with "
+                    f"{first_cfg.get(key)}: their test splits differ, so one of them may have "
+                    "trained on cases the other is tested on. Ensemble models of one split."
+                )
+        if split == "val" and any(cfg.get(k) != first_cfg.get(k) for k in SAME_VAL_SPLIT):
+            raise ValueError(
+                f"data.split=val: {path} and {paths[0]} were validated on different cases "
+                "(data.fold or data.val_fraction differ), so each one's validation cases are "
+                "another's training cases. Score an ensemble of folds on data.split=test or on "
+                "new cases (data.root=... data.split=all)."
+            )
+
+
+def unfinished(path: Path) -> str | None:
+    """Why a member's run may not have trained to its end, read from the ``last.ckpt``
+    beside it (None when finished, or when there is none to tell): a multirun folder takes
+    every job's best checkpoint, that of a job that was stopped early too."""
+    last = path.parent / "last.ckpt"
+    if path.suffix != ".ckpt" or not last.is_file():
+        return None
+    try:  # mmap: the epoch counters without reading the weights
+        ckpt = torch.load(last, map_location="cpu", weights_only=False, mmap=True)
+    except Exception:  # an unreadable last.ckpt says nothing about the member itself
+        return None
+    planned = (ckpt.get("segnet") or {}).get("max_epochs")
+    done = ckpt.get("epoch", -1) + 1
+    if planned and done < planned:
+        return (
+            f"{path}: its run's last checkpoint is from epoch {done} of the {planned} it "
+            "planned (stopped or interrupted?); it is averaged as it is"
+        )
+    return None
+
+
+def described(module: Any, key: str) -> Any:
+    """A member's ``data_info`` entry; a normalisation written before ``spacing`` existed
+    means no resampling (spacing None), as ``zscore_normalization`` documents."""
+    value = getattr(module.data_info, key)
+    if key == "normalization" and value.get("kind") == "zscore_per_volume":
+        return {"spacing": None, **value}
+    return value
+
+
+def needs_recompute(module: Any) -> bool:
+    """Whether a module has BatchNorm layers whose statistics were not recomputed."""
+    norms = (
+        m for m in module.net.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+    )
+    return not module.bn_recomputed and any(True for _ in norms)
+
+
+def average_probabilities(logits: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The members' softmax probabilities averaged, as log-probabilities (so that a softmax,
+    an argmax or the loss treat them like logits)."""
+    probs = sum(x.float().softmax(1) for x in logits) / len(logits)
+    return probs.clamp_min(1e-8).log()

@@ -1,0 +1,156 @@
+"""evaluate.py with several checkpoints: each member applied as it was validated, the
+probabilities averaged, and members that cannot be averaged or scored fairly refused."""
+
+import json
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from segnet.ensemble import check_members, checkpoint_paths
+from segnet.pipeline import evaluate, train
+from tests.conftest import compose
+from tests.helpers import data_info, nifti_dataset
+
+WINDOW = {"roi_size": [8, 8, 8], "overlap": 0.5, "mode": "gaussian", "sw_batch_size": 2}
+
+
+def volume_module(window: dict, seed: int):
+    from segnet.module import SegmentationModule
+
+    torch.manual_seed(seed)
+    info = {**data_info(3, spatial_dims=3), "sliding_window": window}
+    return SegmentationModule({"name": "unet", "features": [4, 8]}, info).eval()
+
+
+def test_an_ensemble_averages_each_members_own_probabilities():
+    first, second = volume_module(WINDOW, 0), volume_module({**WINDOW, "roi_size": [12] * 3}, 1)
+    x = torch.randn(1, 1, 13, 14, 12)
+    with torch.no_grad():
+        # each with its own window (8^3 against 12^3 voxels) and mirroring
+        p_first = first.predict_logits(x, tta=True).softmax(1)
+        p_second = second.predict_logits(x, tta=True).softmax(1)
+        first.ensemble_members.append(second)
+        first.tta = True  # the first member's setting is the ensemble's
+        averaged = first.predict_logits(x)
+    assert not torch.equal(p_first.argmax(1), p_second.argmax(1))  # two different models
+    torch.testing.assert_close(averaged.exp(), (p_first + p_second) / 2)
+    assert averaged.shape == (1, 3, 13, 14, 12)
+
+
+def test_checkpoint_paths_take_files_runs_and_multiruns_in_job_order(tmp_path):
+    for job in ("0", "1", "2", "10"):
+        (tmp_path / "sweep" / job / "checkpoints").mkdir(parents=True)
+        (tmp_path / "sweep" / job / "checkpoints" / "best.ckpt").touch()
+    jobs = checkpoint_paths(str(tmp_path / "sweep"))
+    assert [p.parent.parent.name for p in jobs] == ["0", "1", "2", "10"]
+    run = tmp_path / "sweep" / "1"
+    assert checkpoint_paths([str(run)]) == [run / "checkpoints" / "best.ckpt"]
+    assert checkpoint_paths("a.ckpt") == [Path("a.ckpt")]
+    with pytest.raises(ValueError, match=r"sweep/1/checkpoints/best.ckpt is given twice"):
+        checkpoint_paths([str(tmp_path / "sweep"), str(run / "checkpoints" / "best.ckpt")])
+    with pytest.raises(FileNotFoundError, match="neither checkpoints/best.ckpt"):
+        checkpoint_paths([str(tmp_path)])
+
+
+def member(class_names=("bg", "a"), **data_cfg):
+    info = SimpleNamespace(
+        spatial_dims=3, in_channels=1, class_names=list(class_names), ignore_index=None,
+        normalization={"kind": "zscore_per_volume", "clip": None, "spacing": None},
+    )  # fmt: skip
+    cfg = {"_target_": "segnet.data.nifti_datamodule.NiftiDataModule", "test_fraction": 0.2,
+           "seed": 0, "fold": 0, "num_folds": 5, **data_cfg}  # fmt: skip
+    net = torch.nn.Sequential(torch.nn.Conv3d(1, 2, 1))  # no BatchNorm: nothing to recompute
+    return SimpleNamespace(data_info=info, hparams={"data_cfg": cfg}, net=net, bn_recomputed=None)
+
+
+@pytest.mark.parametrize(
+    ("second", "split", "message"),
+    [
+        (member(["bg", "b"]), "test", r"b.ckpt and a.ckpt differ in class_names"),
+        (member(seed=1), "test", r"b.ckpt was trained with data.seed=1 .* test splits differ"),
+        (member(fold=1), "val", r"data.split=val: b.ckpt and a.ckpt were validated on different"),
+    ],
+)
+def test_members_that_cannot_be_averaged_or_scored_fairly_are_refused(second, split, message):
+    with pytest.raises(ValueError, match=message):
+        check_members([member(), second], [Path("a.ckpt"), Path("b.ckpt")], split)
+
+
+def test_folds_of_one_split_pass_on_test():
+    older = member(fold=1)  # written before normalisations named their spacing: None
+    del older.data_info.normalization["spacing"]
+    check_members([member(), older], [Path("a.ckpt"), Path("b.ckpt")], "test", True)
+
+
+@pytest.fixture(scope="module")
+def two_folds(tmp_path_factory):
+    """Two tiny models of one split, trained on folds 0 and 1, laid out as a multirun."""
+    tmp = tmp_path_factory.mktemp("folds")
+    root = nifti_dataset(tmp / "data", "msd", n=10, shape=(19, 23, 17))
+    for fold in (0, 1):
+        overrides = [
+            "experiment=hippocampus_unet3d", f"data.root={root}", f"data.fold={fold}",
+            "data.num_folds=2", "data.patch_size=[16,16,16]", "data.batch_size=2",
+            "data.num_workers=0", "data.test_fraction=0.2", "model.net.features=[4,8,8]",
+            "model.net.norm=batch",
+            "trainer.max_epochs=2", "trainer.accelerator=cpu", "trainer.log_every_n_steps=1",
+            f"seed={fold}",
+        ]  # fmt: skip
+        train(compose("train", overrides, tmp / "sweep" / str(fold)))
+    return tmp / "sweep"
+
+
+def test_an_ensemble_of_folds_is_scored_on_the_test_split(two_folds, tmp_path):
+    ckpts = [str(two_folds / f / "checkpoints" / "best.ckpt") for f in ("0", "1")]
+    common = ["trainer.accelerator=cpu", "tta=false"]
+    listed, objects = evaluate(
+        compose("evaluate", [f"ckpt_path=[{','.join(ckpts)}]", *common], tmp_path / "list")
+    )
+    record = json.loads((tmp_path / "list" / "metrics.json").read_text())
+    assert record["ckpt_path"] == ckpts and record["split"] == "test"
+    assert len(objects["module"].ensemble_members) == 1
+    assert (tmp_path / "list" / "per_case.csv").is_file()
+    # the multirun folder stands for the same two checkpoints, in job order
+    folder, _ = evaluate(compose("evaluate", [f"ckpt_path={two_folds}", *common], tmp_path / "dir"))
+    assert folder == pytest.approx(listed, abs=1e-6)
+    single, _ = evaluate(compose("evaluate", [f"ckpt_path={ckpts[0]}", *common], tmp_path / "one"))
+    assert single["test/loss"] != pytest.approx(listed["test/loss"], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("data.split=val", "validated on different cases"),
+        ("recompute_bn=true", "recompute_bn=true with an ensemble: .*best.ckpt"),
+    ],
+)
+def test_an_ensemble_of_folds_refuses_before_testing(two_folds, tmp_path, setting, message):
+    cfg = compose(
+        "evaluate", [f"ckpt_path={two_folds}", "trainer.accelerator=cpu", setting], tmp_path
+    )
+    with pytest.raises(ValueError, match=message):
+        evaluate(cfg)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_a_member_whose_run_stopped_early_is_named(two_folds, tmp_path, caplog):
+    """A multirun folder takes every job's best.ckpt, an interrupted job's too: evaluate
+    says which member did not train to its end."""
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(two_folds, sweep, ignore=shutil.ignore_patterns("tensorboard"))
+    last = sweep / "1" / "checkpoints" / "last.ckpt"
+    ckpt = torch.load(last, map_location="cpu", weights_only=False)
+    ckpt["segnet"] = {"max_epochs": 5}  # as if stopped after 2 of 5 epochs
+    torch.save(ckpt, last)
+    cfg = compose("evaluate", [f"ckpt_path={sweep}", "trainer.accelerator=cpu"], tmp_path / "ev")
+    with caplog.at_level(logging.WARNING):
+        evaluate(cfg)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("1/checkpoints/best.ckpt: its run's last checkpoint is from epoch 2 of the 5" in w
+               for w in warned)  # fmt: skip
+    assert not any("0/checkpoints/best.ckpt" in w for w in warned)
