@@ -1,10 +1,11 @@
-"""Several checkpoints evaluated as one model: each applied as it was validated (its own
+"""Several checkpoints evaluated (or exported models predicting) as one model: each applied as it was validated (its own
 window, padding and mirroring), their softmax probabilities averaged, as nnU-Net predicts
 with the models of every cross-validation fold.
 
 ``evaluate.py ckpt_path=[a.ckpt,b.ckpt]`` (or a multirun folder of ``train.py -m
 data.fold=0,1,2,3,4``) checks the members with :func:`check_members` before any data is
 read, then hands them to the first member's module, whose ``predict_logits`` averages them.
+``segnet.predict`` averages exported models the same way (:func:`check_same_data`).
 """
 
 from __future__ import annotations
@@ -79,15 +80,9 @@ def check_members(
                 "one model only. Train with recompute_bn=true, or leave it out here to use the "
                 "statistics as stored."
             )
-    first, first_cfg = modules[0], modules[0].hparams.get("data_cfg") or {}
+    check_same_data([m.data_info for m in modules], paths)
+    first_cfg = modules[0].hparams.get("data_cfg") or {}
     for module, path in zip(modules[1:], paths[1:], strict=True):
-        for key in SAME_DATA:
-            mine, theirs = described(module, key), described(first, key)
-            if mine != theirs:
-                raise ValueError(
-                    f"{path} and {paths[0]} differ in {key} ({mine} against {theirs}): an "
-                    "ensemble averages models of one dataset, prepared one way."
-                )
         cfg = module.hparams.get("data_cfg") or {}
         for key in SAME_TEST_SPLIT:
             if cfg.get(key) != first_cfg.get(key):
@@ -126,10 +121,23 @@ def unfinished(path: Path) -> str | None:
     return None
 
 
-def described(module: Any, key: str) -> Any:
-    """A member's ``data_info`` entry; a normalisation written before ``spacing`` existed
-    means no resampling (spacing None), as ``zscore_normalization`` documents."""
-    value = getattr(module.data_info, key)
+def check_same_data(infos: Sequence[Any], paths: Sequence[Path]) -> None:
+    """Every member's dataset description (``DataInfo``) agrees with the first's on the
+    classes and the input preprocessing, or the one that differs is named."""
+    for info, path in zip(infos[1:], paths[1:], strict=True):
+        for key in SAME_DATA:
+            mine, theirs = described(info, key), described(infos[0], key)
+            if mine != theirs:
+                raise ValueError(
+                    f"{path} and {paths[0]} differ in {key} ({mine} against {theirs}): an "
+                    "ensemble averages models of one dataset, prepared one way."
+                )
+
+
+def described(info: Any, key: str) -> Any:
+    """A ``DataInfo`` entry; a normalisation written before ``spacing`` existed means no
+    resampling (spacing None), as ``zscore_normalization`` documents."""
+    value = getattr(info, key)
     if key == "normalization" and value.get("kind") == "zscore_per_volume":
         return {"spacing": None, **value}
     return value

@@ -13,11 +13,13 @@ CLI::
 
     python -m segnet.predict export/model.onnx frame1.png frame2.png --out masks/
     python -m segnet.predict export/model.onnx imagesTs/ --out predictions/   # a folder
+    python -m segnet.predict fold0/model.onnx,fold1/model.onnx imagesTs/ --out ens/  # averaged
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ import torch
 from segnet.data import nifti
 from segnet.data.camvid import colorize
 from segnet.data.transforms import resize_images
+from segnet.ensemble import average_probabilities, check_same_data
 from segnet.loading import load_model
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -61,16 +64,38 @@ def expand_inputs(items: list[str]) -> list[Path]:
 
 
 class Predictor:
-    """``tta``: mirroring test-time augmentation; None predicts as the model's recipe
-    tested (``model.tta``, kept in the checkpoint and the model card)."""
+    """``model_path``: one model, or several (an ensemble, e.g. one per cross-validation
+    fold), each applied as it was validated and their softmax probabilities averaged;
+    they must share the classes and the preprocessing. ``tta``: mirroring test-time
+    augmentation; None predicts as the (first) model's recipe tested (``model.tta``, kept
+    in the checkpoint and the model card)."""
 
-    def __init__(self, model_path: str | Path, device: str = "cpu", tta: bool | None = None):
-        self.model = load_model(model_path).to(device)
-        if tta is not None:
-            self.model.inference.tta = tta
+    def __init__(
+        self,
+        model_path: str | Path | Sequence[str | Path],
+        device: str = "cpu",
+        tta: bool | None = None,
+    ):
+        paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
+        if not paths:
+            raise ValueError("no model given: give one, or several for an ensemble.")
+        self.models = [load_model(p).to(device) for p in paths]
+        check_same_data([m.info for m in self.models], [Path(p) for p in paths])
+        tta = self.models[0].inference.tta if tta is None else tta
+        for model in self.models:
+            model.inference.tta = tta
+        self.model = self.models[0]
         self.device = torch.device(device)
         self.info = self.model.info
         self.palette = self.info.palette
+
+    @torch.no_grad()
+    def logits(self, x: torch.Tensor, size) -> torch.Tensor:
+        """The model's logits at ``size``; an ensemble's averaged probabilities, as
+        log-probabilities."""
+        if len(self.models) == 1:
+            return self.model.logits(x, size)
+        return average_probabilities([m.logits(x, size) for m in self.models])
 
     @torch.no_grad()
     def predict_image(self, rgb: np.ndarray) -> np.ndarray:
@@ -84,7 +109,7 @@ class Predictor:
         mean = torch.tensor(norm["mean"]).view(1, 3, 1, 1)
         std = torch.tensor(norm["std"]).view(1, 3, 1, 1)
         x = ((x.float() * norm["scale"] - mean) / std).to(self.device)
-        pred = self.model.logits(x, rgb.shape[:2]).argmax(1)[0]
+        pred = self.logits(x, rgb.shape[:2]).argmax(1)[0]
         return pred.cpu().numpy().astype(np.uint8)
 
     @torch.no_grad()
@@ -103,7 +128,7 @@ class Predictor:
         if norm.get("spacing"):  # the grid the network was trained on
             volume = nifti.resample_to_spacing(volume, norm["spacing"])
         x = torch.from_numpy(volume.image)[None].to(self.device)
-        pred = self.model.logits(x, source_shape).argmax(1)[0]
+        pred = self.logits(x, source_shape).argmax(1)[0]
         return pred.cpu().numpy().astype(np.int16), volume
 
     def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:
@@ -153,7 +178,9 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m segnet.predict", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
-        "model", help=".ckpt, or an exported .safetensors/.onnx/.pt2 with model.json"
+        "model",
+        help=".ckpt, or an exported .safetensors/.onnx/.pt2 with model.json; several, "
+        "comma-separated (a.onnx,b.onnx), predict as an ensemble",
     )
     parser.add_argument(
         "inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes, or folders of them"
@@ -187,7 +214,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{existing[0]} exists ({len(existing)} output(s) in all); predictions are never "
             "overwritten: choose another --out folder."
         )
-    predictor = Predictor(args.model, args.device, args.tta)
+    try:  # an ensemble's members that cannot be averaged: a message, not a traceback
+        predictor = Predictor(args.model.split(","), args.device, args.tta)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
     for item in inputs:  # a volume among images (or the reverse) before any is written
         try:
             predictor.check_kind(item)

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -154,3 +155,33 @@ def test_a_member_whose_run_stopped_early_is_named(two_folds, tmp_path, caplog):
     assert any("1/checkpoints/best.ckpt: its run's last checkpoint is from epoch 2 of the 5" in w
                for w in warned)  # fmt: skip
     assert not any("0/checkpoints/best.ckpt" in w for w in warned)
+
+
+def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):
+    """segnet.predict with comma-separated models writes the masks evaluate.py saves for
+    the same ensemble: one way of averaging, whichever entry point."""
+    import nibabel as nib
+
+    from segnet.predict import main as predict_main
+
+    ckpts = [str(two_folds / f / "checkpoints" / "best.ckpt") for f in ("0", "1")]
+    cfg = compose(
+        "evaluate",
+        [f"ckpt_path={two_folds}", "trainer.accelerator=cpu", "save_predictions=true"],
+        tmp_path / "ev",
+    )
+    evaluate(cfg)
+    saved = sorted((tmp_path / "ev" / "predictions").glob("*.nii.gz"))
+    assert len(saved) == 2
+    images = two_folds.parent / "data" / "imagesTr"
+    predict_main(
+        [",".join(ckpts), *[str(images / p.name) for p in saved], "--out", str(tmp_path / "p")]
+    )
+    for path in saved:
+        by_evaluate = np.asarray(nib.load(str(path)).dataobj)
+        by_predict = np.asarray(nib.load(str(tmp_path / "p" / path.name)).dataobj)
+        assert (by_evaluate == by_predict).mean() > 0.999
+    # and unlike either member alone, somewhere
+    predict_main([ckpts[0], str(images / saved[0].name), "--out", str(tmp_path / "one")])
+    alone = np.asarray(nib.load(str(tmp_path / "one" / saved[0].name)).dataobj)
+    assert not np.array_equal(alone, np.asarray(nib.load(str(saved[0])).dataobj))
