@@ -214,9 +214,9 @@ def main(argv: list[str] | None = None) -> None:
             f"{existing[0]} exists ({len(existing)} output(s) in all); predictions are never "
             "overwritten: choose another --out folder."
         )
-    try:  # an ensemble's members that cannot be averaged: a message, not a traceback
+    try:  # a missing model, or members that cannot be averaged: a message, not a traceback
         predictor = Predictor(args.model.split(","), args.device, args.tta)
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:
         raise SystemExit(str(err)) from None
     for item in inputs:  # a volume among images (or the reverse) before any is written
         try:
