@@ -160,7 +160,24 @@ def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
             f"{key}_mean",
             cells=mean_and_spread,
         )
+        for setting, ckpts in fold_checkpoints(rows, monitor).items():
+            which = "the folds" if setting == "(the one)" else f"the {setting} folds"
+            print(
+                f"{which} as one model (segnet.ensemble): python evaluate.py "
+                f"'ckpt_path=[{','.join(ckpts)}]'"
+            )
     return path
+
+
+def fold_checkpoints(rows: list[dict[str, Any]], monitor: str) -> dict[str, list[str]]:
+    """Per setting of a k-fold sweep, the best checkpoints of its finished folds, in fold
+    order, where there are two or more: what an ensemble of that setting averages."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for row in rows:
+        ckpt = Path(row["dir"]) / "checkpoints" / "best.ckpt"
+        if "fold" in row and row.get(f"{monitor}_best") is not None and ckpt.is_file():
+            groups.setdefault(row["setting"], []).append((row["fold"], str(ckpt)))
+    return {s: [c for _, c in sorted(g)] for s, g in groups.items() if len(g) > 1}
 
 
 class SweepSummary(Callback):

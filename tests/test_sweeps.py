@@ -95,7 +95,19 @@ def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
     ]
     for job, (overrides, best, test) in enumerate(jobs):
         _fake_job(sweep, job, ["experiment=hippocampus_unet3d", *overrides], best, test)
+        if best is not None:
+            (sweep / str(job) / "checkpoints").mkdir()
+            (sweep / str(job) / "checkpoints" / "best.ckpt").touch()
     write_summary(sweep, None)
+    printed = capsys.readouterr().out
+    assert "cross-validation" in printed
+    # each setting's finished folds, as one ensemble command
+    ckpts = lambda *jobs: ",".join(f"{sweep}/{j}/checkpoints/best.ckpt" for j in jobs)  # noqa: E731
+    assert (
+        f"the model.optimizer.lr=0.01 folds as one model (segnet.ensemble): python evaluate.py 'ckpt_path=[{ckpts(0, 1, 2)}]'"
+        in printed
+    )
+    assert f"'ckpt_path=[{ckpts(3, 5)}]'" in printed
     rows = {r["setting"]: r for r in csv.DictReader((sweep / "cross_validation.csv").open())}
     assert set(rows) == {"model.optimizer.lr=0.01", "model.optimizer.lr=0.001"}
     high, low = rows["model.optimizer.lr=0.01"], rows["model.optimizer.lr=0.001"]
@@ -104,7 +116,6 @@ def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
     assert float(high["val/dice_best_std"]) == pytest.approx(0.04)  # sample std of .80 .84 .88
     assert float(high["test/dice_mean"]) == pytest.approx(0.74)
     assert float(low["val/dice_best_mean"]) == pytest.approx(0.88)
-    assert "cross-validation" in capsys.readouterr().out
     # the per-job table still lists every job, with its fold
     per_job = list(csv.DictReader((sweep / "summary.csv").open()))
     assert len(per_job) == 6 and {r["fold"] for r in per_job} == {"0", "1", "2"}
@@ -121,13 +132,17 @@ def test_sweep_without_folds_writes_no_cross_validation(tmp_path):
     assert not (sweep / "cross_validation.csv").exists()
 
 
-def test_k_fold_sweep_of_one_setting(tmp_path):
+def test_k_fold_sweep_of_one_setting(tmp_path, capsys):
     from segnet.sweep import write_summary
 
     sweep = tmp_path / "sweep"
     for fold, best in enumerate((0.8, 0.9)):
         _fake_job(sweep, fold, ["experiment=hippocampus_unet3d", f"data.fold={fold}"], best, 0.7)
+    (sweep / "1" / "checkpoints").mkdir()
+    (sweep / "1" / "checkpoints" / "best.ckpt").touch()
     write_summary(sweep, "val/dice")
+    # one fold has a checkpoint: no ensemble of one to suggest
+    assert "as one model" not in capsys.readouterr().out
     (row,) = csv.DictReader((sweep / "cross_validation.csv").open())
     assert row["setting"] == "(the one)" and row["folds"] == "0 1"
     assert float(row["val/dice_best_mean"]) == pytest.approx(0.85)
