@@ -124,8 +124,11 @@ def unfinished(path: Path) -> str | None:
 def check_same_data(infos: Sequence[Any], paths: Sequence[Path]) -> None:
     """Every member's dataset description (``DataInfo``) agrees with the first's on the
     classes and the input preprocessing, or the one that differs is named."""
+    # 2D: the input size images are resized to, before any network sees them (for volumes
+    # it is the training patch, and each member keeps its own window)
+    keys = SAME_DATA + (("input_size",) if infos[0].spatial_dims == 2 else ())
     for info, path in zip(infos[1:], paths[1:], strict=True):
-        for key in SAME_DATA:
+        for key in keys:
             mine, theirs = described(info, key), described(infos[0], key)
             if mine != theirs:
                 raise ValueError(

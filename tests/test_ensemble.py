@@ -56,9 +56,10 @@ def test_checkpoint_paths_take_files_runs_and_multiruns_in_job_order(tmp_path):
         checkpoint_paths([str(tmp_path)])
 
 
-def member(class_names=("bg", "a"), **data_cfg):
+def member(class_names=("bg", "a"), spatial_dims=3, input_size=(16, 16, 16), **data_cfg):
     info = SimpleNamespace(
-        spatial_dims=3, in_channels=1, class_names=list(class_names), ignore_index=None,
+        spatial_dims=spatial_dims, in_channels=1, class_names=list(class_names),
+        ignore_index=None, input_size=list(input_size),
         normalization={"kind": "zscore_per_volume", "clip": None, "spacing": None},
     )  # fmt: skip
     cfg = {"_target_": "segnet.data.nifti_datamodule.NiftiDataModule", "test_fraction": 0.2,
@@ -73,15 +74,21 @@ def member(class_names=("bg", "a"), **data_cfg):
         (member(["bg", "b"]), "test", r"b.ckpt and a.ckpt differ in class_names"),
         (member(seed=1), "test", r"b.ckpt was trained with data.seed=1 .* test splits differ"),
         (member(fold=1), "val", r"data.split=val: b.ckpt and a.ckpt were validated on different"),
+        # images are resized to the first member's input size before any network sees them
+        (member(spatial_dims=2, input_size=(90, 120)), "test", r"differ in input_size"),
     ],
 )
 def test_members_that_cannot_be_averaged_or_scored_fairly_are_refused(second, split, message):
+    two_d = second.data_info.spatial_dims == 2
+    first = member(spatial_dims=2, input_size=(360, 480)) if two_d else member()
     with pytest.raises(ValueError, match=message):
-        check_members([member(), second], [Path("a.ckpt"), Path("b.ckpt")], split)
+        check_members([first, second], [Path("a.ckpt"), Path("b.ckpt")], split)
 
 
 def test_folds_of_one_split_pass_on_test():
-    older = member(fold=1)  # written before normalisations named their spacing: None
+    # volumes: each member keeps its own training patch (its window)
+    older = member(fold=1, input_size=(32, 48, 32))
+    # written before normalisations named their spacing: None
     del older.data_info.normalization["spacing"]
     check_members([member(), older], [Path("a.ckpt"), Path("b.ckpt")], "test", True)
 
