@@ -43,10 +43,7 @@ def checkpoint_paths(value: Any) -> list[Path]:
             paths.append(path)  # load_module names a missing or unreadable file
             continue
         run = path / "checkpoints" / "best.ckpt"
-        # job folders are numbered 0, 1, ..., 10: ordered by number, not as text
-        job = lambda p: (len(p.parent.parent.name), p.parent.parent.name)  # noqa: E731
-        jobs = sorted(path.glob("*/checkpoints/best.ckpt"), key=job)
-        found = [run] if run.is_file() else jobs
+        found = [run] if run.is_file() else multirun_checkpoints(path)
         if not found:
             raise FileNotFoundError(
                 f"ckpt_path={item}: this folder holds neither checkpoints/best.ckpt (a run of "
@@ -63,8 +60,45 @@ def checkpoint_paths(value: Any) -> list[Path]:
     return paths
 
 
+def multirun_checkpoints(sweep: Path) -> list[Path]:
+    """The best checkpoints of a multirun's jobs, in job order. Refused where the jobs
+    differ in more than ``data.fold`` (a sweep over other settings too would average them
+    all); a job without one (failed, or stopped before its first) is named in a warning."""
+    # job folders are numbered 0, 1, ..., 10: ordered by number, not as text
+    jobs = sorted((p for p in sweep.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    settings: dict[tuple[str, ...], list[str]] = {}
+    for job in jobs:
+        overrides = job / ".hydra" / "overrides.yaml"
+        lines = overrides.read_text().splitlines() if overrides.is_file() else []
+        overridden = (line.removeprefix("- ").strip() for line in lines)  # a YAML list
+        others = tuple(sorted(o for o in overridden if not o.startswith("data.fold=")))
+        settings.setdefault(others, []).append(job.name)
+    if len(settings) > 1:
+        listed = "; ".join(
+            f"jobs {', '.join(j)}: {' '.join(s) or '-'}" for s, j in settings.items()
+        )
+        raise ValueError(
+            f"ckpt_path={sweep}: its jobs differ in more than data.fold ({listed}); list the "
+            "checkpoints of one setting instead (the sweep printed that command)."
+        )
+    found = [j / "checkpoints" / "best.ckpt" for j in jobs]
+    missing = [p.parent.parent.name for p in found if not p.is_file()]
+    if missing and len(missing) < len(found):
+        log.warning(
+            "%s: job(s) %s have no checkpoints/best.ckpt (failed, or stopped before one was "
+            "saved) and are left out of the ensemble",
+            sweep,
+            ", ".join(missing),
+        )
+    return [p for p in found if p.is_file()]
+
+
 def check_members(
-    modules: Sequence[Any], paths: Sequence[Path], split: str | None, recompute_bn: bool = False
+    modules: Sequence[Any],
+    paths: Sequence[Path],
+    split: str | None,
+    recompute_bn: bool = False,
+    new_cases: bool = False,
 ) -> None:
     """Refuse an ensemble whose members would be averaged wrongly or scored on their own
     training cases, naming the checkpoint and the setting. One model: nothing to check."""
@@ -76,8 +110,8 @@ def check_members(
         if stale:
             raise ValueError(
                 f"recompute_bn=true with an ensemble: {', '.join(stale)} hold BatchNorm layers "
-                "whose statistics training did not recompute, and evaluate recomputes them for "
-                "one model only. Train with recompute_bn=true, or leave it out here to use the "
+                "whose statistics training did not recompute (or, exported, do not record "
+                "it), and evaluate recomputes them for one model only. Train with recompute_bn=true, or leave it out here to use the "
                 "statistics as stored."
             )
     check_same_data([m.data_info for m in modules], paths)
@@ -91,12 +125,29 @@ def check_members(
                     f"{first_cfg.get(key)}: their test splits differ, so one of them may have "
                     "trained on cases the other is tested on. Ensemble models of one split."
                 )
-        if split == "val" and any(cfg.get(k) != first_cfg.get(k) for k in SAME_VAL_SPLIT):
+    check_split(modules, paths, split, new_cases)
+
+
+def check_split(
+    modules: Sequence[Any], paths: Sequence[Path], split: str | None, new_cases: bool = False
+) -> None:
+    """Members validated on different cases (folds) are scored only on cases none of them
+    trained on: the shared test split, or new cases (``data.root=``). Called with the split
+    asked for, before any data is read, and again with the split the data resolves to (a
+    NIfTI dataset without test cases falls back to val)."""
+    if new_cases or split == "test" or len(modules) < 2:
+        return
+    first_cfg = modules[0].hparams.get("data_cfg") or {}
+    for module, path in zip(modules[1:], paths[1:], strict=True):
+        cfg = module.hparams.get("data_cfg") or {}
+        if any(cfg.get(k) != first_cfg.get(k) for k in SAME_VAL_SPLIT):
             raise ValueError(
-                f"data.split=val: {path} and {paths[0]} were validated on different cases "
-                "(data.fold or data.val_fraction differ), so each one's validation cases are "
-                "another's training cases. Score an ensemble of folds on data.split=test or on "
-                "new cases (data.root=... data.split=all)."
+                f"data.split={split}: {path} and {paths[0]} were validated on different cases "
+                "(data.fold or data.val_fraction differ), so this split holds cases some of "
+                "them trained on (each fold's validation cases are another's training cases). "
+                "Score an ensemble of folds on the test split (data.split=test, with "
+                "data.test_fraction > 0 at training) or on new cases (data.root=... "
+                "data.split=all)."
             )
 
 

@@ -31,7 +31,7 @@ from segnet.checkpoints import (
 )
 from segnet.console import log_config, log_summary, quiet_library_noise, to_log_file
 from segnet.data.base import SegmentationDataModule, check_shareable
-from segnet.ensemble import check_members, checkpoint_paths, unfinished
+from segnet.ensemble import check_members, check_split, checkpoint_paths, unfinished
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule, enable_tf32
@@ -149,6 +149,15 @@ def write_outputs(
     of the per-case metrics), plus ``per_case.csv`` for volumes."""
     cases = module.last_case_metrics.get("test")
     extra = {}
+    if len(module.ensemble_members):  # each member as it was applied
+        extra["members"] = [
+            {
+                "ckpt_path": path,
+                "sliding_window": m.sliding_window,
+                "bn_recomputed": m.bn_recomputed,
+            }
+            for path, m in zip(ckpt_path, [module, *module.ensemble_members], strict=True)
+        ]
     if cases is not None:
         per_case = {k: v for k, v in cases.items() if k != "index"}
         extra["cases"] = summarize_cases(per_case, module.class_names)
@@ -408,7 +417,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     # before any data is read: members that cannot be averaged, or scored fairly, stop here
-    check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn", False))
+    new_cases = "root" in overrides  # scored on other data than the members trained on
+    check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn"), new_cases)
     window = {k: WINDOW_SETTINGS[k] for k in overrides if k in WINDOW_SETTINGS}
     if window and module.sliding_window is None:
         raise ValueError(
@@ -441,6 +451,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         data_cfg.spacing = module.data_info.normalization.get("spacing")
     dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
     dm.prepare_data()
+    # the split the data resolves to (a NIfTI dataset without test cases falls back to val)
+    check_split(modules, paths, dm.test_split(), new_cases)
     if "root" in overrides and "split" not in overrides and "test_fraction" in data_cfg:
         # the checkpoint's split settings re-split the new folder: say so, as a user who
         # points evaluate at new cases usually wants every one of them scored

@@ -56,6 +56,26 @@ def test_checkpoint_paths_take_files_runs_and_multiruns_in_job_order(tmp_path):
         checkpoint_paths([str(tmp_path)])
 
 
+def test_a_multirun_folder_of_several_settings_is_refused_and_a_missing_job_named(tmp_path, caplog):
+    sweep = tmp_path / "sweep"
+    for job, lr in enumerate(("0.01", "0.01", "0.001")):
+        (sweep / str(job) / ".hydra").mkdir(parents=True)
+        overrides = f"- data.fold={job % 2}\n- model.optimizer.lr={lr}\n"
+        (sweep / str(job) / ".hydra" / "overrides.yaml").write_text(overrides)
+        if job != 1:
+            (sweep / str(job) / "checkpoints").mkdir()
+            (sweep / str(job) / "checkpoints" / "best.ckpt").touch()
+    with pytest.raises(ValueError, match=r"differ in more than data.fold \(jobs 0, 1: model"):
+        checkpoint_paths(str(sweep))
+    (sweep / "2" / ".hydra" / "overrides.yaml").write_text(
+        "- data.fold=2\n- model.optimizer.lr=0.01\n"
+    )
+    with caplog.at_level(logging.WARNING):
+        found = checkpoint_paths(str(sweep))
+    assert [p.parent.parent.name for p in found] == ["0", "2"]
+    assert "job(s) 1 have no checkpoints/best.ckpt" in caplog.text
+
+
 def member(class_names=("bg", "a"), spatial_dims=3, input_size=(16, 16, 16), **data_cfg):
     info = SimpleNamespace(
         spatial_dims=spatial_dims, in_channels=1, class_names=list(class_names),
@@ -119,6 +139,8 @@ def test_an_ensemble_of_folds_is_scored_on_the_test_split(two_folds, tmp_path):
     )
     record = json.loads((tmp_path / "list" / "metrics.json").read_text())
     assert record["ckpt_path"] == ckpts and record["split"] == "test"
+    assert [m["ckpt_path"] for m in record["members"]] == ckpts
+    assert record["members"][1]["sliding_window"]["roi_size"] == [16, 16, 16]
     assert len(objects["module"].ensemble_members) == 1
     assert (tmp_path / "list" / "per_case.csv").is_file()
     # the multirun folder stands for the same two checkpoints, in job order
@@ -133,6 +155,9 @@ def test_an_ensemble_of_folds_is_scored_on_the_test_split(two_folds, tmp_path):
     [
         ("data.split=val", "validated on different cases"),
         ("recompute_bn=true", "recompute_bn=true with an ensemble: .*best.ckpt"),
+        ("data.split=all", "data.split=all: .* validated on different cases"),
+        # no test cases: the data falls back to val, which is refused once resolved
+        ("+data.test_fraction=0.0", "data.split=val: .* validated on different cases"),
     ],
 )
 def test_an_ensemble_of_folds_refuses_before_testing(two_folds, tmp_path, setting, message):
