@@ -1,6 +1,6 @@
-"""Several checkpoints evaluated (or exported models predicting) as one model: each applied as it was validated (its own
-window, padding and mirroring), their softmax probabilities averaged, as nnU-Net predicts
-with the models of every cross-validation fold.
+"""Several checkpoints evaluated (or exported models predicting) as one model: each applied
+as it was validated (its own window, padding and mirroring), their softmax probabilities
+averaged, as nnU-Net predicts with the models of every cross-validation fold.
 
 ``evaluate.py ckpt_path=[a.ckpt,b.ckpt]`` (or a multirun folder of ``train.py -m
 data.fold=0,1,2,3,4``) checks the members with :func:`check_members` before any data is
@@ -64,14 +64,13 @@ def multirun_checkpoints(sweep: Path) -> list[Path]:
     """The best checkpoints of a multirun's jobs, in job order. Refused where the jobs
     differ in more than ``data.fold`` (a sweep over other settings too would average them
     all); a job without one (failed, or stopped before its first) is named in a warning."""
-    # job folders are numbered 0, 1, ..., 10: ordered by number, not as text
-    jobs = sorted((p for p in sweep.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    # evaluate.py's path only: segnet.predict, which imports this module, stays Hydra-free
+    from segnet.sweep import FOLD_OVERRIDE, job_overrides, jobs_of
+
+    jobs = jobs_of(sweep)  # in job order: 0, 1, ..., 10
     settings: dict[tuple[str, ...], list[str]] = {}
     for job in jobs:
-        overrides = job / ".hydra" / "overrides.yaml"
-        lines = overrides.read_text().splitlines() if overrides.is_file() else []
-        overridden = (line.removeprefix("- ").strip() for line in lines)  # a YAML list
-        others = tuple(sorted(o for o in overridden if not o.startswith("data.fold=")))
+        others = tuple(sorted(o for o in job_overrides(job) if not o.startswith(FOLD_OVERRIDE)))
         settings.setdefault(others, []).append(job.name)
     if len(settings) > 1:
         listed = "; ".join(
@@ -111,8 +110,8 @@ def check_members(
             raise ValueError(
                 f"recompute_bn=true with an ensemble: {', '.join(stale)} hold BatchNorm layers "
                 "whose statistics training did not recompute (or, exported, do not record "
-                "it), and evaluate recomputes them for one model only. Train with recompute_bn=true, or leave it out here to use the "
-                "statistics as stored."
+                "it), and evaluate recomputes them for one model only. Train with "
+                "recompute_bn=true, or leave it out here to use the statistics as stored."
             )
     check_same_data([m.data_info for m in modules], paths)
     first_cfg = modules[0].hparams.get("data_cfg") or {}
@@ -180,21 +179,12 @@ def check_same_data(infos: Sequence[Any], paths: Sequence[Path]) -> None:
     keys = SAME_DATA + (("input_size",) if infos[0].spatial_dims == 2 else ())
     for info, path in zip(infos[1:], paths[1:], strict=True):
         for key in keys:
-            mine, theirs = described(info, key), described(infos[0], key)
+            mine, theirs = getattr(info, key), getattr(infos[0], key)
             if mine != theirs:
                 raise ValueError(
                     f"{path} and {paths[0]} differ in {key} ({mine} against {theirs}): an "
                     "ensemble averages models of one dataset, prepared one way."
                 )
-
-
-def described(info: Any, key: str) -> Any:
-    """A ``DataInfo`` entry; a normalisation written before ``spacing`` existed means no
-    resampling (spacing None), as ``zscore_normalization`` documents."""
-    value = getattr(info, key)
-    if key == "normalization" and value.get("kind") == "zscore_per_volume":
-        return {"spacing": None, **value}
-    return value
 
 
 def needs_recompute(module: Any) -> bool:

@@ -27,6 +27,12 @@ def jobs_of(sweep_dir: Path) -> list[Path]:
     )
 
 
+def job_overrides(job: Path) -> list[str]:
+    """A multirun job's command-line overrides, as Hydra recorded them."""
+    path = job / ".hydra" / "overrides.yaml"
+    return (yaml.safe_load(path.read_text()) or []) if path.is_file() else []
+
+
 def recorded_monitor(sweep_dir: Path) -> str:
     """The metric the jobs picked checkpoints by (``monitor: null`` means the dataset's
     own, which each job records in its metrics.json)."""
@@ -41,10 +47,7 @@ def collect(sweep_dir: Path, monitor: str) -> list[dict[str, Any]]:
     """One row per job: the overrides that vary across the sweep, the best validation
     metric and the test metrics (overrides common to every job are left out)."""
     jobs = jobs_of(sweep_dir)
-    overrides = {}
-    for job in jobs:
-        path = job / ".hydra" / "overrides.yaml"
-        overrides[job] = yaml.safe_load(path.read_text()) if path.is_file() else []
+    overrides = {job: job_overrides(job) for job in jobs}
     common = set.intersection(*(set(o) for o in overrides.values())) if overrides else set()
     rows = []
     for job in jobs:

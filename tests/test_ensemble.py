@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from segnet.data.info import DataInfo
 from segnet.ensemble import check_members, checkpoint_paths
 from segnet.pipeline import evaluate, train
 from tests.conftest import compose
@@ -106,10 +107,13 @@ def test_members_that_cannot_be_averaged_or_scored_fairly_are_refused(second, sp
 
 
 def test_folds_of_one_split_pass_on_test():
-    # volumes: each member keeps its own training patch (its window)
-    older = member(fold=1, input_size=(32, 48, 32))
-    # written before normalisations named their spacing: None
-    del older.data_info.normalization["spacing"]
+    # an older checkpoint's description: its normalisation does not name a spacing (read as
+    # None), and for volumes each member keeps its own training patch (its window)
+    described = {**data_info(2, spatial_dims=3), "class_names": ["bg", "a"]}
+    described["normalization"] = {"kind": "zscore_per_volume", "clip": None}
+    described["input_size"] = [32, 48, 32]
+    older = member(fold=1)
+    older.data_info = DataInfo.from_dict(described)
     check_members([member(), older], [Path("a.ckpt"), Path("b.ckpt")], "test", True)
 
 

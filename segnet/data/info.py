@@ -66,7 +66,13 @@ class DataInfo:
                 f"data description lacks {sorted(missing)}: it was written by another version "
                 "of segnet; re-export the model or retrain."
             )
-        return cls(**{k: data[k] for k in names})
+        fields = {k: data[k] for k in names}
+        norm = fields["normalization"]
+        if norm.get("kind") == "zscore_per_volume" and "spacing" not in norm:
+            # written before resampling existed: no resampling (see zscore_normalization),
+            # stated, so that every description of a volume model compares alike
+            fields["normalization"] = {**norm, "spacing": None}
+        return cls(**fields)
 
 
 def rgb_normalization(mean: Sequence[float], std: Sequence[float]) -> dict[str, Any]:
