@@ -153,7 +153,7 @@ def check_split(
 def unfinished(path: Path) -> str | None:
     """Why a member's run may not have trained to its end, read from the ``last.ckpt``
     beside it (None when finished, or when there is none to tell): a multirun folder takes
-    every job's best checkpoint, that of a job that was stopped early too."""
+    every job's best checkpoint, that of an interrupted job too."""
     last = path.parent / "last.ckpt"
     if path.suffix != ".ckpt" or not last.is_file():
         return None
@@ -161,12 +161,13 @@ def unfinished(path: Path) -> str | None:
         ckpt = torch.load(last, map_location="cpu", weights_only=False, mmap=True)
     except Exception:  # an unreadable last.ckpt says nothing about the member itself
         return None
-    planned = (ckpt.get("segnet") or {}).get("max_epochs")
-    done = ckpt.get("epoch", -1) + 1
-    if planned and done < planned:
+    run = ckpt.get("segnet") or {}
+    planned, done = run.get("max_epochs"), ckpt.get("epoch", -1) + 1
+    # "stopping": early stopping or trainer.max_time ended it there, as the user asked
+    if planned and done < planned and not run.get("stopping"):
         return (
             f"{path}: its run's last checkpoint is from epoch {done} of the {planned} it "
-            "planned (stopped or interrupted?); it is averaged as it is"
+            "planned (interrupted, or failed?); it is averaged as it is"
         )
     return None
 

@@ -197,7 +197,13 @@ class SegmentationModule(L.LightningModule):
         checkpoint["bn_recomputed"] = self.bn_recomputed
         # the length the learning-rate schedule was planned for: a resume checks it
         if self._trainer is not None:
-            checkpoint["segnet"] = {"max_epochs": self.trainer.max_epochs}
+            checkpoint["segnet"] = {
+                "max_epochs": self.trainer.max_epochs,
+                # early stopping or trainer.max_time ended the run here on purpose (not a
+                # SIGTERM or Ctrl+C): an ensemble need not warn that this member stopped
+                # short of max_epochs
+                "stopping": self.trainer.should_stop and not self.trainer.received_sigterm,
+            }
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.bn_recomputed = checkpoint.get("bn_recomputed")

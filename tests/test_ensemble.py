@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from segnet.data.info import DataInfo
-from segnet.ensemble import check_members, checkpoint_paths
+from segnet.ensemble import check_members, checkpoint_paths, unfinished
 from segnet.pipeline import evaluate, train
 from tests.conftest import compose
 from tests.helpers import data_info, nifti_dataset
@@ -175,15 +175,17 @@ def test_an_ensemble_of_folds_refuses_before_testing(two_folds, tmp_path, settin
 
 def test_a_member_whose_run_stopped_early_is_named(two_folds, tmp_path, caplog):
     """A multirun folder takes every job's best.ckpt, an interrupted job's too: evaluate
-    says which member did not train to its end."""
+    says which member did not train to its end, and not one that early stopping or
+    trainer.max_time ended as asked."""
     import shutil
 
     sweep = tmp_path / "sweep"
     shutil.copytree(two_folds, sweep, ignore=shutil.ignore_patterns("tensorboard"))
-    last = sweep / "1" / "checkpoints" / "last.ckpt"
-    ckpt = torch.load(last, map_location="cpu", weights_only=False)
-    ckpt["segnet"] = {"max_epochs": 5}  # as if stopped after 2 of 5 epochs
-    torch.save(ckpt, last)
+    for job, stopping in (("0", True), ("1", False)):  # both after 2 of 5 epochs
+        last = sweep / job / "checkpoints" / "last.ckpt"
+        ckpt = torch.load(last, map_location="cpu", weights_only=False)
+        ckpt["segnet"] = {"max_epochs": 5, "stopping": stopping}
+        torch.save(ckpt, last)
     cfg = compose("evaluate", [f"ckpt_path={sweep}", "trainer.accelerator=cpu"], tmp_path / "ev")
     with caplog.at_level(logging.WARNING):
         evaluate(cfg)
@@ -191,6 +193,24 @@ def test_a_member_whose_run_stopped_early_is_named(two_folds, tmp_path, caplog):
     assert any("1/checkpoints/best.ckpt: its run's last checkpoint is from epoch 2 of the 5" in w
                for w in warned)  # fmt: skip
     assert not any("0/checkpoints/best.ckpt" in w for w in warned)
+
+
+def test_early_stopping_marks_the_last_checkpoint_as_a_stop_on_purpose(tmp_path):
+    root = nifti_dataset(tmp_path / "data", "msd", n=6, shape=(19, 23, 17))
+    overrides = [
+        "experiment=hippocampus_unet3d", f"data.root={root}", "data.patch_size=[16,16,16]",
+        "data.batch_size=2", "data.num_workers=0", "data.test_fraction=0.2",
+        "model.net.features=[4,8,8]", "trainer.accelerator=cpu", "trainer.max_epochs=20",
+        "trainer.check_val_every_n_epoch=1", "test=false",
+        # no validation can improve by half a Dice point over the last: stops at epoch 2
+        "callbacks=early_stopping", "callbacks.early_stopping.patience=1",
+        "callbacks.early_stopping.min_delta=0.5",
+    ]  # fmt: skip
+    train(compose("train", overrides, tmp_path / "run"))
+    last = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    ckpt = torch.load(last, map_location="cpu", weights_only=False)
+    assert ckpt["epoch"] + 1 < 20 and ckpt["segnet"] == {"max_epochs": 20, "stopping": True}
+    assert unfinished(tmp_path / "run" / "checkpoints" / "best.ckpt") is None
 
 
 def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):

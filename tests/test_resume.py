@@ -99,6 +99,8 @@ def test_signal_saves_a_checkpoint_that_resumes(tiny_camvid, tmp_path, signum):
     assert "resume with ckpt_path=" in text, text[-3000:]
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] >= 6  # at least the two epochs the log showed
+    # not marked as a stop on purpose: an ensemble with this member warns that it is short
+    assert ckpt["segnet"]["stopping"] is False
 
     resumed = compose(
         "train",
