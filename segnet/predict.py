@@ -173,6 +173,12 @@ class Predictor:
         return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
 
 
+def model_paths(arg: str) -> list[str]:
+    """The models named on the command line: one file, or several comma-separated (an
+    ensemble). A file that exists under the whole name is one model, commas and all."""
+    return [arg] if Path(arg).exists() else arg.split(",")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m segnet.predict", description=__doc__.split("\n")[0]
@@ -215,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
             "overwritten: choose another --out folder."
         )
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
-        predictor = Predictor(args.model.split(","), args.device, args.tta)
+        predictor = Predictor(model_paths(args.model), args.device, args.tta)
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(str(err)) from None
     for item in inputs:  # a volume among images (or the reverse) before any is written

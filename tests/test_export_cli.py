@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from segnet.pipeline import evaluate, train
-from segnet.predict import Predictor
+from segnet.predict import Predictor, model_paths
 from segnet.predict import main as predict_main
 from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
 from tests.test_imports import TRAINING_STACK
@@ -560,3 +560,11 @@ def test_model_card_is_enough_to_deploy_a_resampled_volume_model_with_numpy(tmp_
     np.testing.assert_allclose(deployed, reference, atol=1e-4)
     mask, _ = predictor.predict_volume(case)
     assert (deployed.argmax(0) == mask).all()
+
+
+def test_a_model_file_with_a_comma_in_its_name_is_one_model(tmp_path):
+    named = tmp_path / "fold0,fold1.onnx"
+    named.write_bytes(b"")
+    assert model_paths(str(named)) == [str(named)]
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    assert model_paths(f"{a},{b}") == [str(a), str(b)]  # no file of that whole name
