@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -272,17 +273,24 @@ class CamVidDataModule(SegmentationDataModule):
             Path.home() / ".cache" / "segnet" / f"camvid_weights_{key}.json",
         ]
         for path in candidates:
-            if path.is_file():
+            try:
                 cached = json.loads(path.read_text())
-                if cached.get("key") == key:
+                if cached.get("key") == key and len(cached["weights"]) == self.num_classes:
                     return torch.tensor(cached["weights"], dtype=torch.float32)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue  # none, or unreadable (a disk that filled up): computed again
         weights = camvid.median_frequency_weights(self.raw("train")[1], self.num_classes)
         for path in candidates:  # the data folder may be read-only: fall back to ~/.cache
+            # written whole, then renamed: runs that start together (DDP ranks, parallel
+            # jobs) read either no file or a complete one, never one half written
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps({"key": key, "weights": weights.tolist()}))
+                tmp.write_text(json.dumps({"key": key, "weights": weights.tolist()}))
+                os.replace(tmp, path)
                 break
             except OSError:
+                tmp.unlink(missing_ok=True)
                 continue
         return weights
 

@@ -134,6 +134,16 @@ def test_class_weights_cached_and_recomputed_when_data_changes(root):
     assert len(w2) == 11 and (w2[:11] > 0).all()
 
 
+def test_an_unreadable_class_weight_cache_is_computed_again(root):
+    computed = weights(root)
+    cache = root / ".segnet_class_weights.json"
+    for broken in ('{"key": "', "[]", '{"key": null}'):  # cut short, or not the cache's shape
+        cache.write_text(broken)
+        torch.testing.assert_close(weights(root), computed)
+        assert json.loads(cache.read_text())["weights"] == computed.tolist()
+    assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []
+
+
 def test_class_weight_options(root):
     assert weights(root, class_weights="none") is None
     assert weights(root, class_weights=[1.0] * 11).tolist() == [1.0] * 11
