@@ -22,6 +22,7 @@ RUN mkdir segnet && touch segnet/__init__.py \
     && rm -rf segnet
 
 COPY segnet ./segnet
+COPY hydra_plugins ./hydra_plugins
 COPY configs ./configs
 COPY train.py evaluate.py ./
 RUN pip install --no-deps -e . \

@@ -146,3 +146,62 @@ def test_k_fold_sweep_of_one_setting(tmp_path, capsys):
     (row,) = csv.DictReader((sweep / "cross_validation.csv").open())
     assert row["setting"] == "(the one)" and row["folds"] == "0 1"
     assert float(row["val/dice_best_mean"]) == pytest.approx(0.85)
+
+
+def parallel_fold_sweep(root, sweep, folds: str):
+    return [
+        "train.py", "-m", "hydra/launcher=parallel", "experiment=hippocampus_unet3d",
+        f"data.root={root}", f"data.fold={folds}", "data.num_folds=2",
+        "data.patch_size=[16,16,16]", "data.batch_size=2", "data.num_workers=0",
+        "data.test_fraction=0.2", "model.net.features=[4,8,8]", "trainer.max_epochs=2",
+        "trainer.accelerator=cpu", f"hydra.sweep.dir={sweep}",
+    ]  # fmt: skip
+
+
+def test_parallel_launcher_runs_each_job_as_its_own_run(tmp_path):
+    """hydra/launcher=parallel: every job is the run `train.py <its overrides>` would be, in
+    its numbered folder, and the sweep is summarised as with the basic launcher."""
+    from tests.helpers import nifti_dataset
+
+    root = nifti_dataset(tmp_path / "data", "msd", n=10)
+    sweep = tmp_path / "sweep"
+    proc = run_cli(parallel_fold_sweep(root, sweep, "0,1"), cwd=REPO)
+    for job in ("0", "1"):
+        folder = sweep / job
+        assert (folder / "checkpoints" / "best.ckpt").is_file()
+        assert f"data.fold={job}" in (folder / ".hydra" / "overrides.yaml").read_text()
+        assert "best checkpoint" in (folder / "console.log").read_text()
+    assert len(list(csv.DictReader((sweep / "summary.csv").open()))) == 2
+    assert "the folds as one model (segnet.ensemble)" in proc.stdout
+
+
+def test_parallel_launcher_names_a_failed_job_and_finishes_the_others(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers import nifti_dataset
+
+    root = nifti_dataset(tmp_path / "data", "msd", n=10)
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run(
+        [sys.executable, *parallel_fold_sweep(root, sweep, "0,5")],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert f"its output is in {sweep / '1' / 'console.log'}" in proc.stderr + proc.stdout
+    assert "data.fold=5 must be in 0..1" in (sweep / "1" / "console.log").read_text()
+    assert "Traceback" not in proc.stderr  # Hydra prints the message, not its own frames
+    assert (sweep / "0" / "checkpoints" / "best.ckpt").is_file()
+
+
+def test_parallel_launcher_spreads_jobs_over_the_listed_gpus():
+    from hydra_plugins.segnet_parallel.launcher import ParallelLauncher
+
+    launcher = ParallelLauncher(n_jobs=3, gpus=[0, 1])
+    assert launcher.free_gpu([]) == 0
+    assert launcher.free_gpu([0]) == 1
+    assert launcher.free_gpu([1]) == 0  # job on GPU 0 ended first: its GPU is free again
+    assert launcher.free_gpu([0, 1]) == 0
+    assert ParallelLauncher(n_jobs=2).free_gpu([None]) is None
+    with pytest.raises(ValueError, match="n_jobs=0"):
+        ParallelLauncher(n_jobs=0)
