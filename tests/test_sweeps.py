@@ -148,28 +148,33 @@ def test_k_fold_sweep_of_one_setting(tmp_path, capsys):
     assert float(row["val/dice_best_mean"]) == pytest.approx(0.85)
 
 
-def parallel_fold_sweep(root, sweep, folds: str):
+def parallel_fold_sweep(root, sweep, folds: str, epochs: int = 2):
     return [
         "train.py", "-m", "hydra/launcher=parallel", "experiment=hippocampus_unet3d",
         f"data.root={root}", f"data.fold={folds}", "data.num_folds=2",
         "data.patch_size=[16,16,16]", "data.batch_size=2", "data.num_workers=0",
-        "data.test_fraction=0.2", "model.net.features=[4,8,8]", "trainer.max_epochs=2",
-        "trainer.accelerator=cpu", f"hydra.sweep.dir={sweep}",
+        "data.test_fraction=0.2", "model.net.features=[4,8,8]", f"trainer.max_epochs={epochs}",
+        "trainer.accelerator=cpu", f"hydra.sweep.dir='{sweep}'",
     ]  # fmt: skip
 
 
 def test_parallel_launcher_runs_each_job_as_its_own_run(tmp_path):
     """hydra/launcher=parallel: every job is the run `train.py <its overrides>` would be, in
-    its numbered folder, and the sweep is summarised as with the basic launcher."""
+    its numbered folder, with the sweep's hydra.* overrides, and the sweep is summarised as
+    with the basic launcher."""
+    import yaml
+
     from tests.helpers import nifti_dataset
 
     root = nifti_dataset(tmp_path / "data", "msd", n=10)
-    sweep = tmp_path / "sweep"
-    proc = run_cli(parallel_fold_sweep(root, sweep, "0,1"), cwd=REPO)
+    sweep = tmp_path / "sweep,a=(1)"  # characters Hydra would misread in an unquoted value
+    proc = run_cli([*parallel_fold_sweep(root, sweep, "0,1"), "hydra.job.name=folds"], cwd=REPO)
     for job in ("0", "1"):
         folder = sweep / job
         assert (folder / "checkpoints" / "best.ckpt").is_file()
         assert f"data.fold={job}" in (folder / ".hydra" / "overrides.yaml").read_text()
+        hydra_cfg = yaml.safe_load((folder / ".hydra" / "hydra.yaml").read_text())["hydra"]
+        assert hydra_cfg["job"]["name"] == "folds" and hydra_cfg["mode"] == "RUN"
         assert "best checkpoint" in (folder / "console.log").read_text()
     assert len(list(csv.DictReader((sweep / "summary.csv").open()))) == 2
     assert "the folds as one model (segnet.ensemble)" in proc.stdout
@@ -194,14 +199,54 @@ def test_parallel_launcher_names_a_failed_job_and_finishes_the_others(tmp_path):
     assert (sweep / "0" / "checkpoints" / "best.ckpt").is_file()
 
 
-def test_parallel_launcher_spreads_jobs_over_the_listed_gpus():
-    from hydra_plugins.segnet_parallel.launcher import ParallelLauncher
+def test_ctrl_c_reaches_each_parallel_job_once_and_each_saves(tmp_path):
+    """Ctrl+C at the launcher: it passes the signal on to the running jobs, waits while
+    each saves its last.ckpt, and says how to resume each with its own overrides."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import nifti_dataset
+
+    root = nifti_dataset(tmp_path / "data", "msd", n=10)
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [sys.executable, *parallel_fold_sweep(root, sweep, "0,1", epochs=500)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    consoles = [sweep / job / "console.log" for job in ("0", "1")]
+    deadline = time.time() + 300
+    while not all(c.is_file() and "epoch 1 " in c.read_text() for c in consoles):
+        assert proc.poll() is None, proc.stdout.read()[-3000:]
+        assert time.time() < deadline, "the jobs did not start training"
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)  # to the launcher alone, as a terminal's Ctrl+C is
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    for job in ("0", "1"):
+        saved = sweep / job / "checkpoints" / "last.ckpt"
+        assert saved.is_file()
+        assert f"data.fold={job}" in out and f"ckpt_path={saved}" in out, out[-3000:]
+        # the job stopped once, saving, not at once on a second Ctrl+C
+        assert "interrupted: saved" in (sweep / job / "console.log").read_text()
+
+
+def test_parallel_launcher_spreads_jobs_over_the_listed_gpus(monkeypatch):
+    from hydra_plugins.segnet_parallel.launcher import ParallelLauncher, visible_device
 
     launcher = ParallelLauncher(n_jobs=3, gpus=[0, 1])
-    assert launcher.free_gpu([]) == 0
-    assert launcher.free_gpu([0]) == 1
-    assert launcher.free_gpu([1]) == 0  # job on GPU 0 ended first: its GPU is free again
-    assert launcher.free_gpu([0, 1]) == 0
-    assert ParallelLauncher(n_jobs=2).free_gpu([None]) is None
+    assert launcher.gpu_for([]) == 0
+    assert launcher.gpu_for([0]) == 1
+    assert launcher.gpu_for([1]) == 0  # job on GPU 0 ended first: its GPU is free again
+    assert launcher.gpu_for([0, 1]) == 0
+    assert ParallelLauncher(n_jobs=2).gpu_for([None]) is None
+    # indices count among the GPUs this process sees (a cluster's allocation)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_device(1) == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert [visible_device(0), visible_device(1)] == ["2", "3"]
+    with pytest.raises(Exception, match="leaves 2 visible"):
+        visible_device(2)
     with pytest.raises(ValueError, match="n_jobs=0"):
         ParallelLauncher(n_jobs=0)

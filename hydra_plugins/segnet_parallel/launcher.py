@@ -4,19 +4,27 @@
 Why: small networks leave most of a GPU idle. On one H100, two ``hippocampus_gpu`` folds
 side by side were done in 345 s, where one alone takes 276 s (README "On one GPU"); Hydra's
 basic launcher runs jobs one after the other. Each job is the same script run again with
-its overrides and its own run folder (``<sweep dir>/<subdir>``), so it is exactly the run
-``python train.py <overrides>`` would be: its own process, CUDA context and data workers.
+its overrides, the sweep's ``hydra.*`` overrides and its own run folder
+(``<sweep dir>/<subdir>``), so it is the run ``python train.py <overrides>`` would be: its
+own process, CUDA context and data workers.
+
+Jobs run in process groups of their own, so that a signal reaches each job once, from
+here: Ctrl+C or SIGTERM is passed on to the running jobs (each saves its ``last.ckpt`` and
+stops), a second Ctrl+C stops them at once, and the launcher waits for them either way.
 
 Kept free of torch and of segnet's imports: Hydra imports every plugin on every start-up.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,12 +34,24 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra.errors import CompactHydraException
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, open_dict
 
 log = logging.getLogger(__name__)
 
 # what the job writes to its terminal (progress bars, warnings), kept in its run folder
 CONSOLE_LOG = "console.log"
+# hydra.* overrides that shape the sweep itself, not a job: not passed on to the jobs
+SWEEP_ONLY = ("hydra/launcher", "hydra.launcher", "hydra/sweeper", "hydra.sweeper",
+              "hydra.sweep.", "hydra.mode", "hydra.run.dir")  # fmt: skip
+
+
+class JobFailed(CompactHydraException):
+    """A job that exited with an error: Hydra prints this message alone, no traceback of
+    its own (the job's traceback is in its console.log and log file)."""
+
+
+class Terminated(Exception):
+    """SIGTERM reached the launcher (``kill``, ``timeout``, a cluster's pre-emption)."""
 
 
 class ParallelLauncher(Launcher):
@@ -39,7 +59,7 @@ class ParallelLauncher(Launcher):
         if not isinstance(n_jobs, int) or n_jobs < 1:
             raise ValueError(f"hydra.launcher.n_jobs={n_jobs!r}: use a whole number >= 1.")
         self.n_jobs = n_jobs
-        # jobs take these GPUs in turn (CUDA_VISIBLE_DEVICES); None: every job sees them all
+        # jobs take these GPUs in turn; None: every job sees every GPU
         self.gpus = None if gpus is None else [int(g) for g in gpus]
         if self.gpus == []:
             raise ValueError("hydra.launcher.gpus=[]: list GPU indices, or null for all.")
@@ -61,17 +81,27 @@ class ParallelLauncher(Launcher):
         return cfg
 
     def command(self, overrides: Sequence[str], run_dir: Path) -> list[str]:
-        """The script this sweep runs, again, for one job: its overrides and run folder,
-        and the config name and folder the sweep was started with."""
+        """The program this sweep runs, again, for one job: the config it was composed
+        from, the user's ``hydra.*`` overrides, the job's own overrides and run folder."""
         assert self.config is not None
         hydra_cfg = self.config.hydra
-        args = [sys.executable, sys.argv[0], f"--config-name={hydra_cfg.job.config_name}"]
-        args += [
-            f"--config-dir={source.path}"
-            for source in hydra_cfg.runtime.config_sources
-            if source.provider == "command-line"
-        ]
-        return [*args, *overrides, f"hydra.run.dir={run_dir}"]
+        main = sys.modules["__main__"]
+        spec = getattr(main, "__spec__", None)  # python -m segnet.export: run it so again
+        args = [sys.executable, *(["-m", spec.name] if spec else [sys.argv[0]])]
+        args.append(f"--config-name={hydra_cfg.job.config_name}")
+        for source in hydra_cfg.runtime.config_sources:
+            if source.provider == "main" and source.path.startswith("file://"):
+                args.append(f"--config-path={source.path[len('file://') :]}")
+            elif source.provider == "command-line":
+                args.append(f"--config-dir={source.path.removeprefix('file://')}")
+        passed = [o for o in hydra_cfg.overrides.hydra if not o.lstrip("+~").startswith(SWEEP_ONLY)]
+        return [*args, *passed, *overrides, "hydra.mode=RUN", f"hydra.run.dir={quoted(run_dir)}"]
+
+    def gpu_for(self, busy: list[int | None]) -> int | None:
+        """The listed GPU running the fewest jobs (the first of those), or None for all."""
+        if self.gpus is None:
+            return None
+        return min(self.gpus, key=busy.count)
 
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
@@ -82,12 +112,18 @@ class ParallelLauncher(Launcher):
         pending = list(enumerate(job_overrides, start=initial_job_idx))
         running: dict[int, Running] = {}
         returns: dict[int, JobReturn] = {}
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, raise_terminated)
         try:
             while pending or running:
                 while pending and len(running) < self.n_jobs:
                     num, overrides = pending.pop(0)
-                    gpu = self.free_gpu([job.gpu for job in running.values()])
-                    running[num], returns[num] = self.start(num, overrides, gpu)
+                    gpu = self.gpu_for([job.gpu for job in running.values()])
+                    returns[num] = self.record(overrides, num)
+                    if refused(returns[num]):
+                        continue
+                    running[num] = self.start(returns[num], gpu)
                 time.sleep(0.2)
                 for num, job in list(running.items()):
                     if job.proc.poll() is None:
@@ -95,56 +131,60 @@ class ParallelLauncher(Launcher):
                     job.console.close()
                     del running[num]
                     finish(returns[num], job.proc.returncode, time.monotonic() - job.started)
-        except KeyboardInterrupt:
-            # Ctrl+C reached every job too (one process group): each saves its last.ckpt
-            # and stops; wait for them rather than leave them writing
-            log.warning("Ctrl+C: waiting for %d running job(s) to save and stop", len(running))
+        except (KeyboardInterrupt, Terminated) as stop:
+            signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+            stop_jobs(running, signum)
+            raise SystemExit(interrupted_message(running, returns, len(pending))) from None
+        except BaseException:
+            stop_jobs(running, signal.SIGTERM)  # a launcher error: the jobs save and stop
+            raise
+        finally:
             for job in running.values():
-                job.proc.wait()
                 job.console.close()
-            folders = ", ".join(str(returns[num].working_dir) for num in sorted(running))
-            raise SystemExit(
-                f"multirun interrupted; the running jobs stopped and saved their last.ckpt "
-                f"({folders}): resume one with python train.py "
-                "ckpt_path=<its folder>/checkpoints/last.ckpt"
-            ) from None
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
         return [returns[num] for num in sorted(returns)]
 
-    def free_gpu(self, busy: list[int | None]) -> int | None:
-        """The listed GPU running the fewest jobs (the first of those), or None for all."""
-        if self.gpus is None:
-            return None
-        return min(self.gpus, key=busy.count)
-
-    def start(self, num: int, overrides: Sequence[str], gpu: int | None):
+    def record(self, overrides: Sequence[str], num: int) -> JobReturn:
+        """The job's record, as the basic launcher keeps it: its task config, the full
+        config with ``hydra``, and its run folder as working_dir."""
         cfg = self.job_config(overrides, num)
         run_dir = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+        full = copy.deepcopy(cfg)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return JobReturn(
+            overrides=list(overrides),
+            cfg=cfg,
+            hydra_cfg=full,
+            working_dir=str(run_dir),
+            task_name=str(full.hydra.job.name),
+        )
+
+    def start(self, job: JobReturn, gpu: int | None) -> Running:
+        run_dir = Path(str(job.working_dir))
         run_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         if gpu is not None:
-            env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-        on = "" if gpu is None else f" (GPU {gpu})"
-        log.info("\t#%d : %s -> %s%s", num, " ".join(filter_overrides(overrides)), run_dir, on)
+            env["CUDA_VISIBLE_DEVICES"] = visible_device(gpu)
+        on = "" if gpu is None else f" (GPU {env['CUDA_VISIBLE_DEVICES']})"
+        overrides = job.overrides or []
+        log.info(
+            "\t#%s : %s -> %s%s", run_dir.name, " ".join(filter_overrides(overrides)), run_dir, on
+        )
         console = (run_dir / CONSOLE_LOG).open("w")
-        proc = subprocess.Popen(
-            self.command(overrides, run_dir), stdout=console, stderr=subprocess.STDOUT, env=env
-        )
-        hydra_cfg = cfg.hydra
-        with open_dict(cfg):
-            del cfg["hydra"]
-        record = JobReturn(
-            overrides=list(overrides),
-            cfg=cfg,
-            hydra_cfg=OmegaConf.create({"hydra": hydra_cfg}),
-            working_dir=str(run_dir),
-            task_name=str(hydra_cfg.job.name),
-        )
-        return Running(proc, console, time.monotonic(), gpu), record
-
-
-class JobFailed(CompactHydraException):
-    """A job that exited with an error: Hydra prints this message alone, no traceback of
-    its own (the job's traceback is in its console.log and log file)."""
+        try:
+            proc = subprocess.Popen(
+                self.command(overrides, run_dir),
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # signals reach it from here, once
+            )
+        except BaseException:
+            console.close()
+            raise
+        return Running(proc, console, time.monotonic(), gpu)
 
 
 class Running:
@@ -154,9 +194,85 @@ class Running:
         self.proc, self.console, self.started, self.gpu = proc, console, started, gpu
 
 
+def raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
+def quoted(path: Path) -> str:
+    """A path as one Hydra override value, whatever characters it holds (, = [ ] ( ))."""
+    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def visible_device(index: int) -> str:
+    """GPU ``index`` among those this process sees: under CUDA_VISIBLE_DEVICES=2,3 (a
+    cluster's allocation), index 0 is device 2."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return str(index)
+    devices = [d.strip() for d in visible.split(",") if d.strip()]
+    if index >= len(devices):
+        raise JobFailed(
+            f"hydra.launcher.gpus lists GPU {index}, but CUDA_VISIBLE_DEVICES={visible} "
+            f"leaves {len(devices)} visible (indices 0..{len(devices) - 1})."
+        )
+    return devices[index]
+
+
+def stop_jobs(running: dict[int, Running], signum: int) -> None:
+    """Pass the signal on to every running job and wait for each to save and stop; a
+    second Ctrl+C while waiting is passed on too (the jobs then stop at once)."""
+    if not running:
+        return
+    log.warning("stopping %d running job(s): each saves its last.ckpt", len(running))
+    for job in running.values():
+        job.proc.send_signal(signum)
+    while any(job.proc.poll() is None for job in running.values()):
+        try:
+            time.sleep(0.2)
+        except (KeyboardInterrupt, Terminated):
+            for job in running.values():
+                if job.proc.poll() is None:
+                    job.proc.send_signal(signal.SIGINT)
+
+
+def interrupted_message(
+    running: dict[int, Running], returns: dict[int, JobReturn], waiting: int
+) -> str:
+    script = sys.argv[0]
+    lines = ["multirun interrupted."]
+    for num in sorted(running):
+        job = returns[num]
+        saved = Path(str(job.working_dir)) / "checkpoints" / "last.ckpt"
+        if saved.is_file():
+            lines.append(f"  job {num} saved {saved}; to resume it: python {script} "
+                         f"{' '.join(job.overrides or [])} ckpt_path={saved}")  # fmt: skip
+        else:
+            lines.append(f"  job {num} stopped before saving a checkpoint ({job.working_dir})")
+    if waiting:
+        lines.append(f"  {waiting} job(s) had not started.")
+    return "\n".join(lines)
+
+
+def refused(job: JobReturn) -> bool:
+    """A job whose folder already holds files is not started, and fails: a sweep folder
+    named in a config file (not on the command line, where it is checked before any job)
+    could be an earlier sweep's, and a new job never writes into an earlier run."""
+    run_dir = Path(str(job.working_dir))
+    if not (run_dir.is_dir() and any(run_dir.iterdir())):
+        return False
+    job.status = JobStatus.FAILED
+    job.return_value = JobFailed(
+        f"job {run_dir.name} not started: {run_dir} already holds files, and a new job never "
+        "writes into an earlier run. Name a new hydra.sweep.dir."
+    )
+    log.error("%s", job._return_value)
+    return True
+
+
 def finish(job: JobReturn, returncode: int, seconds: float) -> None:
     """Record how a job ended: its value (the best monitored metric, as ``train.py``
-    returns it to sweepers), or why it failed and where its output is."""
+    returns it to sweepers; None where the run wrote no metrics.json), or why it failed
+    and where its output is."""
     run_dir = Path(str(job.working_dir))
     if returncode == 0:
         job.status = JobStatus.COMPLETED
@@ -172,9 +288,9 @@ def finish(job: JobReturn, returncode: int, seconds: float) -> None:
 
 
 def best_metric(run_dir: Path) -> float | None:
-    path = run_dir / "metrics.json"
-    if not path.is_file():
-        return None
-    record = json.loads(path.read_text())
-    value = record.get("metrics", {}).get(f"{record.get('monitor')}_best")
-    return None if value is None else float(value)
+    try:
+        record = json.loads((run_dir / "metrics.json").read_text())
+        value = record["metrics"].get(f"{record.get('monitor')}_best")
+        return None if value is None else float(value)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # no metrics.json (test=false), or not one a run wrote

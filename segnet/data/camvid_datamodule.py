@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -290,7 +291,9 @@ class CamVidDataModule(SegmentationDataModule):
                 os.replace(tmp, path)
                 break
             except OSError:
-                tmp.unlink(missing_ok=True)
+                # on a read-only mount the unlink fails too (EROFS before ENOENT)
+                with contextlib.suppress(OSError):
+                    tmp.unlink(missing_ok=True)
                 continue
         return weights
 

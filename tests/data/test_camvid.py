@@ -144,6 +144,29 @@ def test_an_unreadable_class_weight_cache_is_computed_again(root):
     assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []
 
 
+def test_a_read_only_data_folder_caches_the_class_weights_in_home(root, tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write, unlink = Path.write_text, Path.unlink
+
+    def read_only(method):  # what a read-only mount answers for files in the data folder
+        def wrapped(self, *args, **kwargs):
+            if self.parent == root:
+                raise OSError(errno.EROFS, "Read-only file system", str(self))
+            return method(self, *args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(Path, "write_text", read_only(write))
+    monkeypatch.setattr(Path, "unlink", read_only(unlink))
+    computed = weights(root)
+    cached = list((tmp_path / "home" / ".cache" / "segnet").glob("camvid_weights_*.json"))
+    assert len(cached) == 1 and json.loads(cached[0].read_text())["weights"] == computed.tolist()
+    assert not (root / ".segnet_class_weights.json").exists()
+
+
 def test_class_weight_options(root):
     assert weights(root, class_weights="none") is None
     assert weights(root, class_weights=[1.0] * 11).tolist() == [1.0] * 11
