@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from segnet.models import batchnorm_layers
+
 log = logging.getLogger(__name__)
 
 # What a member must share with the first: the same input preprocessing and the same labels
@@ -190,10 +192,7 @@ def check_same_data(infos: Sequence[Any], paths: Sequence[Path]) -> None:
 
 def needs_recompute(module: Any) -> bool:
     """Whether a module has BatchNorm layers whose statistics were not recomputed."""
-    norms = (
-        m for m in module.net.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
-    )
-    return not module.bn_recomputed and any(True for _ in norms)
+    return not module.bn_recomputed and bool(batchnorm_layers(module.net))
 
 
 def average_probabilities(logits: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -25,7 +25,7 @@ from segnet.losses import (
     top_k_cross_entropy,
 )
 from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
-from segnet.models import create_model
+from segnet.models import batchnorm_layers, create_model
 
 STAGES = ("val", "test")
 # Scheduler arguments that mean "length of the run"; left unset, they are filled in with
@@ -454,7 +454,7 @@ class SegmentationModule(L.LightningModule):
         """Replace BatchNorm running statistics with their exact average over ``loader``
         (the SegNet authors' step before reporting test numbers), at most ``max_batches``
         batches (a debug run). Returns the batch count and marks the module."""
-        norms = [m for m in self.net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+        norms = batchnorm_layers(self.net)
         if not norms:
             return 0
         saved = {m: m.momentum for m in norms}

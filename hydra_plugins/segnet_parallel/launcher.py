@@ -85,10 +85,7 @@ class ParallelLauncher(Launcher):
         from, the user's ``hydra.*`` overrides, the job's own overrides and run folder."""
         assert self.config is not None
         hydra_cfg = self.config.hydra
-        main = sys.modules["__main__"]
-        spec = getattr(main, "__spec__", None)  # python -m segnet.export: run it so again
-        args = [sys.executable, *(["-m", spec.name] if spec else [sys.argv[0]])]
-        args.append(f"--config-name={hydra_cfg.job.config_name}")
+        args = [sys.executable, *program(), f"--config-name={hydra_cfg.job.config_name}"]
         for source in hydra_cfg.runtime.config_sources:
             if source.provider == "main" and source.path.startswith("file://"):
                 args.append(f"--config-path={source.path[len('file://') :]}")
@@ -188,10 +185,19 @@ class ParallelLauncher(Launcher):
 
 
 class Running:
-    """A job's process, the file its output goes to, when it started and its GPU."""
+    """A job's process, the file its output goes to, when it started and its GPU. (Not a
+    dataclass: Hydra's plugin scan imports this file without registering it in sys.modules,
+    where @dataclass looks up its annotations.)"""
 
     def __init__(self, proc: subprocess.Popen, console: Any, started: float, gpu: int | None):
         self.proc, self.console, self.started, self.gpu = proc, console, started, gpu
+
+
+def program() -> list[str]:
+    """What runs this sweep, for ``python`` to run again: the script, or ``-m <module>``
+    where it was started so (python -m segnet.export)."""
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    return ["-m", spec.name] if spec else [sys.argv[0]]
 
 
 def raise_terminated(signum, frame) -> None:
@@ -238,7 +244,7 @@ def stop_jobs(running: dict[int, Running], signum: int) -> None:
 def interrupted_message(
     running: dict[int, Running], returns: dict[int, JobReturn], waiting: int
 ) -> str:
-    script = sys.argv[0]
+    script = " ".join(program())
     lines = ["multirun interrupted."]
     for num in sorted(running):
         job = returns[num]

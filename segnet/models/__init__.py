@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch import nn
+
 from segnet.models.nets import MODELS, SegmentationNet, SegNet, SegNetBasic, UNet
 
 
@@ -23,3 +25,8 @@ def create_model(name: str, **kwargs: Any) -> SegmentationNet:
 
 
 __all__ = ["MODELS", "SegNet", "SegNetBasic", "SegmentationNet", "UNet", "create_model"]
+
+
+def batchnorm_layers(net: nn.Module) -> list[nn.Module]:
+    """A network's BatchNorm layers: those whose running statistics can be recomputed."""
+    return [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
