@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from segnet.commands import override
+
 # Scheduler state keys that fix the length of the schedule at creation time.
 SCHEDULE_LENGTH_KEYS = ("total_steps", "total_iters", "T_max")
 
@@ -157,8 +159,9 @@ def check_latest(ckpt: dict[str, Any], path: str | Path) -> None:
             f"ckpt_path={str(path)!r} is at step {step} of its run, and {last} beside it at "
             f"step {last_step}: resuming from it would train the run on from step {step} "
             "and replace last.ckpt.\n"
-            f"  To continue the run: ckpt_path={last}\n"
-            f"  To train a new run from these weights: init_from={path} (instead of ckpt_path)."
+            f"  To continue the run: {override('ckpt_path', last)}\n"
+            f"  To train a new run from these weights: {override('init_from', path)} (instead "
+            "of ckpt_path)."
         )
 
 

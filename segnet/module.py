@@ -64,6 +64,14 @@ def check_monitor(monitor: str, scores: dict[str, float]) -> None:
         raise ValueError(f"monitor={monitor}: {why}. Choose one of: {', '.join(choices)}.")
 
 
+def stopping_on_purpose(trainer: Any) -> bool:
+    """Whether the run ends here as the user asked: early stopping or ``trainer.max_time``
+    (not a SIGTERM or Ctrl+C), and allowed to (a stop requested before
+    ``trainer.min_epochs`` or ``min_steps`` trains on, so it does not count)."""
+    allowed = getattr(trainer.fit_loop, "_can_stop_early", True)  # Lightning's own test
+    return bool(trainer.should_stop and allowed and not trainer.received_sigterm)
+
+
 class SegmentationModule(L.LightningModule):
     """Trains any network of :mod:`segnet.models` with cross-entropy (+ soft Dice).
 
@@ -199,10 +207,8 @@ class SegmentationModule(L.LightningModule):
         if self._trainer is not None:
             checkpoint["segnet"] = {
                 "max_epochs": self.trainer.max_epochs,
-                # early stopping or trainer.max_time ended the run here on purpose (not a
-                # SIGTERM or Ctrl+C): an ensemble need not warn that this member stopped
-                # short of max_epochs
-                "stopping": self.trainer.should_stop and not self.trainer.received_sigterm,
+                # an ensemble need not warn that this member stopped short of max_epochs
+                "stopping": stopping_on_purpose(self.trainer),
             }
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:

@@ -6,6 +6,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from segnet.commands import override
+
 # What a finished train/evaluate/export run leaves in its folder.
 RUN_PRODUCTS = ("metrics.json", "predictions", "checkpoints", "tensorboard", "model.json")
 
@@ -138,7 +140,7 @@ def refuse_untrained_resume(ckpt_path: str | None, train: bool) -> None:
     if ckpt_path and not train:
         raise ValueError(
             f"ckpt_path={ckpt_path} with train=false: to test a checkpoint, run "
-            f"python evaluate.py ckpt_path={ckpt_path}"
+            f"python evaluate.py {override('ckpt_path', ckpt_path)}"
         )
 
 

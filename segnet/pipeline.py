@@ -29,6 +29,7 @@ from segnet.checkpoints import (
     load_weights,
     read_checkpoint,
 )
+from segnet.commands import override
 from segnet.console import log_config, log_summary, quiet_library_noise, to_log_file
 from segnet.data.base import SegmentationDataModule, check_shareable
 from segnet.ensemble import check_members, check_split, checkpoint_paths, unfinished
@@ -293,7 +294,9 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if resumed is None and rank_zero_only.rank == 0:
         # the other ranks start after rank 0 has begun writing here, so only it checks
         refuse_run_folder_in_use(
-            out_dir, "a new training run", f", or resume: ckpt_path={out_dir}/checkpoints/last.ckpt"
+            out_dir,
+            "a new training run",
+            f", or resume: {override('ckpt_path', out_dir / 'checkpoints' / 'last.ckpt')}",
         )
     dm = build_datamodule(cfg)
     prepare(cfg, dm)
@@ -324,7 +327,8 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         except SIGTERMException:
             # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested
             raise SystemExit(
-                f"training interrupted; resume with ckpt_path={out_dir}/checkpoints/last.ckpt"
+                "training interrupted; resume with "
+                + override("ckpt_path", out_dir / "checkpoints" / "last.ckpt")
             ) from None
         metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
 

@@ -15,6 +15,8 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from segnet.commands import override
+
 log = logging.getLogger(__name__)
 
 FOLD_OVERRIDE = "data.fold="
@@ -167,7 +169,7 @@ def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
             which = "the folds" if setting == "(the one)" else f"the {setting} folds"
             print(
                 f"{which} as one model (segnet.ensemble): python evaluate.py "
-                f"'ckpt_path=[{','.join(ckpts)}]'"
+                f"{override('ckpt_path', ckpts)}"
             )
     return path
 

@@ -241,3 +241,27 @@ def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):
     predict_main([ckpts[0], str(images / saved[0].name), "--out", str(tmp_path / "one")])
     alone = np.asarray(nib.load(str(tmp_path / "one" / saved[0].name)).dataobj)
     assert not np.array_equal(alone, np.asarray(nib.load(str(saved[0])).dataobj))
+
+
+@pytest.mark.parametrize(
+    ("should_stop", "can_stop", "sigterm", "expected"),
+    [
+        (True, True, False, True),  # early stopping or max_time, and allowed to stop
+        (True, False, False, False),  # asked before trainer.min_epochs: training goes on
+        (True, True, True, False),  # SIGTERM or Ctrl+C: interrupted
+        (False, True, False, False),  # still training
+    ],
+)
+def test_only_a_stop_the_trainer_carries_out_counts_as_on_purpose(
+    should_stop, can_stop, sigterm, expected
+):
+    from types import SimpleNamespace
+
+    from segnet.module import stopping_on_purpose
+
+    trainer = SimpleNamespace(
+        should_stop=should_stop,
+        received_sigterm=sigterm,
+        fit_loop=SimpleNamespace(_can_stop_early=can_stop),
+    )
+    assert stopping_on_purpose(trainer) is expected

@@ -81,10 +81,22 @@ def _fake_job(sweep, job, overrides, best, test_dice):
     (folder / "metrics.json").write_text(json.dumps({"monitor": "val/dice", "metrics": metrics}))
 
 
+def pasted_ckpt_paths(printed: str, which: str) -> list[str]:
+    """The checkpoints of the ``evaluate.py`` command printed for ``which``, as a shell and
+    Hydra's override parser read it once pasted."""
+    import shlex
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    (line,) = [x for x in printed.splitlines() if x.startswith(f"{which} as one model")]
+    (word,) = shlex.split(line.split("python evaluate.py ", 1)[1])
+    return OverridesParser.create().parse_override(word).value()
+
+
 def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
     from segnet.sweep import write_summary
 
-    sweep = tmp_path / "sweep"
+    sweep = tmp_path / "sweep,x=(1) y"  # the printed commands must survive , = ( ) and a space
     jobs = [  # two settings x three folds; one job of the second setting did not finish
         (["data.fold=0", "model.optimizer.lr=0.01"], 0.80, 0.70),
         (["data.fold=1", "model.optimizer.lr=0.01"], 0.84, 0.74),
@@ -101,13 +113,11 @@ def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
     write_summary(sweep, None)
     printed = capsys.readouterr().out
     assert "cross-validation" in printed
-    # each setting's finished folds, as one ensemble command
-    ckpts = lambda *jobs: ",".join(f"{sweep}/{j}/checkpoints/best.ckpt" for j in jobs)  # noqa: E731
-    assert (
-        f"the model.optimizer.lr=0.01 folds as one model (segnet.ensemble): python evaluate.py 'ckpt_path=[{ckpts(0, 1, 2)}]'"
-        in printed
-    )
-    assert f"'ckpt_path=[{ckpts(3, 5)}]'" in printed
+    # each setting's finished folds, as one ensemble command that a shell and Hydra read
+    # back as the list of checkpoints
+    ckpts = lambda *jobs: [f"{sweep}/{j}/checkpoints/best.ckpt" for j in jobs]  # noqa: E731
+    assert pasted_ckpt_paths(printed, "the model.optimizer.lr=0.01 folds") == ckpts(0, 1, 2)
+    assert pasted_ckpt_paths(printed, "the model.optimizer.lr=0.001 folds") == ckpts(3, 5)
     rows = {r["setting"]: r for r in csv.DictReader((sweep / "cross_validation.csv").open())}
     assert set(rows) == {"model.optimizer.lr=0.01", "model.optimizer.lr=0.001"}
     high, low = rows["model.optimizer.lr=0.01"], rows["model.optimizer.lr=0.001"]

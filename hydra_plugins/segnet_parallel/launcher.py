@@ -36,6 +36,8 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
+from segnet.commands import command, hydra_value, override
+
 log = logging.getLogger(__name__)
 
 # what the job writes to its terminal (progress bars, warnings), kept in its run folder
@@ -92,7 +94,13 @@ class ParallelLauncher(Launcher):
             elif source.provider == "command-line":
                 args.append(f"--config-dir={source.path.removeprefix('file://')}")
         passed = [o for o in hydra_cfg.overrides.hydra if not o.lstrip("+~").startswith(SWEEP_ONLY)]
-        return [*args, *passed, *overrides, "hydra.mode=RUN", f"hydra.run.dir={quoted(run_dir)}"]
+        return [
+            *args,
+            *passed,
+            *overrides,
+            "hydra.mode=RUN",
+            f"hydra.run.dir={hydra_value(run_dir)}",
+        ]
 
     def gpu_for(self, busy: list[int | None]) -> int | None:
         """The listed GPU running the fewest jobs (the first of those), or None for all."""
@@ -204,11 +212,6 @@ def raise_terminated(signum, frame) -> None:
     raise Terminated
 
 
-def quoted(path: Path) -> str:
-    """A path as one Hydra override value, whatever characters it holds (, = [ ] ( ))."""
-    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def visible_device(index: int) -> str:
     """GPU ``index`` among those this process sees: under CUDA_VISIBLE_DEVICES=2,3 (a
     cluster's allocation), index 0 is device 2."""
@@ -244,14 +247,14 @@ def stop_jobs(running: dict[int, Running], signum: int) -> None:
 def interrupted_message(
     running: dict[int, Running], returns: dict[int, JobReturn], waiting: int
 ) -> str:
-    script = " ".join(program())
     lines = ["multirun interrupted."]
     for num in sorted(running):
         job = returns[num]
         saved = Path(str(job.working_dir)) / "checkpoints" / "last.ckpt"
         if saved.is_file():
-            lines.append(f"  job {num} saved {saved}; to resume it: python {script} "
-                         f"{' '.join(job.overrides or [])} ckpt_path={saved}")  # fmt: skip
+            resume = command("python", *program(), *(job.overrides or []))
+            lines.append(f"  job {num} saved {saved}; to resume it: {resume} "
+                         f"{override('ckpt_path', saved)}")  # fmt: skip
         else:
             lines.append(f"  job {num} stopped before saving a checkpoint ({job.working_dir})")
     if waiting:
