@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from segnet.loading import exported_models
 from segnet.models import batchnorm_layers
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ SAME_VAL_SPLIT = ("fold", "num_folds", "val_fraction")
 def checkpoint_paths(value: Any) -> list[Path]:
     """``ckpt_path`` as given: one path or a list. A folder stands for the best checkpoint
     of the run it holds (``<run>/checkpoints/best.ckpt``) or of each job of a multirun
-    (``<sweep>/<job>/checkpoints/best.ckpt``, in job order)."""
+    (``<sweep>/<job>/checkpoints/best.ckpt``, in job order), or for the model (or each
+    member of the ensemble) that ``segnet.export`` wrote into it."""
     given = [value] if isinstance(value, str | Path) else list(value)
     if not given:
         raise ValueError("ckpt_path=[]: give a checkpoint, or a list of them for an ensemble.")
@@ -45,11 +47,18 @@ def checkpoint_paths(value: Any) -> list[Path]:
             paths.append(path)  # load_module names a missing or unreadable file
             continue
         run = path / "checkpoints" / "best.ckpt"
-        found = [run] if run.is_file() else multirun_checkpoints(path)
+        exported = exported_models(path)
+        if exported is not None:
+            found = exported
+        elif run.is_file():
+            found = [run]
+        else:
+            found = multirun_checkpoints(path)
         if not found:
             raise FileNotFoundError(
                 f"ckpt_path={item}: this folder holds neither checkpoints/best.ckpt (a run of "
-                "train.py) nor <job>/checkpoints/best.ckpt (a multirun); give checkpoint files."
+                "train.py), <job>/checkpoints/best.ckpt (a multirun) nor an export "
+                "(model.json, or ensemble.json); give checkpoint files."
             )
         paths.extend(found)
     seen: set[Path] = set()

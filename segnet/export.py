@@ -11,6 +11,11 @@ Each writer is paired with a loader in :mod:`segnet.loading`, and :func:`verify`
 a reloaded file with the eager network. Exporting reads the checkpoint through
 ``segnet.loading`` too: no Lightning, Hydra or torchmetrics.
 
+Several checkpoints (one per cross-validation fold) export as one ensemble folder
+(:func:`export_ensemble`): each member exported as above into ``member_<i>/``, and
+``ensemble.json`` listing them; ``segnet.predict`` and ``evaluate.py`` given the folder
+average the members' softmax probabilities, as ``evaluate.py`` does with the checkpoints.
+
 Example:
     >>> from segnet.models import create_model
     >>> from segnet.loading import load_safetensors
@@ -34,6 +39,7 @@ import torch
 from torch import nn
 
 from segnet.loading import (  # noqa: F401  (the loaders are part of this module's API)
+    ENSEMBLE_NAME,
     LOADERS,
     SPEC_KEY,
     SUFFIX,
@@ -203,6 +209,45 @@ def export_checkpoint(
     return diffs
 
 
+def export_ensemble(
+    ckpt_paths: list[Path],
+    out_dir: str | Path,
+    formats: tuple[str, ...] = FORMATS,
+    example_size: list[int] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Each checkpoint exported into ``out_dir/member_<i>`` and ``ensemble.json`` listing
+    them, in the order given; return each member's reload differences. Members that could
+    not be averaged (other classes or preprocessing) are refused before anything is
+    written."""
+    from segnet.ensemble import check_same_data
+
+    out_dir = Path(out_dir)
+    members = [f"member_{i}" for i in range(len(ckpt_paths))]
+    taken = [p for p in (out_dir / ENSEMBLE_NAME, *(out_dir / m for m in members)) if p.exists()]
+    if taken:
+        raise FileExistsError(f"{taken[0]} exists; exports are never overwritten.")
+    models = [load_model(p) for p in ckpt_paths]  # a bad member stops the export here
+    check_same_data([m.info for m in models], ckpt_paths)
+    del models
+    diffs = {}
+    for member, path in zip(members, ckpt_paths, strict=True):
+        print(f"{member}: {path}")
+        diffs[member] = export_checkpoint(path, out_dir / member, formats, example_size)
+    listing = {
+        "members": members,
+        "checkpoints": [str(p) for p in ckpt_paths],
+        # what segnet.predict does, spelt out for a runtime without this package
+        "combine": (
+            "run each member as its model.json describes (its own window and mirroring), "
+            "average the members' softmax probabilities, then take the argmax"
+        ),
+    }
+    (out_dir / ENSEMBLE_NAME).write_text(json.dumps(listing, indent=2))
+    normal_permissions(out_dir / ENSEMBLE_NAME)
+    print(f"ensemble     {out_dir / ENSEMBLE_NAME} ({len(members)} members)")
+    return diffs
+
+
 def _main() -> None:
     import sys
 
@@ -217,8 +262,12 @@ def _main() -> None:
 
     @hydra.main(version_base="1.3", config_path="../configs", config_name="export")
     def run(cfg: DictConfig) -> None:
-        export_checkpoint(
-            cfg.ckpt_path,
+        from segnet.ensemble import checkpoint_paths
+
+        paths = checkpoint_paths(cfg.ckpt_path)  # a run or multirun folder, or a list
+        write = export_checkpoint if len(paths) == 1 else export_ensemble
+        write(
+            paths[0] if len(paths) == 1 else paths,
             cfg.paths.output_dir,
             tuple(cfg.formats),
             list(cfg.example_size) if cfg.example_size else None,

@@ -23,12 +23,17 @@ from torch import nn
 from segnet.checkpoints import read_checkpoint
 from segnet.data.info import DataInfo
 from segnet.inference import Inference
-from segnet.model_card import MODULE_KEYS, read_card
+from segnet.model_card import CARD_NAME, MODULE_KEYS, read_card
 from segnet.models import create_model
 
 SPEC_KEY = "segnet_spec"  # the network spec in a safetensors file's metadata
 SUFFIX = {"safetensors": ".safetensors", "onnx": ".onnx", "pt2": ".pt2"}
 SIZE_KEYS = ("spatial_dims", "in_channels", "out_channels")
+# an exported ensemble's folder: one export folder per member, and this file listing them
+ENSEMBLE_NAME = "ensemble.json"
+# the file a folder stands for when it holds several formats of one model: the network
+# itself where it can be rebuilt (exact, any device), then the programs
+FOLDER_PREFERENCE = ("safetensors", "pt2", "onnx")
 
 
 def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -137,8 +142,17 @@ class LoadedModel:
 
 def load_model(path: str | Path) -> LoadedModel:
     """A checkpoint (.ckpt) or an exported model (.safetensors/.onnx/.pt2 + model.json),
-    on the CPU and in eval mode."""
+    on the CPU and in eval mode. An export folder stands for its model (an exported
+    ensemble's folder is several: ``segnet.predict.Predictor`` averages them)."""
     path = Path(path).expanduser()
+    if path.is_dir():
+        files = model_files(path)
+        if len(files) > 1:
+            raise ValueError(
+                f"{path} holds an exported ensemble of {len(files)} models; predict with "
+                "segnet.predict.Predictor(folder), which averages them, or load one member."
+            )
+        path = files[0]
     if not path.is_file():
         raise FileNotFoundError(
             f"{str(path)!r}: no such file. Point it at a .ckpt from a training run "
@@ -155,6 +169,48 @@ def load_model(path: str | Path) -> LoadedModel:
     net = load_safetensors(path) if fmt == "safetensors" else ExportedNet(LOADERS[fmt](path), spec)
     info = DataInfo.from_dict(card["data"])
     return _loaded(net.eval(), spec, info, card["module"], card.get("metrics") or {})
+
+
+def exported_models(folder: str | Path) -> list[Path] | None:
+    """The model files an export folder stands for: each member's, in order, for an
+    exported ensemble (``ensemble.json``), or its own model's (``model.json``); None for a
+    folder that is neither."""
+    folder = Path(folder).expanduser()
+    listing = folder / ENSEMBLE_NAME
+    if listing.is_file():
+        members = json.loads(listing.read_text()).get("members") or []
+        if not members:
+            raise ValueError(f"{listing} lists no members; export the ensemble again.")
+        return [_model_file(folder / member) for member in members]
+    if (folder / CARD_NAME).is_file():
+        return [_model_file(folder)]
+    return None
+
+
+def model_files(path: str | Path) -> list[Path]:
+    """What a model path names: the file itself, or the model(s) of an export folder."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        return [path]  # load_model names a missing or unreadable file
+    files = exported_models(path)
+    if files is None:
+        raise FileNotFoundError(
+            f"{path}: a folder without {CARD_NAME} or {ENSEMBLE_NAME}; give an export folder "
+            "(python -m segnet.export) or the model file."
+        )
+    return files
+
+
+def _model_file(folder: Path) -> Path:
+    """The one file of an export folder to load (see FOLDER_PREFERENCE)."""
+    files = read_card(folder / CARD_NAME).get("files") or {}
+    for fmt in FOLDER_PREFERENCE:
+        if fmt in files and (folder / files[fmt]).is_file():
+            return folder / files[fmt]
+    raise FileNotFoundError(
+        f"{folder}: its {CARD_NAME} lists {sorted(files) or 'no files'}, and none of them is "
+        "there; copy the folder whole, or name the model file."
+    )
 
 
 def _from_checkpoint(path: Path) -> LoadedModel:

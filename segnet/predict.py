@@ -29,7 +29,7 @@ from segnet.data import nifti
 from segnet.data.camvid import colorize
 from segnet.data.transforms import resize_images
 from segnet.ensemble import average_probabilities, check_same_data
-from segnet.loading import load_model
+from segnet.loading import load_model, model_files
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
@@ -65,7 +65,7 @@ def expand_inputs(items: list[str]) -> list[Path]:
 
 class Predictor:
     """``model_path``: one model, or several (an ensemble, e.g. one per cross-validation
-    fold), each applied as it was validated and their softmax probabilities averaged;
+    fold; or an exported ensemble's folder), each applied as it was validated and their softmax probabilities averaged;
     they must share the classes and the preprocessing. ``tta``: mirroring test-time
     augmentation; None predicts as the (first) model's recipe tested (``model.tta``, kept
     in the checkpoint and the model card)."""
@@ -76,7 +76,9 @@ class Predictor:
         device: str = "cpu",
         tta: bool | None = None,
     ):
-        paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
+        given = [model_path] if isinstance(model_path, str | Path) else list(model_path)
+        # an export folder: its model, or each member of an exported ensemble
+        paths = [file for item in given for file in model_files(item)]
         if not paths:
             raise ValueError("no model given: give one, or several for an ensemble.")
         self.models = [load_model(p).to(device) for p in paths]

@@ -255,8 +255,6 @@ def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):
 def test_only_a_stop_the_trainer_carries_out_counts_as_on_purpose(
     should_stop, can_stop, sigterm, expected
 ):
-    from types import SimpleNamespace
-
     from segnet.module import stopping_on_purpose
 
     trainer = SimpleNamespace(
@@ -265,3 +263,46 @@ def test_only_a_stop_the_trainer_carries_out_counts_as_on_purpose(
         fit_loop=SimpleNamespace(_can_stop_early=can_stop),
     )
     assert stopping_on_purpose(trainer) is expected
+
+
+def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_folds, tmp_path):
+    """python -m segnet.export with a multirun folder of folds writes one folder that
+    segnet.predict and evaluate.py take as the ensemble of its members: the same masks
+    and metrics as the checkpoints themselves, and the folder is never written over."""
+    import nibabel as nib
+
+    from segnet.export import export_ensemble
+    from segnet.loading import load_model
+    from segnet.predict import main as predict_main
+
+    ckpts = checkpoint_paths(str(two_folds))
+    out = tmp_path / "export"
+    export_ensemble(ckpts, out, ("safetensors",))
+    listing = json.loads((out / "ensemble.json").read_text())
+    assert listing["members"] == ["member_0", "member_1"]
+    assert listing["checkpoints"] == [str(p) for p in ckpts]
+    assert checkpoint_paths(str(out)) == [out / f"member_{i}" / "model.safetensors" for i in (0, 1)]
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        export_ensemble(ckpts, out, ("safetensors",))
+    with pytest.raises(ValueError, match="exported ensemble of 2 models"):
+        load_model(out)
+
+    images = sorted((two_folds.parent / "data" / "imagesTr").glob("*.nii.gz"))[:2]
+    inputs = [str(p) for p in images]
+    predict_main([",".join(map(str, ckpts)), *inputs, "--out", str(tmp_path / "by_ckpts")])
+    predict_main([str(out), *inputs, "--out", str(tmp_path / "by_export")])
+    for image in images:
+        by_ckpts = np.asarray(nib.load(str(tmp_path / "by_ckpts" / image.name)).dataobj)
+        by_export = np.asarray(nib.load(str(tmp_path / "by_export" / image.name)).dataobj)
+        assert np.array_equal(by_ckpts, by_export)
+    with pytest.raises(SystemExit, match="a folder without model.json or ensemble.json"):
+        predict_main([str(tmp_path / "by_ckpts"), inputs[0], "--out", str(tmp_path / "none")])
+
+    common = ["trainer.accelerator=cpu", "tta=false"]
+    evaluate(compose("evaluate", [f"ckpt_path={two_folds}", *common], tmp_path / "ev_ckpts"))
+    evaluate(compose("evaluate", [f"ckpt_path={out}", *common], tmp_path / "ev_export"))
+    scores = [
+        json.loads((tmp_path / run / "metrics.json").read_text())["metrics"]
+        for run in ("ev_ckpts", "ev_export")
+    ]
+    assert scores[0]["test/dice"] == pytest.approx(scores[1]["test/dice"], abs=1e-6)
