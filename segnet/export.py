@@ -238,8 +238,9 @@ def export_ensemble(
         "checkpoints": [str(p) for p in ckpt_paths],
         # what segnet.predict does, spelt out for a runtime without this package
         "combine": (
-            "run each member as its model.json describes (its own window and mirroring), "
-            "average the members' softmax probabilities, then take the argmax"
+            "run each member as its model.json describes (its own window; mirroring as the "
+            "first member's says), average the members' softmax probabilities, then take "
+            "the argmax"
         ),
     }
     (out_dir / ENSEMBLE_NAME).write_text(json.dumps(listing, indent=2))

@@ -482,7 +482,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             log.warning(warning)
         module.ensemble_members.extend(modules[1:])
         log.info(
-            "an ensemble of %d checkpoints, probabilities averaged: %s",
+            "an ensemble of %d models, probabilities averaged: %s",
             len(paths),
             ", ".join(map(str, paths)),
         )
