@@ -66,9 +66,9 @@ def expand_inputs(items: list[str]) -> list[Path]:
 class Predictor:
     """``model_path``: one model, or several (an ensemble, e.g. one per cross-validation
     fold; or an exported ensemble's folder), each applied as it was validated and their
-    softmax probabilities averaged; they must share the classes and the preprocessing. ``tta``: mirroring test-time
-    augmentation; None predicts as the (first) model's recipe tested (``model.tta``, kept
-    in the checkpoint and the model card)."""
+    softmax probabilities averaged; they must share the classes and the preprocessing.
+    ``tta``: mirroring test-time augmentation; None predicts as the (first) model's recipe
+    tested (``model.tta``, kept in the checkpoint and the model card)."""
 
     def __init__(
         self,
