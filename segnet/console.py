@@ -54,6 +54,7 @@ def log_summary(out_dir: Path, best_ckpt: str | None, split: str | None, metrics
         headline = {k: v for k, v in metrics.items() if k.startswith("test/") and k.count("/") == 1}
         shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(headline.items()))
         lines.append(f"tested on '{split}': {shown}")
+    if (out_dir / "metrics.json").is_file():
         lines.append(f"metrics: {out_dir / 'metrics.json'}")
     lines.append(f"tensorboard --logdir {out_dir / 'tensorboard'}")
     log.info("summary\n  %s", "\n  ".join(lines))

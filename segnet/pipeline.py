@@ -350,6 +350,13 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             print_table(test_metrics, f"{Path(best).name if best else 'final weights'} on {split}")
             write_outputs(out_dir, module, dm, metrics, split, best, cfg)
         objects["best_ckpt"] = best
+    elif cfg.get("train", True) and trainer.is_global_zero:
+        # untested (test=false, as in a search on val): the best validation score is still
+        # what a sweep's summary, a search or the parallel launcher read from the run
+        best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+        write_metrics(
+            out_dir / "metrics.json", metrics, split=None, ckpt_path=best, monitor=module.monitor
+        )
 
     if trainer.is_global_zero:
         log_summary(

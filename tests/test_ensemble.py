@@ -211,6 +211,14 @@ def test_early_stopping_marks_the_last_checkpoint_as_a_stop_on_purpose(tmp_path)
     ckpt = torch.load(last, map_location="cpu", weights_only=False)
     assert ckpt["epoch"] + 1 < 20 and ckpt["segnet"] == {"max_epochs": 20, "stopping": True}
     assert unfinished(tmp_path / "run" / "checkpoints" / "best.ckpt") is None
+    # untested, the run still records its best validation score for sweeps and searches
+    from hydra_plugins.segnet_parallel.launcher import best_metric
+
+    record = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert record["split"] is None and record["monitor"] == "val/dice"
+    assert record["ckpt_path"] == str(tmp_path / "run" / "checkpoints" / "best.ckpt")
+    assert not any(k.startswith("test/") for k in record["metrics"])
+    assert best_metric(tmp_path / "run") == record["metrics"]["val/dice_best"] > 0
 
 
 def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):

@@ -302,4 +302,4 @@ def best_metric(run_dir: Path) -> float | None:
         value = record["metrics"].get(f"{record.get('monitor')}_best")
         return None if value is None else float(value)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # no metrics.json (test=false), or not one a run wrote
+        return None  # no metrics.json (train=false), or not one a run wrote
