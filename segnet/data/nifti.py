@@ -264,20 +264,31 @@ def ras_zooms(affine: np.ndarray) -> tuple[float, ...]:
         >>> ras_zooms(np.array([[0, 0, -2.5, 0], [-0.8, 0, 0, 0], [0, 1.2, 0, 0], [0, 0, 0, 1]]))
         (2.5, 0.8, 1.2)
     """
-    sizes = nib.affines.voxel_sizes(affine)[:3]
+    return tuple(float(s) for s in ras_order(nib.affines.voxel_sizes(affine)[:3], affine))
+
+
+def ras_order(values: Sequence[float], affine: np.ndarray) -> tuple[float, ...]:
+    """Per-voxel-axis ``values`` (sizes, voxel counts) reordered to RAS axis order."""
     out = [0.0] * 3
     for source, ras in enumerate(nib.orientations.io_orientation(affine)[:3, 0]):
-        out[int(ras)] = float(sizes[source])
+        out[int(ras)] = values[source]
     return tuple(out)
 
 
 def ras_spacing(path: Path) -> tuple[float, ...]:
     """An image's voxel spacing (mm) in RAS axis order, from its header alone."""
+    return ras_grid(path)[0]
+
+
+def ras_grid(path: Path) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """An image's voxel spacing (mm) and voxel counts, both in RAS axis order, from its
+    header alone."""
     try:
         img = nib.load(str(path))
     except (OSError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
-    return check_voxel_sizes(ras_zooms(img.affine), str(path))
+    spacing = check_voxel_sizes(ras_zooms(img.affine), str(path))
+    return spacing, tuple(int(n) for n in ras_order(img.shape[:3], img.affine))
 
 
 def check_voxel_sizes(spacing: Sequence[float], where: str) -> tuple[float, ...]:

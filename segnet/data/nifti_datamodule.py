@@ -129,6 +129,39 @@ def spread(spacings: Sequence[Sequence[float]]) -> float:
     return float((a.max(0) / a.min(0)).max())
 
 
+# nnU-Net's test for a dataset of thick slices: one axis's spacing over 3x the others'
+ANISOTROPY = 3.0
+
+
+def median_target_spacing(
+    spacings: Sequence[Sequence[float]], shapes: Sequence[Sequence[int]]
+) -> tuple[tuple[float, ...], bool]:
+    """``data.spacing=median`` as nnU-Net resolves it: the training cases' median spacing,
+    except along the coarse axis of a thick-slice dataset (its median spacing over 3x the
+    others' and its median voxel count under a third of theirs), which takes the 10th
+    percentile instead (but no finer than the other axes): the median would blur the
+    thinner-sliced cases along it. Returns the spacing and whether that exception applied.
+
+    Example:
+        >>> median_target_spacing([(1.0, 1.0, 1.0), (1.0, 1.0, 2.0), (1.0, 1.0, 3.0)],
+        ...                       [(100, 100, 60)] * 3)
+        ((1.0, 1.0, 2.0), False)
+        >>> median_target_spacing([(0.5, 0.5, 3.0), (0.5, 0.5, 4.0), (0.5, 0.5, 5.0)],
+        ...                       [(320, 320, 20)] * 3)
+        ((0.5, 0.5, 3.2), True)
+    """
+    spacing = np.median(np.asarray(spacings, dtype=np.float64), axis=0)
+    size = np.median(np.asarray(shapes, dtype=np.float64), axis=0)
+    coarse = int(np.argmax(spacing))
+    others = [axis for axis in range(3) if axis != coarse]
+    thick = spacing[coarse] > ANISOTROPY * spacing[others].max()
+    few_slices = size[coarse] * ANISOTROPY < size[others].min()
+    if thick and few_slices:
+        finer = np.percentile([s[coarse] for s in spacings], 10)
+        spacing[coarse] = max(finer, spacing[others].max())
+    return tuple(round(float(s), 6) for s in spacing), bool(thick and few_slices)
+
+
 SW_MODES = ("gaussian", "constant")
 
 
@@ -316,18 +349,19 @@ class NiftiDataModule(SegmentationDataModule):
         shape = nib.load(str(self.cases[0].image)).shape
         class_names = self._read_class_names()
         if self.spacing == "median":
-            spacings = [nifti.ras_spacing(self.cases[i].image) for i in self.splits["train"]]
-            if not spacings:
+            grids = [nifti.ras_grid(self.cases[i].image) for i in self.splits["train"]]
+            if not grids:
                 raise ValueError(
                     "data.spacing=median needs training cases to take the median of; the "
                     "'train' split is empty (lower data.test_fraction or data.val_fraction)."
                 )
-            self.spacing = tuple(float(s) for s in np.median(spacings, axis=0))
+            self.spacing, thick = median_target_spacing(*zip(*grids, strict=True))
             log.info(
                 "data.spacing=median: resampling every case to %s mm (the median of %d "
-                "training cases)",
+                "training cases%s)",
                 [round(s, 4) for s in self.spacing],
-                len(spacings),
+                len(grids),
+                ", but the 10th percentile along the thick-slice axis, as nnU-Net" if thick else "",
             )
         return DataInfo(
             spatial_dims=3,

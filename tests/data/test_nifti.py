@@ -343,6 +343,7 @@ def test_ras_spacing_reads_the_header_in_the_volumes_axis_order(tmp_path):
     case = nifti.find_cases(root)[0]
     assert nifti.ras_spacing(case.image) == pytest.approx(nifti.load_volume(case).spacing)
     assert nifti.ras_spacing(case.image) == pytest.approx((2.5, 0.8, 1.2))
+    assert nifti.ras_grid(case.image)[1] == (17, 19, 23)  # voxel counts, in RAS order too
 
 
 def test_resampled_cases_train_on_one_grid_and_are_scored_on_their_own(tmp_path):
@@ -385,6 +386,21 @@ def test_median_spacing_comes_from_the_training_cases(tmp_path, caplog):
     expected = np.median(train, axis=0).tolist()
     assert dm.info().normalization["spacing"] == pytest.approx(expected)
     assert f"the median of {len(train)} training cases" in caplog.text
+
+
+def test_median_spacing_of_thick_slices_keeps_the_thinner_ones(tmp_path, caplog):
+    """nnU-Net's exception: along the coarse axis of a thick-slice dataset, the 10th
+    percentile of the training cases' spacing rather than their median."""
+    spacings = [(0.5, 0.5, z) for z in (2.0, 3.0, 4.0, 4.0, 5.0, 5.0)]
+    root = spaced_dataset(tmp_path / "d", spacings, shape=(40, 40, 20))  # 80x80x4 to 10
+    dm = NiftiDataModule(str(root), spacing="median", val_fraction=0, test_fraction=0.2)
+    with caplog.at_level(logging.INFO):
+        dm.prepare_data()
+    thick = [spacings[i][2] for i in dm.splits["train"]]
+    expected = [0.5, 0.5, np.percentile(thick, 10)]
+    assert expected[2] < np.median(thick)
+    assert dm.info().normalization["spacing"] == pytest.approx(expected)
+    assert "the 10th percentile along the thick-slice axis" in caplog.text
 
 
 def test_cases_of_different_voxel_sizes_without_a_spacing_are_warned_about(tmp_path, caplog):
