@@ -5,6 +5,7 @@ from omegaconf import DictConfig
 
 from segnet.console import traceback_in_log
 from segnet.pipeline import train
+from segnet.resume import forget_config_of_refused_resume
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
@@ -13,7 +14,7 @@ def main(cfg: DictConfig) -> float | None:
         from segnet.tune import run_study
 
         return float(run_study(cfg).best_value)
-    with traceback_in_log("training"):
+    with traceback_in_log("training"), forget_config_of_refused_resume():
         metrics, _ = train(cfg)
     # returned for Hydra sweepers (Optuna): the value they optimise
     value = metrics.get(f"{cfg.monitor}_best")

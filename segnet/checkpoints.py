@@ -141,6 +141,24 @@ def check_same_length(ckpt: dict[str, Any], max_epochs: int | None, path: str | 
     )
 
 
+def check_not_finished(ckpt: dict[str, Any], max_epochs: int | None, path: str | Path) -> None:
+    """A resume of a run that has trained all its epochs would train nothing, then test
+    again and write its metrics over the run's: say how to test it, or train it on."""
+    progress = ((ckpt.get("loops") or {}).get("fit_loop") or {}).get("epoch_progress") or {}
+    done = (progress.get("current") or {}).get("processed")
+    if max_epochs is None or max_epochs < 0 or done is None or done < max_epochs:
+        return
+    best = Path(path).expanduser().parent / "best.ckpt"
+    raise CheckpointError(
+        f"ckpt_path={str(path)!r} is the end of its run: all {done} epochs of "
+        f"trainer.max_epochs={max_epochs} are trained, so a resume has nothing to train.\n"
+        f"  To test it: python evaluate.py {override('ckpt_path', best)}\n"
+        f"  To train it on: a new run from its weights, {override('init_from', path)} "
+        "instead of ckpt_path (or, where the run has no learning-rate schedule, resume with "
+        "a larger trainer.max_epochs)."
+    )
+
+
 def check_latest(ckpt: dict[str, Any], path: str | Path) -> None:
     """A resume from an earlier checkpoint of a run (``best.ckpt``) would train that run on
     from an earlier step and write its ``last.ckpt`` over the later one beside it: stop and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -144,40 +145,101 @@ def refuse_untrained_resume(ckpt_path: str | None, train: bool) -> None:
         )
 
 
+def config_records(run: Path) -> list[Path]:
+    """A run's config folders, oldest first: ``.hydra/`` (how it started), then
+    ``.hydra.1/``, ``.hydra.2/``, ... (each resume's)."""
+    numbered = [p for p in run.glob(".hydra.*") if p.suffix[1:].isdigit() and p.is_dir()]
+    first = [run / ".hydra"] if (run / ".hydra").is_dir() else []
+    return first + sorted(numbered, key=lambda p: int(p.suffix[1:]))
+
+
+def latest_config(run: Path) -> Path | None:
+    """The folder holding the config a run last trained with (its newest ``config.yaml``:
+    runs resumed before resumes wrote ``.hydra.<n>/`` kept the newest in ``.hydra/``)."""
+    found = [p for p in config_records(run) if (p / "config.yaml").is_file()]
+    return max(found, key=lambda p: (p / "config.yaml").stat().st_mtime) if found else None
+
+
+# Overrides of a run's record that a resume does not take over: it names its checkpoint
+# itself, and its weights come from that checkpoint
+NOT_CARRIED = ("ckpt_path=", "init_from=", "+init_from=", "train=")
+
+
+def recorded_overrides(run: Path) -> list[str]:
+    """The overrides the run last trained with, as Hydra recorded them."""
+    import yaml
+
+    record = latest_config(run)
+    path = record / "overrides.yaml" if record else None
+    if path is None or not path.is_file():
+        return []
+    return [o for o in yaml.safe_load(path.read_text()) or [] if not o.startswith(NOT_CARRIED)]
+
+
+def one_per_key(argv: list[str]) -> list[str]:
+    """Overrides given more than once (the run's record, then the resume's own) reduced to
+    the last value of each, where the first stood: what Hydra composes from the list, which
+    then stays as short in the next part's record. Flags (``-m``, ``--config-path x``) stay
+    as they are."""
+
+    def key(arg: str) -> str | None:
+        return arg.split("=", 1)[0] if "=" in arg and not arg.startswith("-") else None
+
+    last = {key(a): a for a in argv if key(a) is not None}
+    out, seen = [], set()
+    for arg in argv:
+        k = key(arg)
+        if k is None:
+            out.append(arg)
+        elif k not in seen:
+            seen.add(k)
+            out.append(last[k])
+    return out
+
+
 def resume_into_its_run(argv: list[str]) -> list[str]:
-    """``train.py ckpt_path=<run>/checkpoints/x.ckpt``: a resume continues in the run the
-    checkpoint belongs to. Return argv with ``hydra.run.dir=<run>`` added (unless it names
-    that run already), so Hydra writes its log and config there rather than into a new,
-    nearly empty folder; the run's previous ``.hydra/`` is kept as ``.hydra.<n>/`` (the
-    config each part was run with). Any other argv is checked by
+    """``train.py ckpt_path=<run>/checkpoints/x.ckpt``: a resume continues the run the
+    checkpoint belongs to, as it was configured. Return argv with the run's recorded
+    overrides put first (so ``ckpt_path=`` alone resumes a run of any experiment and
+    overrides; those given now come after them and win), ``hydra.run.dir=<run>`` (so
+    Hydra's log goes there rather than into a new, nearly empty folder) and
+    ``hydra.output_subdir=.hydra.<n>`` (this part's config beside the earlier parts', none
+    of them moved or written over). Any other argv is checked by
     :func:`refuse_existing_run_dir` and returned as is."""
     ckpt = next((a.split("=", 1)[1] for a in argv if a.startswith("ckpt_path=")), None)
     explicit = [run_dir_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if ckpt and ckpt not in ("null", "None"):
         train = next((a.split("=", 1)[1] for a in reversed(argv) if a.startswith("train=")), "")
-        try:  # before the run's config is moved aside
+        try:  # before anything is written into the run
             refuse_untrained_resume(ckpt, train.lower() not in ("false", "0", "no", "off"))
         except ValueError as refusal:
             raise SystemExit(str(refusal)) from None
         path = Path(ckpt).expanduser().resolve()
         run = path.parent.parent
-        names_run = not explicit or Path(explicit[-1]).expanduser().resolve() == run
-        in_a_run = names_run and path.is_file() and path.parent.name == "checkpoints"
-        launched = launched_rank()
-        if in_a_run and launched and any(run.glob(".hydra*")):
-            # rank 0 moves the config aside; this process writes none (torchrun and SLURM
-            # start every rank at once, and Lightning names its own subfolder for its ranks)
-            subdir = (
-                []
-                if any(a.startswith("hydra.output_subdir=") for a in argv)
-                else ["hydra.output_subdir=null"]
+        in_a_run = (
+            path.is_file() and path.parent.name == "checkpoints" and bool(config_records(run))
+        )
+        if in_a_run and explicit and Path(explicit[-1]).expanduser().resolve() != run:
+            raise SystemExit(
+                f"ckpt_path={ckpt} resumes the run in {run}, and a resume goes on in its own "
+                f"folder (its checkpoints, logs and metrics are there); leave out "
+                f"hydra.run.dir={explicit[-1]}, or start a new run in that folder from these "
+                "weights with init_from= instead of ckpt_path=."
             )
-            return [*argv, *([] if explicit else [f"hydra.run.dir={run}"]), *subdir]
-        if in_a_run and not launched and (run / ".hydra").is_dir():
+        run_dir = [] if explicit else [f"hydra.run.dir={run}"]
+        if in_a_run and launched_rank():
+            # rank 0 writes this part's config, this process none; it composes the same
+            # config as rank 0 (torchrun and SLURM start every rank with the user's argv)
+            subdirs = [a.split("=", 1)[1] for a in argv if a.startswith("hydra.output_subdir=")]
+            # Lightning's processes name theirs, after rank 0's .hydra.<n> in its argv
+            own = subdirs and not re.fullmatch(r"\.hydra\.\d+", subdirs[-1])
+            subdir = [] if own else ["hydra.output_subdir=null"]
+            return one_per_key([*recorded_overrides(run), *argv, *run_dir, *subdir])
+        if in_a_run:
             n = 1
             while (run / f".hydra.{n}").exists():
                 n += 1
-            (run / ".hydra").rename(run / f".hydra.{n}")
-            return argv if explicit else [*argv, f"hydra.run.dir={run}"]
+            this_part = f"hydra.output_subdir=.hydra.{n}"
+            return one_per_key([*recorded_overrides(run), *argv, *run_dir, this_part])
     refuse_existing_run_dir(argv)
     return argv

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from segnet.callbacks.progress import EpochLog, progress_bar
 from segnet.checkpoints import (
     check_latest,
+    check_not_finished,
     check_same_length,
     check_same_model,
     check_same_spacing,
@@ -37,6 +38,7 @@ from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule, enable_tf32
 from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
+from segnet.resume import check_same_settings
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +236,14 @@ def run_test(
     return (dict(results[0]) if results else {}), split
 
 
+def this_config_folder() -> str | None:
+    """The folder Hydra wrote this run's config into (``.hydra.<n>`` for a resume from the
+    command line); None outside a Hydra app (tests, the Python API)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.get().output_subdir if HydraConfig.initialized() else None
+
+
 def resume_dir(ckpt_path: str | None) -> Path | None:
     """The run directory a checkpoint belongs to (``<run>/checkpoints/x.ckpt``), if any."""
     if not ckpt_path:
@@ -264,6 +274,7 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
         check_same_model(ckpt, expected, ckpt_path, "ckpt_path")
         check_same_spacing(ckpt, dm.info(), ckpt_path)
         check_same_length(ckpt, cfg.trainer.get("max_epochs"), ckpt_path)
+        check_not_finished(ckpt, cfg.trainer.get("max_epochs"), ckpt_path)
         check_latest(ckpt, ckpt_path)
         return None
     if init_from:
@@ -285,6 +296,9 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     resumed = resume_dir(cfg.get("ckpt_path"))
+    if resumed is not None:
+        # before anything else: the composed config as given, against the run's record
+        check_same_settings(cfg, resumed, cfg.ckpt_path, this_config_folder())
     if resumed is not None:
         # continue the same run: checkpoints, TensorBoard curves and metrics.json go on there
         with open_dict(cfg):

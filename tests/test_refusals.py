@@ -87,7 +87,7 @@ def test_a_resume_that_does_not_train_points_to_evaluate(tmp_path):
         train(cfg)
 
 
-def test_a_process_a_launcher_starts_resumes_in_the_run_rank_0_moves_aside(tmp_path, monkeypatch):
+def test_a_process_a_launcher_starts_resumes_in_the_run_rank_0_writes_to(tmp_path, monkeypatch):
     run = tmp_path / "run"
     ckpt = run / "checkpoints" / "last.ckpt"
     ckpt.parent.mkdir(parents=True)
@@ -96,10 +96,14 @@ def test_a_process_a_launcher_starts_resumes_in_the_run_rank_0_moves_aside(tmp_p
     monkeypatch.setenv("RANK", "1")  # torchrun's second process
     argv = resume_into_its_run([f"ckpt_path={ckpt}"])
     assert argv == [f"ckpt_path={ckpt}", f"hydra.run.dir={run}", "hydra.output_subdir=null"]
-    assert (run / ".hydra").is_dir()  # moving it aside is rank 0's
+    assert (run / ".hydra").is_dir()
     # Lightning's own processes: the folder quoted, their config subfolder named already
     lightning = [f"ckpt_path={ckpt}", f'hydra.run.dir="{run}"', "hydra.output_subdir=.pl_1"]
     assert resume_into_its_run(lightning) == lightning
+    # ... after rank 0's own, whose argv they start with
+    ranks = [f"ckpt_path={ckpt}", "hydra.output_subdir=.hydra.1", f'hydra.run.dir="{run}"']
+    subdirs = [a for a in resume_into_its_run(ranks) if a.startswith("hydra.output_subdir=")]
+    assert subdirs == ["hydra.output_subdir=null"]
     # a checkpoint outside a run: nothing added, as for rank 0
     loose = tmp_path / "x.ckpt"
     loose.write_bytes(b"weights")

@@ -141,26 +141,51 @@ def test_a_kill_during_a_checkpoint_write_leaves_a_loadable_checkpoint(tmp_path)
 
 
 def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, tmp_path):
-    """train.py ckpt_path=...: Hydra's log and config go to the checkpoint's run (no new,
-    nearly empty folder); the config of the first part is kept beside the new one."""
+    """train.py ckpt_path=...: the run goes on as it was configured (its recorded overrides
+    applied for it), in its own folder; each part's config is kept, none written over."""
+    import yaml
+
     from tests.conftest import run_cli
 
     run = tmp_path / "run"
     args = [*TINY_CAMVID, f"data.root={tiny_camvid}", "test=false"]
     script = str(REPO / "train.py")
-    run_cli([script, *args, f"hydra.run.dir={run}"], cwd=tmp_path)
-    run_cli([script, *args, f"ckpt_path={run}/checkpoints/last.ckpt"], cwd=tmp_path)
+    last = f"{run}/checkpoints/last.ckpt"
+    run_cli([script, *args, "trainer.max_epochs=1", f"hydra.run.dir={run}"], cwd=tmp_path)
+    first = (run / ".hydra" / "overrides.yaml").read_text()
+    # the checkpoint alone (as the interruption message says) and the one setting to change
+    run_cli([script, f"ckpt_path={last}", "trainer.max_epochs=2"], cwd=tmp_path)
+    assert torch.load(last, weights_only=False)["epoch"] == 1  # trained its second epoch
     assert not (tmp_path / "outputs").exists()  # nothing written to a new run folder
-    assert "ckpt_path" in (run / ".hydra" / "overrides.yaml").read_text()
-    assert "ckpt_path" not in (run / ".hydra.1" / "overrides.yaml").read_text()
+    assert (run / ".hydra" / "overrides.yaml").read_text() == first  # how it started, kept
+    second = yaml.safe_load((run / ".hydra.1" / "overrides.yaml").read_text())
+    assert set(yaml.safe_load(first)) - {"trainer.max_epochs=1"} <= set(second)
+    assert len(second) == len({o.split("=")[0] for o in yaml.safe_load(first)}) + 1
+    # one value per setting: the run's, then the resume's own
+    assert second.count("trainer.max_epochs=2") == 1 and "trainer.max_epochs=1" not in second
+    assert f"ckpt_path={last}" in second
     assert (run / "train.log").is_file()
     # naming the run folder explicitly as well resumes the same way
-    last = f"{run}/checkpoints/last.ckpt"
     run_cli(
         [script, *args, "trainer.max_epochs=3", f"ckpt_path={last}", f"hydra.run.dir={run}"],
         cwd=tmp_path,
     )
     assert (run / ".hydra.2").is_dir() and not (tmp_path / "outputs").exists()
+    # refused before any work, leaving the run's records as they were: a setting that
+    # shapes training, another folder, a run with nothing left to train
+    refusals = [
+        (["model.optimizer.lr=0.5", "data.class_weights=none", "trainer.max_epochs=4"],
+         r"data.class_weights: 'median_frequency' in the run, 'none' now\n"
+         r"  model.optimizer.lr: 0.01 in the run, 0.5 now"),
+        ([f"hydra.run.dir={tmp_path / 'elsewhere'}", "trainer.max_epochs=4"],
+         "a resume goes on in its own folder"),
+        ([], r"(?s)all 3 epochs of trainer.max_epochs=3 are trained.*python evaluate.py"),
+    ]  # fmt: skip
+    for extra, message in refusals:
+        with pytest.raises(AssertionError, match=message):
+            run_cli([script, f"ckpt_path={last}", *extra], cwd=tmp_path)
+    assert not (run / ".hydra.3").exists() and not (tmp_path / "elsewhere").exists()
+    assert torch.load(last, weights_only=False)["epoch"] == 2
     # pointing a new run at a folder that holds a run's outputs is refused before any work,
     # however the folder is named
     for name in ("hydra.run.dir", "paths.output_dir"):
@@ -186,11 +211,11 @@ def test_a_run_without_a_logger_trains_and_resumes_in_its_folder(tiny_camvid, tm
     assert (run / "checkpoints" / "last.ckpt").is_file()
     assert not (run / "tensorboard").exists()
     run_cli(
-        [script, *args, "trainer.max_epochs=1", f"ckpt_path={run}/checkpoints/last.ckpt"],
+        [script, *args, "trainer.max_epochs=2", f"ckpt_path={run}/checkpoints/last.ckpt"],
         cwd=tmp_path,
     )
     assert (run / ".hydra.1").is_dir() and "ckpt_path" in (
-        run / ".hydra" / "overrides.yaml"
+        run / ".hydra.1" / "overrides.yaml"
     ).read_text()
     assert not (tmp_path / "outputs").exists()  # continued in the run's folder
 

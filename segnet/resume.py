@@ -1,0 +1,123 @@
+"""What a resumed run may change: it continues the run as it was configured, so that its
+checkpoints, curves and metrics describe one training. Where it changed a setting that
+shapes the training (the learning rate, the loss, the class weights, the augmentation,
+the monitored metric), the resume stops and names each change, before any data is read;
+settings of where and how fast it runs (devices, workers, data location, logging) may
+change."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from segnet.checkpoints import CheckpointError
+from segnet.commands import override
+from segnet.outputs import config_records
+
+# Settings (and groups, by prefix) a resume may set differently from the run's record.
+MAY_CHANGE = (
+    "ckpt_path", "init_from", "train", "test", "task_name", "tags", "seed", "recompute_bn",
+    "paths.", "logger", "hydra.",
+    "trainer.accelerator", "trainer.devices", "trainer.num_nodes", "trainer.strategy",
+    "trainer.precision", "trainer.plugins", "trainer.sync_batchnorm", "trainer.benchmark",
+    "trainer.deterministic", "trainer.enable_model_summary", "trainer.enable_progress_bar",
+    "trainer.log_every_n_steps", "trainer.limit_test_batches", "trainer.num_sanity_val_steps",
+    "trainer.default_root_dir", "trainer.max_time",
+    # checked on its own: a schedule planned for another length is refused there
+    "trainer.max_epochs",
+    "data.root", "data.download", "data.url", "data.sha256", "data.num_workers",
+    "data.pin_memory", "data.cache_max_gb", "data.eval_batch_size", "data.sw_batch_size",
+    "data.split",
+    "model.tta", "model.compile", "model.channels_last",
+    "callbacks.last_checkpoint", "callbacks.checkpoint_on_interrupt", "callbacks.early_stopping",
+    "callbacks.model_summary", "callbacks.prediction_images", "callbacks.confusion_matrix",
+    "callbacks.epoch_timer", "callbacks.lr_monitor",
+)  # fmt: skip
+
+
+def may_change(key: str) -> bool:
+    return any(key == p or key.startswith(p if p.endswith(".") else p + ".") for p in MAY_CHANGE)
+
+
+def flat(config: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(dotted key, value)`` for every leaf of a nested config (a dict or list value of
+    a leaf kind, such as ``features: [16, 32]``, is one leaf)."""
+    if isinstance(config, dict) and config:
+        for key, value in config.items():
+            yield from flat(value, f"{prefix}{key}.")
+    else:
+        yield prefix[:-1], config
+
+
+def changed_settings(recorded: dict, now: dict) -> list[tuple[str, Any, Any]]:
+    """``(key, recorded value, value now)`` for each setting a resume may not change."""
+    before, after = dict(flat(recorded)), dict(flat(now))
+    missing = object()
+    return [
+        (key, before.get(key, missing), after.get(key, missing))
+        for key in sorted(before.keys() | after.keys())
+        if not may_change(key) and before.get(key, missing) != after.get(key, missing)
+    ]
+
+
+def check_same_settings(cfg: DictConfig, run: Path, ckpt_path: str, this_part: str | None) -> None:
+    """Refuse a resume of ``run`` whose config differs from the one the run last trained
+    with in a setting that shapes the training. ``this_part``: the config folder Hydra
+    wrote for this resume (``.hydra.<n>``), not a record to compare with."""
+    import yaml
+
+    records = [r for r in config_records(run) if r.name != this_part]
+    records = [r for r in records if (r / "config.yaml").is_file()]
+    if not records:
+        return  # a run without a recorded config: nothing to compare with
+    record = max(records, key=lambda r: (r / "config.yaml").stat().st_mtime)
+    recorded = yaml.safe_load((record / "config.yaml").read_text()) or {}
+    now = OmegaConf.to_container(cfg, resolve=False)
+    changes = changed_settings(recorded, now)
+    if not changes:
+        return
+    shown = "\n  ".join(
+        f"{key}: {describe(before)} in the run, {describe(after)} now"
+        for key, before, after in changes[:10]
+    )
+    more = f"\n  ... and {len(changes) - 10} more" if len(changes) > 10 else ""
+    raise CheckpointError(
+        f"ckpt_path={ckpt_path} resumes a run that trained with other settings "
+        f"({record / 'config.yaml'}):\n  {shown}{more}\n"
+        "A resume goes on as its run was configured: leave these out (the run's own "
+        "overrides are applied for you). To train with them, start a new run from these "
+        f"weights: {override('init_from', ckpt_path)} instead of ckpt_path (a fresh "
+        "optimizer and schedule)."
+    )
+
+
+@contextmanager
+def forget_config_of_refused_resume() -> Iterator[None]:
+    """A resume refused before it trained leaves the run as it was: the config folder Hydra
+    wrote for it (``.hydra.<n>``, this process's own) is removed again, so that the run's
+    records are of the parts that trained. (Its log lines stay in the run's log.)"""
+    try:
+        yield
+    except CheckpointError:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            hydra = HydraConfig.get()
+            subdir = hydra.output_subdir
+            if subdir and re.fullmatch(r"\.hydra\.\d+", subdir):
+                shutil.rmtree(Path(hydra.runtime.output_dir) / subdir, ignore_errors=True)
+        raise
+
+
+def describe(value: Any) -> str:
+    return (
+        "unset"
+        if not isinstance(value, str | int | float | bool | list | dict | None)
+        else repr(value)
+    )
