@@ -161,6 +161,46 @@ def check_split(
             )
 
 
+def check_recorded_splits(
+    modules: Sequence[Any],
+    paths: Sequence[Path],
+    split: str,
+    scored: Sequence[str] | None,
+    new_cases: bool = False,
+) -> None:
+    """The cases about to be scored, against the split each checkpoint recorded at training:
+    a case it trained on (or, for a test, was validated on) in the scores is refused. A
+    split drawn from a folder changes when cases are added or removed there, and would
+    otherwise mix training cases in silently. Other differences are warned about."""
+    if new_cases or scored is None or split not in ("test", "val"):
+        return
+    for module, path in zip(modules, paths, strict=True):
+        recorded = getattr(module, "recorded_splits", None)
+        if not recorded:
+            continue  # an exported model, or a checkpoint from before splits were recorded
+        seen = set(recorded.get("train", []))
+        if split == "test":
+            seen |= set(recorded.get("val", []))  # they chose its checkpoint
+        leaked = sorted(set(scored) & seen)
+        if leaked:
+            shown = ", ".join(leaked[:5]) + (", ..." if len(leaked) > 5 else "")
+            raise ValueError(
+                f"data.split={split}: {len(leaked)} of the {len(scored)} cases to score "
+                f"({shown}) trained or validated {path}, by the split its run recorded; the "
+                "data folder has changed since (adding or removing cases draws the split "
+                "anew). Score new cases by themselves: data.root=<a folder of them> "
+                "data.split=all."
+            )
+        if set(scored) != set(recorded.get(split, [])):
+            log.warning(
+                "data.split=%s: %d case(s) scored that %s's run did not have in that split "
+                "(the data folder has changed since training)",
+                split,
+                len(set(scored) - set(recorded.get(split, []))),
+                path,
+            )
+
+
 def unfinished(path: Path) -> str | None:
     """Why a member's run may not have trained to its end, read from the ``last.ckpt``
     beside it (None when finished, or when there is none to tell): a multirun folder takes

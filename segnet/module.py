@@ -198,6 +198,8 @@ class SegmentationModule(L.LightningModule):
         # set once BatchNorm statistics were recomputed over the training set; stored in
         # checkpoints, so evaluation knows the weights are the ones training tested
         self.bn_recomputed: dict[str, Any] | None = None
+        # the cases of each split the checkpoint was trained with (None: not recorded)
+        self.recorded_splits: dict[str, list[str]] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
         self._planned_schedule: dict[str, int] = {}
 
@@ -210,9 +212,14 @@ class SegmentationModule(L.LightningModule):
                 # an ensemble need not warn that this member stopped short of max_epochs
                 "stopping": stopping_on_purpose(self.trainer),
             }
+            datamodule = getattr(self.trainer, "datamodule", None)
+            names = datamodule.split_names() if hasattr(datamodule, "split_names") else None
+            if names:  # which cases trained it, for evaluations of it (segnet.ensemble)
+                checkpoint["segnet"]["splits"] = names
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.bn_recomputed = checkpoint.get("bn_recomputed")
+        self.recorded_splits = (checkpoint.get("segnet") or {}).get("splits")
 
     def on_train_start(self) -> None:
         # a resume from a tested best.ckpt trains the weights on: its recomputed statistics

@@ -33,7 +33,13 @@ from segnet.checkpoints import (
 from segnet.commands import override
 from segnet.console import log_config, log_summary, quiet_library_noise, to_log_file
 from segnet.data.base import SegmentationDataModule, check_shareable
-from segnet.ensemble import check_members, check_split, checkpoint_paths, unfinished
+from segnet.ensemble import (
+    check_members,
+    check_recorded_splits,
+    check_split,
+    checkpoint_paths,
+    unfinished,
+)
 from segnet.loading import SIZE_KEYS, load_model
 from segnet.metrics import summarize_cases
 from segnet.module import SegmentationModule, enable_tf32
@@ -477,7 +483,10 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
     dm.prepare_data()
     # the split the data resolves to (a NIfTI dataset without test cases falls back to val)
-    check_split(modules, paths, dm.test_split(), new_cases)
+    split = dm.test_split()
+    check_split(modules, paths, split, new_cases)
+    names = dm.split_names()
+    check_recorded_splits(modules, paths, split, names and names.get(split), new_cases)
     if "root" in overrides and "split" not in overrides and "test_fraction" in data_cfg:
         # the checkpoint's split settings re-split the new folder: say so, as a user who
         # points evaluate at new cases usually wants every one of them scored

@@ -314,3 +314,23 @@ def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_
         for run in ("ev_ckpts", "ev_export")
     ]
     assert scores[0]["test/dice"] == pytest.approx(scores[1]["test/dice"], abs=1e-6)
+
+
+def test_checkpoints_record_their_split_and_an_evaluation_refuses_their_training_cases(
+    two_folds,
+):
+    """A split drawn from a folder changes when cases are added to it: each checkpoint
+    keeps its cases by name, and scoring one it trained or was validated on is refused."""
+    from segnet.ensemble import check_recorded_splits
+    from segnet.pipeline import load_module
+
+    paths = [two_folds / f / "checkpoints" / "best.ckpt" for f in ("0", "1")]
+    modules = [load_module(str(p)) for p in paths]
+    first, second = (m.recorded_splits for m in modules)
+    assert first["test"] == second["test"] and len(first["test"]) == 2
+    assert set(first["val"]) <= set(second["train"])  # folds: one's val, the other's train
+    check_recorded_splits(modules, paths, "test", first["test"])  # as trained: fine
+    with pytest.raises(ValueError, match=r"1 of the 2 cases to score .* trained or validated"):
+        check_recorded_splits(modules, paths, "test", [first["test"][0], first["val"][0]])
+    # new cases by themselves (data.root=...) are not the run's cases: nothing to check
+    check_recorded_splits(modules, paths, "test", first["train"], new_cases=True)

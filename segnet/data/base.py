@@ -95,6 +95,12 @@ class SegmentationDataModule(L.LightningDataModule):
     def has_split(self, split: str) -> bool:
         return True
 
+    def split_names(self) -> dict[str, list[str]] | None:
+        """The cases of each split by name, where the split is drawn from the data (and so
+        changes when cases are added or removed): checkpoints record it, so that an
+        evaluation can tell training cases from test cases. None for fixed split files."""
+        return None
+
     def read_split(self, split: str) -> int:
         """Read (and so check) every file of a split now, keeping it for later where it
         fits in memory: training reads its test split before the first step, so a bad

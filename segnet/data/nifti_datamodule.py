@@ -392,6 +392,15 @@ class NiftiDataModule(SegmentationDataModule):
     def has_split(self, split: str) -> bool:
         return bool(self.splits.get(split))
 
+    def split_names(self) -> dict[str, list[str]] | None:
+        if not self.splits:
+            return None
+        return {
+            split: [self.cases[i].name for i in indices]
+            for split, indices in self.splits.items()
+            if split != "all"
+        }
+
     def read_split(self, split: str) -> int:
         return len(self.volumes(split))
 
