@@ -205,6 +205,13 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
     canonical = nib.as_closest_canonical(img)
     data = canonical.get_fdata(dtype=np.float32)
     image = data[None] if data.ndim == 3 else np.moveaxis(data, -1, 0)
+    if not np.isfinite(image).all():
+        # one NaN would make every loss NaN, and a prediction all background, without a word
+        bad = int(np.size(image) - np.isfinite(image).sum())
+        raise NiftiDataError(
+            f"image {case.image} holds {bad} NaN or infinite voxel value(s); replace them "
+            "(e.g. with the background intensity) before training or predicting."
+        )
     label = None
     if case.label is not None:
         lab = _load(case.label)

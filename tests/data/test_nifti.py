@@ -115,6 +115,7 @@ def test_float_labels_holding_integers_are_accepted(one_case):
         ("fraction", r"holds non-integer values"),
         ("truncated", r"cannot read .*imagesTr/case_000.nii.gz"),
         ("ndim", r"has 2 dimensions"),
+        ("nan", r"image .*case_000.nii.gz holds 1 NaN or infinite voxel value"),
     ],
 )
 def test_bad_volumes_name_the_file(one_case, breakage, match):
@@ -134,6 +135,10 @@ def test_bad_volumes_name_the_file(one_case, breakage, match):
         case.image.write_bytes(data[: len(data) // 2])
     elif breakage == "ndim":
         write(case.image, image[:, :, 0])
+    elif breakage == "nan":
+        image = image.astype(np.float32)
+        image[3, 4, 5] = np.nan
+        write(case.image, image)
     with pytest.raises(nifti.NiftiDataError, match=match):
         nifti.load_volume(case, 3)
 
