@@ -103,6 +103,22 @@ def check_accelerator(cfg: DictConfig, instead: str) -> None:
         )
 
 
+# On/off settings: a word such as tta=off or data.flip=no arrives as a string, which
+# Python takes for true; it is refused instead (null where the setting allows it).
+SWITCHES = (
+    "train", "test", "recompute_bn", "save_predictions", "tta", "model.tta",
+    "data.download", "data.hflip", "data.flip", "data.rotate90", "data.pin_memory",
+    "trainer.benchmark",
+)  # fmt: skip
+
+
+def check_switches(cfg: DictConfig) -> None:
+    for key in SWITCHES:
+        value = OmegaConf.select(cfg, key, default=None)
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{key}={value!r}: use true or false.")
+
+
 def check_optimizer(cfg: DictConfig) -> None:
     """The optimizer's learning rate and weight decay, before any data is read: torch's own
     check comes later and names no setting."""
@@ -298,6 +314,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         "experiment=hippocampus_unet3d)",
     )
     check_optimizer(cfg)
+    check_switches(cfg)
     refuse_untrained_resume(cfg.get("ckpt_path"), cfg.get("train", True))
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
@@ -433,6 +450,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     (what it was trained with), overridden by any ``data.*`` the user gives."""
     quiet_library_noise()
     check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
+    check_switches(cfg)
     out_dir = Path(cfg.paths.output_dir)
     refuse_run_folder_in_use(out_dir, "evaluate")
     paths = checkpoint_paths(cfg.ckpt_path)  # one checkpoint, or an ensemble's

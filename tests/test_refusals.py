@@ -5,7 +5,7 @@ optimizer settings torch would reject only later."""
 import pytest
 
 from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir, resume_into_its_run
-from segnet.pipeline import train
+from segnet.pipeline import evaluate, train
 from tests.conftest import TINY_CAMVID, compose
 
 
@@ -159,6 +159,9 @@ def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid,
         ("model.optimizer.lr=0", r"model.optimizer.lr=0: use a number above 0"),
         ("model.optimizer.weight_decay=-0.1", r"weight_decay=-0.1: use a number 0 or above"),
         ("model.optimizer.lr=fast", r"model.optimizer.lr='fast': expected a number"),
+        # a word is a string, which Python takes for true
+        ("model.tta=off", r"model.tta='off': use true or false"),
+        ("data.hflip=no", r"data.hflip='no': use true or false"),
     ],
 )
 def test_optimizer_settings_are_checked_before_the_data(tmp_path, override, message):
@@ -166,3 +169,9 @@ def test_optimizer_settings_are_checked_before_the_data(tmp_path, override, mess
     cfg = compose("train", [*TINY_CAMVID, f"data.root={tmp_path}/missing", override], tmp_path)
     with pytest.raises(ValueError, match=message):
         train(cfg)
+
+
+def test_evaluate_refuses_a_switch_given_as_a_word(tmp_path):
+    cfg = compose("evaluate", [f"ckpt_path={tmp_path}/missing.ckpt", "tta=off"], tmp_path)
+    with pytest.raises(ValueError, match=r"tta='off': use true or false"):
+        evaluate(cfg)  # before the checkpoint is looked for
