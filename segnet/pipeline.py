@@ -460,13 +460,19 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     data_cfg = OmegaConf.create(module.hparams.get("data_cfg") or {})
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
     data_cfg = OmegaConf.merge(data_cfg, overrides)
+    if "root" in overrides and data_cfg.get("csv") and "csv" not in overrides:
+        # the checkpoint's case list would win over the folder asked for (a CSV lists the
+        # cases wherever they are): the new folder's own cases are scored
+        log.info("data.root=%s: its cases, not the CSV %s trained from", data_cfg.root, ckpt)
+        data_cfg.csv = None
     if "class_names" in data_cfg and not data_cfg.class_names:
         # e.g. a plain folder without dataset.json: the checkpoint knows its classes
         data_cfg.class_names = module.data_info.class_names
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     # before any data is read: members that cannot be averaged, or scored fairly, stop here
-    new_cases = "root" in overrides  # scored on other data than the members trained on
+    # scored on other data than the members trained on: another folder, or another CSV
+    new_cases = "root" in overrides or "csv" in overrides
     check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn"), new_cases)
     window = {k: WINDOW_SETTINGS[k] for k in overrides if k in WINDOW_SETTINGS}
     if window and module.sliding_window is None:

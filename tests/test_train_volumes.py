@@ -361,3 +361,24 @@ def test_a_resampled_run_is_scored_evaluated_and_deployed_on_each_cases_grid(tmp
     mask, _ = predictor.predict_volume(root / "imagesTr" / predictions[0].name)
     saved = np.asarray(nib.load(str(predictions[0])).dataobj)  # diagonal affine: RAS already
     assert mask.shape == saved.shape and (mask == saved).mean() > 0.999
+
+
+def test_a_model_trained_from_a_csv_scores_the_folder_it_is_given(tmp_path):
+    """evaluate.py data.root=<new cases> on a checkpoint trained from a CSV: the new
+    folder's cases are scored, not the CSV's (which would win over the folder)."""
+    listed = nifti_dataset(tmp_path / "listed", "csv", n=6, shape=(19, 23, 17))
+    overrides = [
+        "experiment=hippocampus_unet3d", f"data.csv={listed / 'cases.csv'}",
+        "data.class_names=[background,one,two]", *FAST, "trainer.max_epochs=1", "test=false",
+    ]  # fmt: skip
+    train(compose("train", overrides, tmp_path / "run"))
+    other = nifti_dataset(tmp_path / "other", "folders", n=3, shape=(19, 23, 17))
+    for case in (other / "images").iterdir():  # names the CSV's cases do not have
+        case.rename(case.with_name("new_" + case.name))
+    for case in (other / "labels").iterdir():
+        case.rename(case.with_name("new_" + case.name))
+    best = tmp_path / "run" / "checkpoints" / "best.ckpt"
+    ev = [f"ckpt_path={best}", f"data.root={other}", "data.split=all", "trainer.accelerator=cpu"]
+    evaluate(compose("evaluate", ev, tmp_path / "ev"))
+    rows = list(csv.DictReader((tmp_path / "ev" / "per_case.csv").open()))
+    assert sorted(r["case"] for r in rows) == ["new_case_000", "new_case_001", "new_case_002"]

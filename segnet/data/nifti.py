@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -89,6 +90,34 @@ def read_dataset_json(root: Path) -> dict:
         raise NiftiDataError(f"{path} is not valid JSON: {err}") from err
 
 
+def class_names_from(labels: dict, path: Path) -> list[str]:
+    """The class names of a dataset.json's ``labels``, in label-value order: the Decathlon's
+    ``{"0": "background", ...}`` or nnU-Net v2's ``{"background": 0, ...}``.
+
+    Example:
+        >>> class_names_from({"1": "Anterior", "0": "background"}, Path("dataset.json"))
+        ['background', 'Anterior']
+        >>> class_names_from({"background": 0, "Anterior": 1}, Path("dataset.json"))
+        ['background', 'Anterior']
+    """
+    if all(str(k).isdigit() for k in labels):
+        by_value = {int(k): str(v) for k, v in labels.items()}
+    elif all(isinstance(v, int) and not isinstance(v, bool) for v in labels.values()):
+        by_value = {v: str(k) for k, v in labels.items()}
+    else:
+        raise NiftiDataError(
+            f'{path}: \'labels\' maps neither label values to names ({{"0": "background"}}) '
+            'nor names to single values ({"background": 0}; nnU-Net\'s region labels, lists '
+            "of values, are not supported); set data.class_names=[background,...] instead."
+        )
+    if sorted(by_value) != list(range(len(by_value))):
+        raise NiftiDataError(
+            f"{path}: its label values {sorted(by_value)} are not 0, 1, 2, ...; set "
+            "data.class_names=[...] with one name per value from 0 to the largest."
+        )
+    return [by_value[v] for v in range(len(by_value))]
+
+
 def find_cases(
     root: Path,
     csv_path: str | Path | None = None,
@@ -104,7 +133,9 @@ def find_cases(
             f"no dataset at {root.resolve()}: point data.root at a folder in the Decathlon "
             "layout (dataset.json, imagesTr/, labelsTr/) or with images/ and labels/ folders."
         )
-    if (root / "dataset.json").is_file() and not (image_dir or label_dir):
+    # nnU-Net v2's dataset.json lists no cases: its imagesTr/labelsTr folders do
+    listed = (root / "dataset.json").is_file() and "training" in read_dataset_json(root)
+    if listed and not (image_dir or label_dir):
         entries = read_dataset_json(root).get("training") or []
         if not entries:
             raise NiftiDataError(f"{root / 'dataset.json'} lists no 'training' cases.")
@@ -115,7 +146,7 @@ def find_cases(
         images, labels = _folders(root, image_dir, label_dir)
         cases = []
         for image in nifti_files(images):
-            name = case_name(image)
+            name = nnunet_v2_case(image, labels) or case_name(image)
             match = [
                 labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()
             ]
@@ -132,6 +163,24 @@ def find_cases(
             if path is not None and not path.is_file():
                 raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
     return cases
+
+
+def nnunet_v2_case(image: Path, labels: Path) -> str | None:
+    """The case an image belongs to in nnU-Net v2's naming (``<case>_0000`` for its first
+    channel, the label ``<case>``), where the label goes by that name and not the image's;
+    None otherwise. A case with more channel files is refused: this loader takes a case's
+    channels from one 4D file."""
+    found = re.fullmatch(r"(.+)_(\d{4})", case_name(image))
+    has_label = lambda n: any((labels / f"{n}{s}").exists() for s in NIFTI_SUFFIXES)  # noqa: E731
+    if not found or has_label(case_name(image)) or not has_label(found[1]):
+        return None
+    if found[2] != "0000":
+        raise NiftiDataError(
+            f"{image} is channel {int(found[2])} of case {found[1]} in nnU-Net v2's layout "
+            "(one file per channel); this loader takes a case's channels from one 4D file "
+            "(X, Y, Z, C): stack each case's channel files into one with nibabel."
+        )
+    return found[1]
 
 
 def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[Path, Path]:

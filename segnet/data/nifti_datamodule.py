@@ -379,13 +379,16 @@ class NiftiDataModule(SegmentationDataModule):
     def _read_class_names(self) -> list[str]:
         if self._class_names:
             return self._class_names
-        index = self.root / "dataset.json"
+        # a CSV lists cases from anywhere: the dataset.json beside it, not data.root's
+        folder = Path(self.csv).expanduser().parent if self.csv else self.root
+        index = folder / "dataset.json"
         if index.is_file():
-            labels = nifti.read_dataset_json(self.root).get("labels") or {}
+            labels = nifti.read_dataset_json(folder).get("labels") or {}
             if labels:
-                return [labels[k] for k in sorted(labels, key=int)]
+                return nifti.class_names_from(labels, index)
+        where = f"data.csv={self.csv}" if self.csv else str(self.root)
         raise ValueError(
-            f"no class names for {self.root}: it has no dataset.json with 'labels'; set "
+            f"no class names for {where}: no dataset.json with 'labels' in {folder}; set "
             "data.class_names=[background,...] (one per label value)."
         )
 

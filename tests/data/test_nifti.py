@@ -451,3 +451,51 @@ def test_resampling_refuses_a_degenerate_affine_and_a_unit_slip(tmp_path):
     flat.spacing = (1.0, 0.0, 1.0)  # as a zero column in an affine gives
     with pytest.raises(nifti.NiftiDataError, match=r"voxel sizes \[1.0, 0.0, 1.0\] mm"):
         nifti.resample_to_spacing(flat, (1.0, 1.0, 1.0))
+
+
+def nnunet_v2_dataset(root: Path, n: int = 3) -> Path:
+    """nnU-Net v2's layout: images <case>_0000, labels <case>, names mapped to values in
+    dataset.json and no case list."""
+    import json
+
+    nifti_dataset(root, "msd", n=n)
+    for image in (root / "imagesTr").iterdir():
+        image.rename(image.with_name(image.name.replace(".nii.gz", "_0000.nii.gz")))
+    labels = {"background": 0, "one": 1, "two": 2}
+    (root / "dataset.json").write_text(json.dumps({"labels": labels, "numTraining": n}))
+    return root
+
+
+def test_nnunet_v2_layout_is_read(tmp_path):
+    root = nnunet_v2_dataset(tmp_path / "v2")
+    cases = nifti.find_cases(root)
+    assert [c.name for c in cases] == ["case_000", "case_001", "case_002"]
+    assert cases[0].label == root / "labelsTr" / "case_000.nii.gz"
+    dm = NiftiDataModule(str(root), val_fraction=0.34, test_fraction=0)
+    dm.prepare_data()
+    assert dm.info().class_names == ["background", "one", "two"]
+    # a second channel in its own file is refused, naming it
+    second = root / "imagesTr" / "case_001_0001.nii.gz"
+    second.write_bytes((root / "imagesTr" / "case_001_0000.nii.gz").read_bytes())
+    with pytest.raises(nifti.NiftiDataError, match=r"case_001_0001.nii.gz is channel 1 of case"):
+        nifti.find_cases(root)
+
+
+def test_four_digit_case_numbers_are_not_taken_for_channels(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "folders", n=2)
+    for folder in ("images", "labels"):
+        for path in (root / folder).iterdir():
+            path.rename(path.with_name(path.name.replace("case_00", "scan_000")))
+    assert [c.name for c in nifti.find_cases(root)] == ["scan_0000", "scan_0001"]
+
+
+def test_a_csv_takes_its_class_names_from_beside_it_not_from_data_root(tmp_path):
+    listed = nifti_dataset(tmp_path / "listed", "csv", n=3)
+    other = nifti_dataset(tmp_path / "other", "msd", n=3)  # has a dataset.json
+    dm = NiftiDataModule(str(other), csv=str(listed / "cases.csv"), test_fraction=0)
+    with pytest.raises(ValueError, match=r"no class names for data.csv=.*cases.csv"):
+        dm.prepare_data()
+    (listed / "dataset.json").write_text('{"labels": {"0": "bg", "1": "a", "2": "b"}}')
+    dm = NiftiDataModule(str(other), csv=str(listed / "cases.csv"), test_fraction=0)
+    dm.prepare_data()
+    assert dm.info().class_names == ["bg", "a", "b"]
