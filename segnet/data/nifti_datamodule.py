@@ -493,10 +493,16 @@ class NiftiDataModule(SegmentationDataModule):
             ops += [T.RandFlipd(keys, prob=0.5, spatial_axis=axis) for axis in range(3)]
         if self.aug["rotate90"]:
             # only in planes whose patch sides are equal, so the patch keeps its shape, and
-            # whose voxels are square, so the anatomy keeps its proportions
-            p, mm = self.patch_size, self.spacing or (1.0, 1.0, 1.0)
+            # whose voxels are square (in every training case, on their own grids), so the
+            # anatomy keeps its proportions
+            p = self.patch_size
+            if self.spacing:
+                sizes = [self.spacing]
+            else:
+                sizes = [v.spacing or (1.0, 1.0, 1.0) for v in self.volumes("train")]
             for a, b in ((0, 1), (0, 2), (1, 2)):
-                if p[a] == p[b] and np.isclose(mm[a], mm[b], rtol=1e-3):
+                square = all(np.isclose(mm[a], mm[b], rtol=1e-3) for mm in sizes)
+                if p[a] == p[b] and square:
                     ops.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=(a, b)))
         if self.aug["scale"]:
             ops.append(T.RandScaleIntensityd("image", factors=self.aug["scale"], prob=1.0))

@@ -440,6 +440,12 @@ def test_right_angle_rotations_stay_in_planes_of_square_voxels(tmp_path):
         ops = dm.train_transform().transforms
         planes[spacing is None] = [op.spatial_axes for op in ops if isinstance(op, RandRotate90d)]
     assert planes == {True: [(0, 1), (0, 2), (1, 2)], False: [(0, 1)]}
+    # thick slices on their own grids (data.spacing null): not rotated into the slice axis
+    thick = spaced_dataset(tmp_path / "thick", [(0.7, 0.7, 5.0)] * 3, shape=(16, 16, 40))
+    dm = NiftiDataModule(str(thick), patch_size=(8, 8, 8), val_fraction=0.34, test_fraction=0)
+    dm.prepare_data()
+    ops = dm.train_transform().transforms
+    assert [op.spatial_axes for op in ops if isinstance(op, RandRotate90d)] == [(0, 1)]
 
 
 def test_resampling_refuses_a_degenerate_affine_and_a_unit_slip(tmp_path):
