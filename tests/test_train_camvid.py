@@ -256,3 +256,25 @@ def test_deep_supervision_trains_a_2d_segnet_and_evaluates_as_trained(tmp_path):
     assert tested
     for key, value in tested.items():
         assert ev[key] == pytest.approx(value, abs=1e-6), key
+
+
+def test_evaluate_scores_new_labelled_frames_without_a_training_split(trained, tmp_path):
+    """A folder of new labelled frames (test/, testannot/) is all an evaluation needs: its
+    missing train/ is not taken for a missing dataset."""
+    import shutil
+
+    root, out, _, _ = trained
+    new = tmp_path / "New"
+    for name in ("test", "testannot", "test.txt"):
+        source = root / name
+        if source.is_dir():
+            shutil.copytree(source, new / name)
+        elif source.is_file():
+            new.mkdir(exist_ok=True)
+            shutil.copy(source, new / name)
+    ckpt = out / "checkpoints" / "best.ckpt"
+    cfg = compose(
+        "evaluate", [f"ckpt_path={ckpt}", f"data.root={new}", "data.split=test"], tmp_path / "ev"
+    )
+    metrics, _ = evaluate(cfg)
+    assert 0.0 <= metrics["test/miou"] <= 1.0

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -163,7 +164,9 @@ class CamVidDataModule(SegmentationDataModule):
         self.ensure_data()
 
     def _present(self) -> bool:
-        return (self.root / "train").is_dir() or (self.root / "train.txt").is_file()
+        # an evaluation needs only the split it scores (new labelled frames: test/ alone)
+        splits = ("train",) if self.split in (None, "train") else ("train", self.split)
+        return any((self.root / s).is_dir() or (self.root / f"{s}.txt").is_file() for s in splits)
 
     def ensure_data(self) -> None:
         if self._present():
@@ -306,10 +309,18 @@ def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
             f"data.class_weights={option!r}: use {', '.join(map(repr, CLASS_WEIGHT_RULES))} "
             f"or a list of {num_classes} numbers."
         )
-    if option is not None and not isinstance(option, str) and len(list(option)) != num_classes:
-        raise ValueError(
-            f"data.class_weights has {len(list(option))} entries; CamVid needs {num_classes}."
-        )
+    if option is not None and not isinstance(option, str):
+        weights = list(option)
+        if len(weights) != num_classes:
+            raise ValueError(
+                f"data.class_weights has {len(weights)} entries; CamVid needs {num_classes}."
+            )
+        numbers = all(isinstance(w, int | float) and not isinstance(w, bool) for w in weights)
+        if not numbers or not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
+            raise ValueError(
+                f"data.class_weights={weights}: give {num_classes} numbers, each 0 or above "
+                "(0 leaves a class out of the loss) and not all 0."
+            )
     if power != 1.0 and option != "median_frequency":
         raise ValueError(
             f"data.class_weights_power={power} applies to class_weights='median_frequency' "

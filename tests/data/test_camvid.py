@@ -183,6 +183,9 @@ def test_class_weight_options(root):
         CamVidDataModule(str(root), class_weights=[1, 2, 3])
     with pytest.raises(ValueError, match="class_weights='median'"):
         CamVidDataModule(str(root), class_weights="median")
+    for bad in ([-1.0] + [1.0] * 10, [0.0] * 11, [float("nan")] + [1.0] * 10):
+        with pytest.raises(ValueError, match="each 0 or above .* not all 0"):
+            CamVidDataModule(str(root), class_weights=bad)
     # a power with weights it cannot apply to is refused, not ignored
     with pytest.raises(ValueError, match="class_weights_power=0.5 applies to"):
         CamVidDataModule(str(root), class_weights="median_frequency_sqrt", class_weights_power=0.5)
