@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -157,8 +158,21 @@ def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L
 def write_metrics(path: Path, metrics: dict[str, Any], **extra: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {**extra, "metrics": {k: float(v) for k, v in metrics.items()}}
-    path.write_text(json.dumps(payload, indent=2))
+    # strict JSON, which other tools parse: a class absent from both label and prediction
+    # has no Dice (NaN, as MONAI and nnU-Net leave it), written as null
+    path.write_text(json.dumps(finite_or_null(payload), indent=2, allow_nan=False))
     return path
+
+
+def finite_or_null(value: Any) -> Any:
+    """``value`` with every NaN or infinite float, however deeply nested, as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_null(v) for v in value]
+    return value
 
 
 def write_outputs(

@@ -114,3 +114,20 @@ def test_a_module_with_tta_mirrors_in_testing_but_never_in_validation(monkeypatc
         module._eval_step(batch, "test")
         assert len(passes) == 3  # the test stage mirrors (2D: left-right, two passes)
     assert module.hparams["tta"] is True  # kept in the checkpoint for evaluate.py
+
+
+def test_metrics_json_is_strict_json_with_null_for_undefined_scores(tmp_path):
+    """A class absent from both label and prediction has no Dice (NaN): metrics.json
+    writes null there, which every JSON parser reads (NaN is not JSON)."""
+    import json
+
+    from segnet.pipeline import write_metrics
+
+    path = write_metrics(
+        tmp_path / "metrics.json",
+        {"test/dice": 0.5, "test/dice/absent": float("nan")},
+        cases={"hd95": {"one": float("inf"), "two": 1.5}, "per_case": [float("nan"), 2.0]},
+    )
+    record = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert record["metrics"] == {"test/dice": 0.5, "test/dice/absent": None}
+    assert record["cases"] == {"hd95": {"one": None, "two": 1.5}, "per_case": [None, 2.0]}
