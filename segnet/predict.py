@@ -165,6 +165,20 @@ class Predictor:
                 f"{path}: this model segments {kind} ({dims}D); give it one of those, or use a "
                 f"model trained on {'volumes' if is_volume else 'images'}."
             )
+        if is_volume:  # the header alone: every input is checked before any is predicted
+            import nibabel as nib
+
+            try:
+                shape = nib.load(str(path)).shape
+            except Exception as err:
+                raise ValueError(f"{path}: cannot read it as NIfTI ({err}).") from None
+            channels = shape[3] if len(shape) == 4 else 1
+            if len(shape) not in (3, 4) or channels != self.info.in_channels:
+                raise ValueError(
+                    f"{path} has shape {tuple(shape)}: {channels} channel(s), and the model "
+                    f"takes {self.info.in_channels} (one per modality, as in the data it was "
+                    "trained on; a 3D volume, or 4D with the channels last)."
+                )
         return is_volume
 
     @staticmethod
@@ -179,6 +193,20 @@ def model_paths(arg: str) -> list[str]:
     """The models named on the command line: one file, or several comma-separated (an
     ensemble). A file that exists under the whole name is one model, commas and all."""
     return [arg] if Path(arg).exists() else arg.split(",")
+
+
+def check_device(device: str) -> None:
+    """``--device`` names a device this machine has, before any model is loaded."""
+    try:
+        kind = torch.device(device).type
+    except RuntimeError as err:
+        raise SystemExit(f"--device {device}: {err}") from None
+    missing = {
+        "cuda": not torch.cuda.is_available(),
+        "mps": not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()),
+    }
+    if missing.get(kind):
+        raise SystemExit(f"--device {device}: this machine has no {kind} device; use --device cpu.")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -202,6 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         help="mirroring test-time augmentation (default: as the model's recipe tested)",
     )
     args = parser.parse_args(argv)
+    check_device(args.device)
     out = Path(args.out)
     # every input is checked before the model is loaded or anything predicted, so a bad
     # one never leaves the folder half written

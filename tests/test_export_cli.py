@@ -297,9 +297,32 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
         predictor.predict_file(png, tmp_path / "out2")
     two = nifti_dataset(tmp_path / "two", "msd", n=1, channels=2)
     with pytest.raises(
-        ValueError, match=r"case_000\.nii\.gz has 2 channel\(s\); the model takes 1"
+        ValueError, match=r"case_000\.nii\.gz has shape .*: 2 channel\(s\), and the model takes 1"
     ):
         predictor.predict_file(two / "imagesTr" / "case_000.nii.gz", tmp_path / "out3")
+    # ... by the command line before any input is predicted: nothing is written
+    from segnet.predict import main as predict_main
+
+    good = root / "imagesTr" / "case_000.nii.gz"
+    bad = two / "imagesTr" / "case_000.nii.gz"
+    two_inputs = [str(exp / "model.onnx"), str(good), str(tmp_path / "b" / "x.nii.gz")]
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.nii.gz").write_bytes(bad.read_bytes())
+    with pytest.raises(SystemExit, match=r"x\.nii\.gz has shape .*2 channel"):
+        predict_main([*two_inputs, "--out", str(tmp_path / "out5")])
+    assert not (tmp_path / "out5").exists()
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="--device cuda: this machine has no cuda device"):
+            predict_main(
+                [
+                    str(exp / "model.onnx"),
+                    str(good),
+                    "--out",
+                    str(tmp_path / "o6"),
+                    "--device",
+                    "cuda",
+                ]
+            )
     # a case smaller than the network's deepest stage is padded, not garbage or a crash
     tiny = tmp_path / "tiny.nii.gz"
     nib.save(nib.Nifti1Image(np.random.rand(6, 6, 6).astype(np.float32), np.eye(4)), str(tiny))
