@@ -41,8 +41,9 @@ from segnet.ensemble import (
     checkpoint_paths,
     unfinished,
 )
-from segnet.loading import SIZE_KEYS, load_model
+from segnet.loading import SIZE_KEYS, ExportedNet, load_model
 from segnet.metrics import summarize_cases
+from segnet.models import batchnorm_layers
 from segnet.module import SegmentationModule, enable_tf32
 from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
 from segnet.resume import check_same_settings
@@ -260,11 +261,18 @@ def run_test(
                 "BatchNorm statistics were recomputed by training (%s): used as stored",
                 module.bn_recomputed,
             )
+        elif not batchnorm_layers(module.net):
+            # a network without BatchNorm has nothing to recompute: say so, not "0 batches"
+            log.info("recompute_bn: this network has no BatchNorm statistics to recompute")
         else:
             dm.setup("test")
             module.to(trainer.strategy.root_device)
             n = module.recompute_batchnorm(dm.bn_dataloader(), bn_batch_limit(trainer))
-            log.info("recomputed BatchNorm statistics over %d training batches", n)
+            log.info(
+                "recomputed BatchNorm statistics over %d training batches of %s",
+                n,
+                getattr(dm, "root", "the training data"),
+            )
             if store_in and trainer.is_global_zero:
                 store_recomputed_bn(store_in, module)
                 log.info("stored them in %s", store_in)
@@ -446,6 +454,20 @@ def load_module(ckpt_path: str) -> SegmentationModule:
     return module
 
 
+def refuse_fixed_batchnorm(modules: list[SegmentationModule], paths: list[Path]) -> None:
+    """``recompute_bn=true`` with an exported program (ONNX, pt2) of a BatchNorm network:
+    its statistics are part of the program and cannot be recomputed."""
+    for module, path in zip(modules, paths, strict=True):
+        fixed = isinstance(module.net, ExportedNet)
+        if fixed and (module.hparams.get("net") or {}).get("norm", "batch") == "batch":
+            raise ValueError(
+                f"recompute_bn=true: {path} is an exported program, whose BatchNorm "
+                "statistics are fixed in it and cannot be recomputed. Evaluate the checkpoint "
+                "it came from (or its .safetensors export) to recompute them, or leave "
+                "recompute_bn out to use them as exported."
+            )
+
+
 def print_table(metrics: dict[str, float], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -470,6 +492,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     paths = checkpoint_paths(cfg.ckpt_path)  # one checkpoint, or an ensemble's
     ckpt = paths[0]
     modules = [load_module(str(p)) for p in paths]
+    if cfg.get("recompute_bn"):
+        refuse_fixed_batchnorm(modules, paths)
     module = modules[0]
     data_cfg = OmegaConf.create(module.hparams.get("data_cfg") or {})
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}

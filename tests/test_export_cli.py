@@ -77,6 +77,17 @@ def test_evaluate_an_exported_model_gives_the_checkpoint_metrics(exported, name,
         assert ev[key] == pytest.approx(metrics[key], abs=1e-3), key
 
 
+@pytest.mark.parametrize("name", ["model.onnx", "model.pt2"])
+def test_recompute_bn_on_an_exported_program_is_refused(exported, name, tmp_path):
+    """Its BatchNorm statistics are part of the program: recomputing them cannot happen,
+    so it is refused before any data is read rather than reported as done."""
+    _, out, _, _ = exported
+    cfg = compose("evaluate", [f"ckpt_path={out / name}", "recompute_bn=true"], tmp_path)
+    with pytest.raises(ValueError, match=rf"recompute_bn=true: .*{name} is an exported program"):
+        evaluate(cfg)
+    assert not (tmp_path / "metrics.json").exists()
+
+
 def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     ckpt, out, _, _ = exported
     image = tiny_camvid / "test" / "test_000.png"
