@@ -56,7 +56,8 @@ def log_summary(out_dir: Path, best_ckpt: str | None, split: str | None, metrics
         lines.append(f"tested on '{split}': {shown}")
     if (out_dir / "metrics.json").is_file():
         lines.append(f"metrics: {out_dir / 'metrics.json'}")
-    lines.append(f"tensorboard --logdir {out_dir / 'tensorboard'}")
+    if (out_dir / "tensorboard").is_dir():  # none with logger=none
+        lines.append(f"tensorboard --logdir {out_dir / 'tensorboard'}")
     log.info("summary\n  %s", "\n  ".join(lines))
 
 
