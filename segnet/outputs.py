@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from segnet.commands import override
+from segnet.commands import hydra_value, override
 
 # What a finished train/evaluate/export run leaves in its folder.
 RUN_PRODUCTS = ("metrics.json", "predictions", "checkpoints", "tensorboard", "model.json")
@@ -153,11 +153,14 @@ def config_records(run: Path) -> list[Path]:
     return first + sorted(numbered, key=lambda p: int(p.suffix[1:]))
 
 
-def latest_config(run: Path) -> Path | None:
-    """The folder holding the config a run last trained with (its newest ``config.yaml``:
-    runs resumed before resumes wrote ``.hydra.<n>/`` kept the newest in ``.hydra/``)."""
-    found = [p for p in config_records(run) if (p / "config.yaml").is_file()]
-    return max(found, key=lambda p: (p / "config.yaml").stat().st_mtime) if found else None
+def latest_config(run: Path, leave_out: str | None = None) -> Path | None:
+    """The folder holding the config a run last trained with: the highest-numbered record
+    (by name, not by file time, which a copy of the run changes), else ``.hydra/``.
+    ``leave_out``: a record not to count (the one this process writes)."""
+    found = [
+        p for p in config_records(run) if (p / "config.yaml").is_file() and p.name != leave_out
+    ]
+    return found[-1] if found else None
 
 
 # Overrides of a run's record that a resume does not take over: it names its checkpoint
@@ -178,23 +181,49 @@ def recorded_overrides(run: Path) -> list[str]:
 
 def one_per_key(argv: list[str]) -> list[str]:
     """Overrides given more than once (the run's record, then the resume's own) reduced to
-    the last value of each, where the first stood: what Hydra composes from the list, which
-    then stays as short in the next part's record. Flags (``-m``, ``--config-path x``) stay
-    as they are."""
+    one per setting, where the first stood: the last value given, as Hydra would compose
+    it, which then stays as short in the next part's record. A deletion (``~key``) is kept
+    once; a value that an earlier ``+key=`` had added is written ``++key=`` (add or
+    replace), as the plain form would need the key to exist already. Flags (``-m``,
+    ``--config-path x``) stay as they are."""
 
     def key(arg: str) -> str | None:
-        return arg.split("=", 1)[0] if "=" in arg and not arg.startswith("-") else None
+        if arg.startswith("-") or not (arg.startswith("~") or "=" in arg):
+            return None
+        return arg.lstrip("+~").split("=", 1)[0]
 
-    last = {key(a): a for a in argv if key(a) is not None}
+    given: dict[str, list[str]] = {}
+    for arg in argv:
+        if key(arg) is not None:
+            given.setdefault(key(arg), []).append(arg)
     out, seen = [], set()
     for arg in argv:
         k = key(arg)
         if k is None:
             out.append(arg)
-        elif k not in seen:
-            seen.add(k)
-            out.append(last[k])
+            continue
+        if k in seen:
+            continue
+        seen.add(k)
+        last = given[k][-1]
+        added = any(a.startswith("+") for a in given[k])
+        if added and not last.startswith("~") and len(set(given[k])) > 1:
+            last = "++" + last.lstrip("+")
+        out.append(last)
     return out
+
+
+def override_value(arg: str) -> str:
+    """The value of a ``key=value`` argument as Hydra reads it: quotes, as in the commands
+    this package prints (``'ckpt_path="/runs/lr 0.1/last.ckpt"'``) or Lightning's
+    ``hydra.run.dir="<folder>"``, removed."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        value = OverridesParser.create().parse_override(arg.lstrip("+")).value()
+    except Exception:  # not Hydra's grammar: leave it to Hydra to say so
+        value = arg.split("=", 1)[1]
+    return str(value)
 
 
 def resume_into_its_run(argv: list[str]) -> list[str]:
@@ -206,8 +235,9 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
     ``hydra.output_subdir=.hydra.<n>`` (this part's config beside the earlier parts', none
     of them moved or written over). Any other argv is checked by
     :func:`refuse_existing_run_dir` and returned as is."""
-    ckpt = next((a.split("=", 1)[1] for a in argv if a.startswith("ckpt_path=")), None)
-    explicit = [run_dir_value(a) for a in argv if a.startswith("hydra.run.dir=")]
+    # the last of each, as Hydra takes it
+    ckpt = next((override_value(a) for a in reversed(argv) if a.startswith("ckpt_path=")), None)
+    explicit = [override_value(a) for a in argv if a.startswith("hydra.run.dir=")]
     if ckpt and ckpt not in ("null", "None"):
         train = next((a.split("=", 1)[1] for a in reversed(argv) if a.startswith("train=")), "")
         try:  # before anything is written into the run
@@ -226,7 +256,7 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
                 f"hydra.run.dir={explicit[-1]}, or start a new run in that folder from these "
                 "weights with init_from= instead of ckpt_path=."
             )
-        run_dir = [] if explicit else [f"hydra.run.dir={run}"]
+        run_dir = [] if explicit else [f"hydra.run.dir={hydra_value(run)}"]
         if in_a_run and launched_rank():
             # rank 0 writes this part's config, this process none; it composes the same
             # config as rank 0 (torchrun and SLURM start every rank with the user's argv)

@@ -46,7 +46,7 @@ from segnet.metrics import summarize_cases
 from segnet.models import batchnorm_layers
 from segnet.module import SegmentationModule, enable_tf32
 from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
-from segnet.resume import check_same_settings
+from segnet.resume import check_same_settings, training_starts
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +330,11 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
 
 def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     quiet_library_noise()
+    refuse_untrained_resume(cfg.get("ckpt_path"), cfg.get("train", True))
+    resumed = resume_dir(cfg.get("ckpt_path"))
+    if resumed is not None:
+        # first: a resume that changes the run's settings is told which, whatever else
+        check_same_settings(cfg, resumed, cfg.ckpt_path, this_config_folder())
     check_accelerator(
         cfg,
         "with trainer=cpu (the CPU recipes: experiment=camvid_quick, "
@@ -337,13 +342,8 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     )
     check_optimizer(cfg)
     check_switches(cfg)
-    refuse_untrained_resume(cfg.get("ckpt_path"), cfg.get("train", True))
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
-    resumed = resume_dir(cfg.get("ckpt_path"))
-    if resumed is not None:
-        # before anything else: the composed config as given, against the run's record
-        check_same_settings(cfg, resumed, cfg.ckpt_path, this_config_folder())
     if resumed is not None:
         # continue the same run: checkpoints, TensorBoard curves and metrics.json go on there
         with open_dict(cfg):
@@ -382,6 +382,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
 
     if cfg.get("train", True):
         try:
+            training_starts()
             trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
         except SIGTERMException:
             # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested

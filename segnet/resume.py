@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from segnet.checkpoints import CheckpointError
 from segnet.commands import override
-from segnet.outputs import config_records
+from segnet.outputs import latest_config
 
 # Settings (and groups, by prefix) a resume may set differently from the run's record.
 MAY_CHANGE = (
@@ -26,12 +26,13 @@ MAY_CHANGE = (
     "paths.", "logger", "hydra.",
     "trainer.accelerator", "trainer.devices", "trainer.num_nodes", "trainer.strategy",
     "trainer.precision", "trainer.plugins", "trainer.sync_batchnorm", "trainer.benchmark",
+    "trainer.use_distributed_sampler",
     "trainer.deterministic", "trainer.enable_model_summary", "trainer.enable_progress_bar",
     "trainer.log_every_n_steps", "trainer.limit_test_batches", "trainer.num_sanity_val_steps",
     "trainer.default_root_dir", "trainer.max_time", "trainer.check_val_every_n_epoch",
     # checked on its own: a schedule planned for another length is refused there
     "trainer.max_epochs",
-    "data.root", "data.download", "data.url", "data.sha256", "data.num_workers",
+    "data.root", "data.csv", "data.download", "data.url", "data.sha256", "data.num_workers",
     "data.pin_memory", "data.cache_max_gb", "data.eval_batch_size", "data.sw_batch_size",
     "data.split",
     "model.tta", "model.compile", "model.channels_last", "model.surface_tolerance_mm",
@@ -72,11 +73,9 @@ def check_same_settings(cfg: DictConfig, run: Path, ckpt_path: str, this_part: s
     wrote for this resume (``.hydra.<n>``), not a record to compare with."""
     import yaml
 
-    records = [r for r in config_records(run) if r.name != this_part]
-    records = [r for r in records if (r / "config.yaml").is_file()]
-    if not records:
+    record = latest_config(run, leave_out=this_part)
+    if record is None:
         return  # a run without a recorded config: nothing to compare with
-    record = max(records, key=lambda r: (r / "config.yaml").stat().st_mtime)
     recorded = yaml.safe_load((record / "config.yaml").read_text()) or {}
     now = OmegaConf.to_container(cfg, resolve=False)
     changes = changed_settings(recorded, now)
@@ -97,17 +96,28 @@ def check_same_settings(cfg: DictConfig, run: Path, ckpt_path: str, this_part: s
     )
 
 
+TRAINING = {"started": False}
+
+
+def training_starts() -> None:
+    """Called as ``trainer.fit`` begins: from here on, this part of the run is a record."""
+    TRAINING["started"] = True
+
+
 @contextmanager
 def forget_config_of_refused_resume() -> Iterator[None]:
-    """A resume refused before it trained leaves the run as it was: the config folder Hydra
-    wrote for it (``.hydra.<n>``, this process's own) is removed again, so that the run's
-    records are of the parts that trained. (Its log lines stay in the run's log.)"""
+    """A resume that stops before it trains (refused, or any error on the way) leaves the
+    run as it was: the config folder Hydra wrote for it (``.hydra.<n>``, this process's
+    own) is removed again, so that the run's records are of the parts that trained, and
+    the next resume does not take over the settings that stopped this one. (Its log
+    lines stay in the run's log.)"""
+    TRAINING["started"] = False
     try:
         yield
-    except CheckpointError:
+    except BaseException:
         from hydra.core.hydra_config import HydraConfig
 
-        if HydraConfig.initialized():
+        if not TRAINING["started"] and HydraConfig.initialized():
             hydra = HydraConfig.get()
             subdir = hydra.output_subdir
             if subdir and re.fullmatch(r"\.hydra\.\d+", subdir):

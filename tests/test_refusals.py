@@ -6,7 +6,7 @@ import pytest
 
 from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir, resume_into_its_run
 from segnet.pipeline import evaluate, train
-from tests.conftest import TINY_CAMVID, compose
+from tests.conftest import TINY_CAMVID, compose, compose_config
 
 
 def test_output_dir_names_the_run_folder():
@@ -175,3 +175,44 @@ def test_evaluate_refuses_a_switch_given_as_a_word(tmp_path):
     cfg = compose("evaluate", [f"ckpt_path={tmp_path}/missing.ckpt", "tta=off"], tmp_path)
     with pytest.raises(ValueError, match=r"tta='off': use true or false"):
         evaluate(cfg)  # before the checkpoint is looked for
+
+
+def test_overrides_given_twice_compose_once():
+    """A resume puts the run's recorded overrides before those given now: each setting is
+    then given once, deletions and additions included, and composes."""
+    from segnet.outputs import one_per_key
+
+    assert one_per_key(["~callbacks.ema", "a=1", "-m", "~callbacks.ema", "a=2"]) == [
+        "~callbacks.ema",
+        "a=2",
+        "-m",
+    ]
+    assert one_per_key(["+x=1", "x=2"]) == ["++x=2"]  # x exists only through the +
+    assert one_per_key(["++x=1", "+x=1"]) == ["++x=1"]
+    assert one_per_key(["+x=1", "+x=1"]) == ["+x=1"]
+    recorded = ["experiment=hippocampus_gpu", "~callbacks.ema", "+callbacks.stop.epochs=2"]
+    again = [*recorded, "+callbacks.stop.epochs=3"]  # the command repeated, one value changed
+    cfg = compose_config("train", one_per_key([*recorded, *again]))
+    assert "ema" not in cfg.callbacks and cfg.callbacks.stop.epochs == 3
+
+
+def test_a_resume_command_as_printed_is_recognised_whatever_the_folder_name(tmp_path):
+    from segnet.commands import override
+
+    run = tmp_path / "sweep,lr=(0.1) x" / "0"
+    ckpt = run / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"a user's checkpoint")
+    (run / ".hydra").mkdir()
+    (run / ".hydra" / "overrides.yaml").write_text("- data.fold=0\n")
+    (run / ".hydra" / "config.yaml").write_text("data:\n  fold: 0\n")
+    import shlex
+
+    (pasted,) = shlex.split(override("ckpt_path", ckpt))
+    argv = resume_into_its_run([pasted])
+    assert argv[0] == "data.fold=0"  # the run's own overrides, first
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    run_dirs = [a for a in argv if a.startswith("hydra.run.dir=")]
+    assert OverridesParser.create().parse_override(run_dirs[0]).value() == str(run)
+    assert "hydra.output_subdir=.hydra.1" in argv

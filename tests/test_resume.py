@@ -180,12 +180,17 @@ def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, t
         ([f"hydra.run.dir={tmp_path / 'elsewhere'}", "trainer.max_epochs=4"],
          "a resume goes on in its own folder"),
         ([], r"(?s)all 3 epochs of trainer.max_epochs=3 are trained.*python evaluate.py"),
+        # a setting a resume may change, which then fails before training
+        ([f"data.root={tmp_path / 'moved'}", "trainer.max_epochs=4"], "CamVid not found"),
     ]  # fmt: skip
     for extra, message in refusals:
         with pytest.raises(AssertionError, match=message):
             run_cli([script, f"ckpt_path={last}", *extra], cwd=tmp_path)
     assert not (run / ".hydra.3").exists() and not (tmp_path / "elsewhere").exists()
     assert torch.load(last, weights_only=False)["epoch"] == 2
+    # none of them became the run's record: the next resume takes the run's own settings
+    run_cli([script, f"ckpt_path={last}", "trainer.max_epochs=4"], cwd=tmp_path)
+    assert torch.load(last, weights_only=False)["epoch"] == 3
     # pointing a new run at a folder that holds a run's outputs is refused before any work,
     # however the folder is named
     for name in ("hydra.run.dir", "paths.output_dir"):

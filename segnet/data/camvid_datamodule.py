@@ -161,21 +161,25 @@ class CamVidDataModule(SegmentationDataModule):
 
     # -- data on disk -------------------------------------------------------------------
     def fetch(self) -> None:
+        if not self._present("train") and self.split and self._present(self.split):
+            # new labelled frames to score (test/ alone): an evaluation needs nothing more,
+            # and a training run is told that train/ is missing when it reads it
+            return
         self.ensure_data()
 
-    def _present(self) -> bool:
-        # an evaluation needs only the split it scores (new labelled frames: test/ alone)
-        splits = ("train",) if self.split in (None, "train") else ("train", self.split)
-        return any((self.root / s).is_dir() or (self.root / f"{s}.txt").is_file() for s in splits)
+    def _present(self, split: str = "train") -> bool:
+        return (self.root / split).is_dir() or (self.root / f"{split}.txt").is_file()
 
-    def ensure_data(self) -> None:
-        if self._present():
+    def ensure_data(self, split: str = "train") -> None:
+        """The dataset on disk for reading ``split``: there, downloaded, or a clear error.
+        A dataset that has train/ is there (a split missing from it is named when read)."""
+        if self._present(split) or self._present("train"):
             return
         if self.download:
             # one process downloads; others (DDP ranks) wait, then find the data in place
             lock = self.root.parent / f".{self.root.name}.lock"
             with exclusive(lock):
-                if not self._present():
+                if not self._present("train"):
                     download_dataset(
                         self.url,
                         self.root,
@@ -196,7 +200,7 @@ class CamVidDataModule(SegmentationDataModule):
     def raw(self, split: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         """Decoded (images, labels, names) of a split at native size, decoded once."""
         if split not in self._raw:
-            self.ensure_data()
+            self.ensure_data(split)
             self._raw[split] = camvid.load_split(self.root, split)
         return self._raw[split]
 

@@ -498,8 +498,8 @@ class NiftiDataModule(SegmentationDataModule):
             p = self.patch_size
             if self.spacing:
                 sizes = [self.spacing]
-            else:
-                sizes = [v.spacing or (1.0, 1.0, 1.0) for v in self.volumes("train")]
+            else:  # from the headers: the volumes may be too many to hold twice
+                sizes = [nifti.ras_spacing(self.cases[i].image) for i in self.splits["train"]]
             for a, b in ((0, 1), (0, 2), (1, 2)):
                 square = all(np.isclose(mm[a], mm[b], rtol=1e-3) for mm in sizes)
                 if p[a] == p[b] and square:
