@@ -54,6 +54,20 @@ def lovasz_softmax(
     return (errors * grad).sum(1).mean()
 
 
+def cross_entropy(ce: torch.nn.CrossEntropyLoss, logits: torch.Tensor, target: torch.Tensor):
+    """``ce(logits, target)`` (mean over the labelled pixels, class-weighted), exactly, but 0
+    rather than NaN (0/0) for a batch with no labelled pixel: a crop of void alone would
+    otherwise make the epoch's loss NaN. (A NaN from anything else stays NaN.)
+
+    Example:
+        >>> ce = torch.nn.CrossEntropyLoss(ignore_index=3)
+        >>> float(cross_entropy(ce, torch.randn(2, 3, 4, 4), torch.full((2, 4, 4), 3)))
+        0.0
+    """
+    labelled = (target != ce.ignore_index).any()  # a tensor: no wait for the GPU
+    return torch.where(labelled, ce(logits, target), torch.zeros((), device=logits.device))
+
+
 def soft_dice(
     logits: torch.Tensor,
     target: torch.Tensor,

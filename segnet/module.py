@@ -18,6 +18,7 @@ from segnet.data.info import DataInfo
 from segnet.ensemble import average_probabilities
 from segnet.inference import Inference
 from segnet.losses import (
+    cross_entropy,
     deep_supervision_weights,
     labels_at,
     lovasz_softmax,
@@ -356,7 +357,7 @@ class SegmentationModule(L.LightningModule):
                 logits, target, self.ce_top_k, self.ce.weight, self.ignore_index
             )
         else:
-            ce = self.ce(logits.float(), target)
+            ce = cross_entropy(self.ce, logits.float(), target)
         loss = self.loss_weights["ce"] * ce
         if self.dice_loss is not None:
             loss = loss + self.loss_weights["dice"] * soft_dice(

@@ -190,3 +190,31 @@ def test_the_module_scores_deep_supervision_outputs_at_every_scale():
     module.net.train()
     outs = module.net(torch.randn(2, 1, 8, 8, 8))
     assert isinstance(outs, list) and len(outs) == 2
+
+
+def test_cross_entropy_is_torchs_mean_and_zero_for_a_batch_of_void_alone():
+    """nn.CrossEntropyLoss's own figure (class weights included); a batch with no
+    labelled pixel (a crop of void) gives 0 and finite gradients, not NaN, in every loss
+    term the module adds."""
+    from segnet.data.info import DataInfo, rgb_normalization
+    from segnet.losses import cross_entropy
+    from segnet.module import SegmentationModule
+
+    torch.manual_seed(0)
+    weights = torch.tensor([1.0, 2.0, 0.5])
+    logits, target = torch.randn(2, 3, 8, 8), torch.randint(0, 4, (2, 8, 8))
+    expected = torch.nn.CrossEntropyLoss(weight=weights, ignore_index=3)(logits, target)
+    ce = torch.nn.CrossEntropyLoss(weight=weights, ignore_index=3)
+    assert torch.equal(cross_entropy(ce, logits, target), expected)
+
+    data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, 3,
+                    rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
+    net = {"name": "segnet_basic", "features": [4, 4, 4, 4]}
+    module = SegmentationModule(
+        net, data, class_weights=weights.tolist(), loss={"ce": 1.0, "dice": 0.5, "lovasz": 0.5}
+    )
+    void = torch.full((2, 8, 8), 3)
+    logits.requires_grad_(True)
+    loss = module.compute_loss(logits, void)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(logits.grad).all()
