@@ -125,6 +125,7 @@ def write_table(
     title: str,
     key: str,
     cells: Callable[[dict[str, Any]], dict[str, str]] = plain_cells,
+    show: bool = True,
 ) -> None:
     """``rows`` as a CSV at ``path`` and, through ``cells``, as a printed table, best
     ``key`` first (rows without it last)."""
@@ -133,6 +134,8 @@ def write_table(
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
+    if not show:
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -148,14 +151,16 @@ def write_table(
     print(f"summary written to {path}")
 
 
-def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
+def write_summary(sweep_dir: Path, monitor: str | None, show: bool = True) -> Path | None:
+    """``summary.csv`` (and ``cross_validation.csv`` for folds) in the sweep folder, printed
+    with the ensemble commands where ``show``."""
     monitor = monitor or recorded_monitor(sweep_dir)
     rows = collect(sweep_dir, monitor)
     if not rows:
         return None
     path = sweep_dir / "summary.csv"
     key = f"{monitor}_best"
-    write_table(rows, path, f"sweep {sweep_dir} (best {monitor} first)", key)
+    write_table(rows, path, f"sweep {sweep_dir} (best {monitor} first)", key, show=show)
     folds = cross_validation(rows, monitor)
     if folds:
         write_table(
@@ -164,8 +169,9 @@ def write_summary(sweep_dir: Path, monitor: str | None) -> Path | None:
             f"cross-validation: mean over folds of the best {monitor}, best first",
             f"{key}_mean",
             cells=mean_and_spread,
+            show=show,
         )
-        for setting, ckpts in fold_checkpoints(rows, monitor).items():
+        for setting, ckpts in fold_checkpoints(rows, monitor).items() if show else ():
             which = "the folds" if setting == "(the one)" else f"the {setting} folds"
             print(
                 f"{which} as one model (segnet.ensemble): python evaluate.py "
@@ -186,7 +192,13 @@ def fold_checkpoints(rows: list[dict[str, Any]], monitor: str) -> dict[str, list
 
 
 class SweepSummary(Callback):
-    """Hydra callback: after a multirun, write ``summary.csv`` in the sweep folder and print it."""
+    """Hydra callback: after a multirun, write ``summary.csv`` in the sweep folder and print
+    it; after each job of a multirun, write it without printing, so that a sweep that
+    stops at a failed job (Hydra then skips the end) still has its finished jobs' results."""
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        if str(config.hydra.mode) == "RunMode.MULTIRUN":
+            write_summary(Path(config.hydra.sweep.dir), config.get("monitor"), show=False)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         write_summary(Path(config.hydra.sweep.dir), config.get("monitor"))

@@ -35,6 +35,20 @@ def test_multirun_grid_writes_a_summary(tiny_camvid, tmp_path):
         assert list((tmp_path / "sweep" / r["job"] / "tensorboard").glob("events.*"))
 
 
+def test_a_sweep_that_stops_at_a_failed_job_keeps_the_finished_jobs_summary(tiny_camvid, tmp_path):
+    """Hydra skips the end of a multirun whose job failed: the summary is written after
+    each job, so the finished jobs' results are in summary.csv all the same."""
+    with pytest.raises(AssertionError, match="model.optimizer.lr=0: use a number above 0"):
+        run_cli(
+            ["train.py", "-m", *TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1",
+             "test=false", "model.optimizer.lr=0.01,0", f"hydra.sweep.dir={tmp_path}/sweep"],
+            cwd=REPO,
+        )  # fmt: skip
+    rows = {r["job"]: r for r in csv.DictReader((tmp_path / "sweep" / "summary.csv").open())}
+    assert 0 <= float(rows["0"]["val/miou_best"]) <= 1  # test=false: validation's best
+    assert rows["1"]["val/miou_best"] == ""  # failed before training
+
+
 @pytest.mark.parametrize("storage", ["memory", "sqlite"])
 def test_optuna_search_in_memory_and_sqlite(tiny_camvid, tmp_path, storage):
     optuna = pytest.importorskip("optuna")
@@ -207,6 +221,8 @@ def test_parallel_launcher_names_a_failed_job_and_finishes_the_others(tmp_path):
     assert "data.fold=5 must be in 0..1" in (sweep / "1" / "console.log").read_text()
     assert "Traceback" not in proc.stderr  # Hydra prints the message, not its own frames
     assert (sweep / "0" / "checkpoints" / "best.ckpt").is_file()
+    (finished,) = [r for r in csv.DictReader((sweep / "summary.csv").open()) if r["job"] == "0"]
+    assert 0 <= float(finished["val/dice_best"]) <= 1
 
 
 def test_ctrl_c_reaches_each_parallel_job_once_and_each_saves(tmp_path):

@@ -148,6 +148,12 @@ class ParallelLauncher(Launcher):
                 job.console.close()
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+        if any(r.status == JobStatus.FAILED for r in returns.values()):
+            # Hydra stops at a failed job before the sweep's summary: the finished jobs'
+            # results are written all the same
+            from segnet.sweep import write_summary
+
+            write_summary(Path(str(self.config.hydra.sweep.dir)), self.config.get("monitor"))
         return [returns[num] for num in sorted(returns)]
 
     def record(self, overrides: Sequence[str], num: int) -> JobReturn:
