@@ -145,10 +145,15 @@ def refuse_untrained_resume(ckpt_path: str | None, train: bool) -> None:
         )
 
 
+def is_resume_record(name: str | None) -> bool:
+    """Whether ``name`` is the config folder of a resumed part of a run (``.hydra.<n>``)."""
+    return bool(name and re.fullmatch(r"\.hydra\.\d+", name))
+
+
 def config_records(run: Path) -> list[Path]:
     """A run's config folders, oldest first: ``.hydra/`` (how it started), then
     ``.hydra.1/``, ``.hydra.2/``, ... (each resume's)."""
-    numbered = [p for p in run.glob(".hydra.*") if p.suffix[1:].isdigit() and p.is_dir()]
+    numbered = [p for p in run.glob(".hydra.*") if is_resume_record(p.name) and p.is_dir()]
     first = [run / ".hydra"] if (run / ".hydra").is_dir() else []
     return first + sorted(numbered, key=lambda p: int(p.suffix[1:]))
 
@@ -262,7 +267,7 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
             # config as rank 0 (torchrun and SLURM start every rank with the user's argv)
             subdirs = [a.split("=", 1)[1] for a in argv if a.startswith("hydra.output_subdir=")]
             # Lightning's processes name theirs, after rank 0's .hydra.<n> in its argv
-            own = subdirs and not re.fullmatch(r"\.hydra\.\d+", subdirs[-1])
+            own = subdirs and not is_resume_record(subdirs[-1])
             subdir = [] if own else ["hydra.output_subdir=null"]
             return one_per_key([*recorded_overrides(run), *argv, *run_dir, *subdir])
         if in_a_run:

@@ -46,7 +46,7 @@ from segnet.metrics import summarize_cases
 from segnet.models import batchnorm_layers
 from segnet.module import SegmentationModule, enable_tf32
 from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
-from segnet.resume import check_same_settings, training_starts
+from segnet.resume import check_same_settings, this_config_folder, training_starts
 
 log = logging.getLogger(__name__)
 
@@ -280,14 +280,6 @@ def run_test(
     return (dict(results[0]) if results else {}), split
 
 
-def this_config_folder() -> str | None:
-    """The folder Hydra wrote this run's config into (``.hydra.<n>`` for a resume from the
-    command line); None outside a Hydra app (tests, the Python API)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return HydraConfig.get().output_subdir if HydraConfig.initialized() else None
-
-
 def resume_dir(ckpt_path: str | None) -> Path | None:
     """The run directory a checkpoint belongs to (``<run>/checkpoints/x.ckpt``), if any."""
     if not ckpt_path:
@@ -392,8 +384,8 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             ) from None
         metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
 
+    best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     if cfg.get("test", True):
-        best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
         # Rank 0 writes checkpoints in a background thread and waits for it when fit ends;
         # the other ranks must wait for rank 0 before they read the file.
         trainer.strategy.barrier("best checkpoint written")
@@ -413,7 +405,6 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     elif cfg.get("train", True) and trainer.is_global_zero:
         # untested (test=false, as in a search on val): the best validation score is still
         # what a sweep's summary, a search or the parallel launcher read from the run
-        best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
         write_metrics(
             out_dir / "metrics.json", metrics, split=None, ckpt_path=best, monitor=module.monitor
         )

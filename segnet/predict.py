@@ -166,13 +166,11 @@ class Predictor:
                 f"model trained on {'volumes' if is_volume else 'images'}."
             )
         if is_volume:  # the header alone: every input is checked before any is predicted
-            import nibabel as nib
-
             try:
-                shape = nib.load(str(path)).shape
-            except Exception as err:
-                raise ValueError(f"{path}: cannot read it as NIfTI ({err}).") from None
-            channels = shape[3] if len(shape) == 4 else 1
+                shape = nifti.header_shape(path)
+            except nifti.NiftiDataError as err:
+                raise ValueError(str(err)) from None
+            channels = nifti.channel_count(shape)
             if len(shape) not in (3, 4) or channels != self.info.in_channels:
                 raise ValueError(
                     f"{path} has shape {tuple(shape)}: {channels} channel(s), and the model "

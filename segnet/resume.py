@@ -7,7 +7,6 @@ change."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from segnet.checkpoints import CheckpointError
 from segnet.commands import override
-from segnet.outputs import latest_config
+from segnet.outputs import is_resume_record, latest_config
 
 # Settings (and groups, by prefix) a resume may set differently from the run's record.
 MAY_CHANGE = (
@@ -42,6 +41,9 @@ MAY_CHANGE = (
 )  # fmt: skip
 
 
+UNSET = object()  # a setting one of the two configs does not have
+
+
 def may_change(key: str) -> bool:
     return any(key == p or key.startswith(p if p.endswith(".") else p + ".") for p in MAY_CHANGE)
 
@@ -59,11 +61,10 @@ def flat(config: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def changed_settings(recorded: dict, now: dict) -> list[tuple[str, Any, Any]]:
     """``(key, recorded value, value now)`` for each setting a resume may not change."""
     before, after = dict(flat(recorded)), dict(flat(now))
-    missing = object()
     return [
-        (key, before.get(key, missing), after.get(key, missing))
+        (key, before.get(key, UNSET), after.get(key, UNSET))
         for key in sorted(before.keys() | after.keys())
-        if not may_change(key) and before.get(key, missing) != after.get(key, missing)
+        if not may_change(key) and before.get(key, UNSET) != after.get(key, UNSET)
     ]
 
 
@@ -117,17 +118,20 @@ def forget_config_of_refused_resume() -> Iterator[None]:
     except BaseException:
         from hydra.core.hydra_config import HydraConfig
 
-        if not TRAINING["started"] and HydraConfig.initialized():
-            hydra = HydraConfig.get()
-            subdir = hydra.output_subdir
-            if subdir and re.fullmatch(r"\.hydra\.\d+", subdir):
-                shutil.rmtree(Path(hydra.runtime.output_dir) / subdir, ignore_errors=True)
+        subdir = this_config_folder()
+        if not TRAINING["started"] and is_resume_record(subdir):
+            output_dir = HydraConfig.get().runtime.output_dir
+            shutil.rmtree(Path(output_dir) / subdir, ignore_errors=True)
         raise
 
 
+def this_config_folder() -> str | None:
+    """The folder Hydra wrote this run's config into (``.hydra.<n>`` for a resume from the
+    command line); None outside a Hydra app (tests, the Python API)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return HydraConfig.get().output_subdir if HydraConfig.initialized() else None
+
+
 def describe(value: Any) -> str:
-    return (
-        "unset"
-        if not isinstance(value, str | int | float | bool | list | dict | None)
-        else repr(value)
-    )
+    return "unset" if value is UNSET else repr(value)

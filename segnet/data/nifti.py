@@ -234,6 +234,19 @@ def check_unique_names(cases: list[Case]) -> None:
         seen[case.name] = case.image
 
 
+def header_shape(path: Path) -> tuple[int, ...]:
+    """A volume's shape from its header alone (its voxels unread)."""
+    try:
+        return tuple(nib.load(str(path)).shape)
+    except (OSError, nib.filebasedimages.ImageFileError) as err:
+        raise NiftiDataError(f"cannot read {path}: {err}") from err
+
+
+def channel_count(shape: Sequence[int]) -> int:
+    """Channels of a volume of ``shape``: 3D is one, 4D has them last (one per modality)."""
+    return shape[3] if len(shape) == 4 else 1
+
+
 def _load(path: Path) -> nib.Nifti1Image:
     try:
         img = nib.load(str(path))

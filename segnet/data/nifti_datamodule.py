@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import nibabel as nib
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
@@ -346,7 +345,7 @@ class NiftiDataModule(SegmentationDataModule):
         dataset.json (the class names). Volumes are read later, once, in setup."""
         self.cases = nifti.find_cases(self.root, self.csv, self.image_dir, self.label_dir)
         self.splits = split_cases([c.name for c in self.cases], **self.split_args)
-        shape = nib.load(str(self.cases[0].image)).shape
+        shape = nifti.header_shape(self.cases[0].image)
         class_names = self._read_class_names()
         if self.spacing == "median":
             grids = [nifti.ras_grid(self.cases[i].image) for i in self.splits["train"]]
@@ -365,7 +364,7 @@ class NiftiDataModule(SegmentationDataModule):
             )
         return DataInfo(
             spatial_dims=3,
-            in_channels=shape[3] if len(shape) == 4 else 1,
+            in_channels=nifti.channel_count(shape),
             class_names=class_names,
             palette=[list(c) for c in label_palette(len(class_names))],
             ignore_index=None,
