@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from segnet.data.info import WINDOW_BLENDING
+from segnet.data.info import WINDOW_BLENDING, test_mirror_axes
 
 Net = Callable[[torch.Tensor], torch.Tensor]
 
@@ -42,15 +42,27 @@ class Inference:
             ``SlidingWindowInferer`` settings (``roi_size``, ``overlap``, ``mode``,
             ``sw_batch_size``) for volumes larger than the training patch.
         tta: mirroring test-time augmentation (see :meth:`logits`).
+        mirror_axes: the spatial axes (0-based) mirroring flips, the ones training flipped
+            (``DataInfo.mirror_axes``); None: every axis of a volume, an image's width.
     """
 
     min_input: int = 1
     sliding_window: dict[str, Any] | None = None
     tta: bool = False
+    mirror_axes: Sequence[int] | None = None
 
     @classmethod
-    def for_net(cls, net: Any, sliding_window: dict[str, Any] | None = None) -> Inference:
-        return cls(min_input=2 * getattr(net, "min_size", 1) - 1, sliding_window=sliding_window)
+    def for_net(
+        cls,
+        net: Any,
+        sliding_window: dict[str, Any] | None = None,
+        mirror_axes: Sequence[int] | None = None,
+    ) -> Inference:
+        return cls(
+            min_input=2 * getattr(net, "min_size", 1) - 1,
+            sliding_window=sliding_window,
+            mirror_axes=mirror_axes,
+        )
 
     def __post_init__(self) -> None:
         self._window = None
@@ -70,13 +82,13 @@ class Inference:
         scored at the labels' native resolution).
 
         With ``tta`` (None: ``self.tta``): the softmax averaged over every combination of
-        flips of the mirror axes (all three for volumes, as nnU-Net does; left-right only for
-        2D scenes, where an upside-down street is not a street), returned as
-        log-probabilities.
+        flips of the mirror axes (those training flipped: by default all three for volumes,
+        as nnU-Net does, and left-right for 2D scenes, where an upside-down street is not a
+        street), returned as log-probabilities.
         """
         if not (self.tta if tta is None else tta):
             return resize(self._logits(net, x), size)
-        axes = list(range(2, x.ndim)) if x.ndim == 5 else [x.ndim - 1]
+        axes = [2 + a for a in test_mirror_axes(x.ndim - 2, self.mirror_axes)]
         combos = [c for r in range(len(axes) + 1) for c in itertools.combinations(axes, r)]
         probs = None
         for flip in combos:
@@ -104,6 +116,19 @@ class Inference:
             # the window first, and the padding changes what the network sees.
             return net(x)
         return self._window(x, net)
+
+
+def check_mirroring(tta: bool, mirror_axes: Sequence[int] | None) -> None:
+    """Mirroring at test time flips the axes training flipped: a network trained without
+    flips has none, and mirroring it anyway would show it inputs it never learnt (on data
+    whose left and right differ, the wrong side)."""
+    if tta and mirror_axes is not None and not list(mirror_axes):
+        raise ValueError(
+            "mirroring test-time augmentation flips the axes the network was trained "
+            "flipping, and this network was trained without flips (data.flip=false or "
+            "data.hflip=false): test without it (model.tta=false in training, tta=false in "
+            "evaluate.py, --no-tta in segnet.predict), or train with flips."
+        )
 
 
 def resize(logits: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:

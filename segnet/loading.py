@@ -242,7 +242,7 @@ def checkpoint_metrics(ckpt: dict[str, Any]) -> dict[str, float]:
 
 
 def _loaded(net, spec, info: DataInfo, module_args, metrics) -> LoadedModel:
-    inference = Inference.for_net(net, info.sliding_window)
+    inference = Inference.for_net(net, info.sliding_window, info.mirror_axes)
     inference.tta = bool(module_args.get("tta"))  # predicts as the recipe tested
     if isinstance(net, ExportedNet):
         inference.min_input = 2 * _min_size(spec) - 1

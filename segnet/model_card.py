@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from segnet.data.info import WINDOW_BLENDING
+from segnet.data.info import WINDOW_BLENDING, test_mirror_axes
 
 CARD_NAME = "model.json"
 # 2: volumes may be resampled to data.normalization.spacing (a "resample" step); a reader
-# that knows only version 1 would skip it and predict on the wrong grid
-CARD_VERSION = 2
+# that knows only version 1 would skip it and predict on the wrong grid. 3: mirroring flips
+# the axes training flipped (deployment.onnx.mirroring.axes), which may be fewer than all
+CARD_VERSION = 3
 # SegmentationModule arguments a card carries besides the network and the data description
 # (everything but optimisation), so that evaluating an exported model scores like its
 # checkpoint
@@ -136,13 +137,13 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
             onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
             onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
     if tta:
-        flips = (
-            "the input and its left-right flip (2 runs)"
-            if data.spatial_dims == 2
-            else "the input flipped along every subset of the three spatial axes (8 runs)"
-        )
+        # the layout's axes (after batch and channel) that training flipped
+        axes = [2 + a for a in test_mirror_axes(data.spatial_dims, data.mirror_axes)]
         onnx["mirroring"] = {
-            "run_on": flips,
+            "axes": axes,
+            "run_on": f"the input flipped along every subset of the axes {axes} of the "
+            f"{'NCHW' if data.spatial_dims == 2 else 'NCDHW'} layout ({2 ** len(axes)} runs, "
+            "the unflipped input included)",
             "combine": "flip each output back, softmax over classes, average; logits = log(mean)",
         }
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}

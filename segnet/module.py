@@ -16,7 +16,7 @@ from torchmetrics.classification import MulticlassConfusionMatrix
 from segnet.checkpoints import CheckpointError
 from segnet.data.info import DataInfo
 from segnet.ensemble import average_probabilities
-from segnet.inference import Inference
+from segnet.inference import Inference, check_mirroring
 from segnet.losses import (
     cross_entropy,
     deep_supervision_weights,
@@ -94,7 +94,9 @@ class SegmentationModule(L.LightningModule):
         surface_tolerance_mm: the normalised surface Dice tolerance, in mm.
         tta: mirroring test-time augmentation in the test stage, and by default in
             ``evaluate.py`` and exported models (as nnU-Net predicts). Validation never
-            mirrors: the best checkpoint is chosen on single passes, 2-8x cheaper.
+            mirrors: the best checkpoint is chosen on single passes, 2-8x cheaper. It flips
+            the axes training flipped (``data.mirror_axes``), and is refused for a network
+            trained without flips.
         data_cfg: the data config the run's DataModule was made from; kept in checkpoints
             so that ``evaluate.py`` rebuilds the same data (the pipeline sets it).
 
@@ -171,8 +173,8 @@ class SegmentationModule(L.LightningModule):
             self.dice_loss = DiceLoss(include_background=ignore_index is not None, batch=True)
         # whole-input inference (sliding window, small-input padding, TTA): plain torch,
         # shared with evaluation and deployed models
-        self.inference = Inference.for_net(self.net, info.sliding_window)
-        self.inference.tta = bool(tta)
+        self.inference = Inference.for_net(self.net, info.sliding_window, info.mirror_axes)
+        self.tta = tta
         # evaluate.py's further checkpoints of an ensemble (segnet.ensemble), averaged with
         # this one in predict_logits; empty (and absent from checkpoints) otherwise
         self.ensemble_members = nn.ModuleList()
@@ -305,6 +307,7 @@ class SegmentationModule(L.LightningModule):
 
     @tta.setter
     def tta(self, value: bool) -> None:
+        check_mirroring(bool(value), self.inference.mirror_axes)
         self.inference.tta = bool(value)
 
     @property
@@ -318,7 +321,7 @@ class SegmentationModule(L.LightningModule):
         if self.inference.sliding_window is None:
             raise ValueError("this model takes whole images: it has no sliding window to change.")
         self._check_window(window)
-        self.inference = Inference(self.inference.min_input, dict(window), self.inference.tta)
+        self.inference = dataclasses.replace(self.inference, sliding_window=dict(window))
         self.data_info = dataclasses.replace(self.data_info, sliding_window=dict(window))
         self.hparams["data"] = self.data_info.to_dict()
 

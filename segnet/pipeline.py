@@ -13,6 +13,7 @@ from typing import Any
 
 import lightning as L
 import torch
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from lightning.pytorch.accelerators import CUDAAccelerator
 from lightning.pytorch.callbacks import LearningRateMonitor
@@ -60,19 +61,26 @@ WINDOW_SETTINGS = {
 }
 
 
+def build(node: Any, **kwargs: Any) -> Any:
+    """``instantiate`` with ``_convert_="all"``, where a setting the object refuses shows
+    as its own message (which names the setting), not wrapped in Hydra's."""
+    try:
+        return instantiate(node, _convert_="all", **kwargs)
+    except InstantiationException as err:
+        if isinstance(err.__cause__, ValueError):
+            raise err.__cause__ from None
+        raise
+
+
 def build_datamodule(cfg: DictConfig) -> SegmentationDataModule:
-    return instantiate(cfg.data, _convert_="all")
+    return build(cfg.data)
 
 
 def build_module(cfg: DictConfig, dm: SegmentationDataModule) -> SegmentationModule:
     """The model config holds the architecture and optimisation; everything about the data
     comes from the DataModule's ``info()`` (and its class weights, when training)."""
-    module = instantiate(
-        cfg.model,
-        data=dm.info().to_dict(),
-        class_weights=dm.class_weights,
-        monitor=cfg.monitor,
-        _convert_="all",
+    module = build(
+        cfg.model, data=dm.info().to_dict(), class_weights=dm.class_weights, monitor=cfg.monitor
     )
     # Set after instantiation: the data config has a _target_, and passing it through
     # instantiate would build a DataModule into the checkpoint instead of plain data.
@@ -105,11 +113,11 @@ def check_accelerator(cfg: DictConfig, instead: str) -> None:
         )
 
 
-# On/off settings: a word such as tta=off or data.flip=no arrives as a string, which
+# On/off settings: a word such as tta=off or data.hflip=no arrives as a string, which
 # Python takes for true; it is refused instead (null where the setting allows it).
 SWITCHES = (
     "train", "test", "recompute_bn", "save_predictions", "tta", "model.tta",
-    "data.download", "data.hflip", "data.flip", "data.rotate90", "data.pin_memory",
+    "data.download", "data.hflip", "data.rotate90", "data.pin_memory",
     "trainer.benchmark",
 )  # fmt: skip
 
@@ -534,7 +542,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         # the spacing the network was trained at ("median" resolved then), not the median
         # of whatever data this evaluation reads
         data_cfg.spacing = module.data_info.normalization.get("spacing")
-    dm = instantiate(data_cfg, _convert_="all")  # refuses bad window settings, naming them
+    dm = build(data_cfg)  # refuses bad window settings, naming them
     dm.prepare_data()
     # the split the data resolves to (a NIfTI dataset without test cases falls back to val)
     split = dm.test_split()
@@ -561,6 +569,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         log.info("sliding window for this evaluation: %s", module.sliding_window)
     if cfg.get("tta") is not None:  # null: as the (first) checkpoint's recipe tested
         module.tta = cfg.tta
+    for member in modules[1:]:  # each mirrors the axes it was trained flipping, if any
+        member.tta = module.tta
     if len(modules) > 1:
         for warning in filter(None, map(unfinished, paths)):
             log.warning(warning)

@@ -29,6 +29,7 @@ from segnet.data import nifti
 from segnet.data.camvid import colorize
 from segnet.data.transforms import resize_images
 from segnet.ensemble import average_probabilities, check_same_data
+from segnet.inference import check_mirroring
 from segnet.loading import load_model, model_files
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -85,6 +86,7 @@ class Predictor:
         check_same_data([m.info for m in self.models], [Path(p) for p in paths])
         tta = self.models[0].inference.tta if tta is None else tta
         for model in self.models:
+            check_mirroring(tta, model.inference.mirror_axes)
             model.inference.tta = tta
         self.model = self.models[0]
         self.device = torch.device(device)

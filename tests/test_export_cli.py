@@ -252,7 +252,8 @@ def test_exported_files_get_normal_permissions(exported):
 
 @pytest.fixture(scope="module")
 def exported_3d(tmp_path_factory):
-    """A volumetric checkpoint (mirroring TTA, 16^3 windows) exported to ONNX."""
+    """A volumetric checkpoint (16^3 windows; trained flipping two of the three axes, so
+    mirroring TTA flips those two) exported to ONNX."""
     from segnet.export import export_checkpoint
     from tests.helpers import ODD_AFFINE, nifti_dataset
 
@@ -271,6 +272,7 @@ def exported_3d(tmp_path_factory):
             "trainer.accelerator=cpu",
             "data.val_fraction=0.2",
             "data.test_fraction=0.2",
+            "data.flip=[1,2]",
         ],
         tmp / "run",
     )
@@ -294,10 +296,9 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
     np.testing.assert_allclose(saved.affine, source.affine)
     # the recipe tests with mirroring: the card says how, and predict does it unless told not
     card = json.loads((exp / "model.json").read_text())
-    assert (
-        card["module"]["tta"] is True
-        and "8 runs" in card["deployment"]["onnx"]["mirroring"]["run_on"]
-    )
+    mirroring = card["deployment"]["onnx"]["mirroring"]
+    assert card["module"]["tta"] is True and card["data"]["mirror_axes"] == [1, 2]
+    assert mirroring["axes"] == [3, 4] and "4 runs" in mirroring["run_on"]
     assert Predictor(exp / "model.onnx").model.inference.tta is True
     assert Predictor(exp / "model.onnx", tta=False).model.inference.tta is False
     # the wrong kind of input is refused, naming the file and what the model takes
@@ -493,13 +494,13 @@ def run(a):
     return crop(windowed(padded), before, shape)
 
 
-probs = 0
-for k in range(4):
-    for axes in itertools.combinations((2, 3, 4), k):
-        out = np.flip(run(np.flip(x, axes)), axes)
-        e = np.exp(out - out.max(1, keepdims=True))
-        probs = probs + e / e.sum(1, keepdims=True)
-probs = probs / 8
+probs, mirror = 0, onnx["mirroring"]["axes"]
+runs = [c for k in range(len(mirror) + 1) for c in itertools.combinations(mirror, k)]
+for axes in runs:
+    out = np.flip(run(np.flip(x, axes)), axes)
+    e = np.exp(out - out.max(1, keepdims=True))
+    probs = probs + e / e.sum(1, keepdims=True)
+probs = probs / len(runs)
 if resample:  # the log-probabilities back to the source grid
     probs = np.exp(resize(np.log(np.maximum(probs, 1e-8)), source_shape))
 np.save(sys.argv[4], probs[0])
@@ -544,10 +545,10 @@ def test_a_card_of_a_newer_version_is_refused_not_half_followed(exported_3d, tmp
     _, exp = exported_3d
     newer = shutil.copytree(exp, tmp_path / "newer")
     card = json.loads((newer / "model.json").read_text())
-    assert card["card_version"] == 2
-    card["card_version"] = 3
+    assert card["card_version"] == 3
+    card["card_version"] = 4
     (newer / "model.json").write_text(json.dumps(card))
-    with pytest.raises(ValueError, match=r"model card version 3, written by a newer segnet"):
+    with pytest.raises(ValueError, match=r"model card version 4, written by a newer segnet"):
         Predictor(newer / "model.onnx")
 
 

@@ -93,6 +93,35 @@ def test_mirroring_tta_averages_the_softmax_over_flips():
     torch.testing.assert_close(tta, expected, atol=1e-5, rtol=1e-5)
 
 
+def test_mirroring_flips_the_axes_training_flipped_and_none_other():
+    from segnet.data.info import DataInfo
+    from segnet.inference import Inference, check_mirroring
+    from segnet.models import create_model
+
+    net = create_model(
+        "unet", spatial_dims=3, in_channels=1, out_channels=3, features=[4, 8], norm="instance"
+    ).eval()
+    x = torch.randn(1, 1, 8, 10, 12)
+    inference = Inference.for_net(net, mirror_axes=[1, 2])  # left-right (axis 0) kept
+    inference.tta = True
+    with torch.no_grad():
+        tta = inference.logits(net, x)
+        runs = [(), (3,), (4,), (3, 4)]
+        probs = [net(x.flip(a)).flip(a).softmax(1) if a else net(x).softmax(1) for a in runs]
+    torch.testing.assert_close(tta, (sum(probs) / 4).log(), atol=1e-5, rtol=1e-5)
+    # a description written before the axes were recorded: every axis, as before
+    info = DataInfo(3, 1, ["bg", "fg"], [[0, 0, 0]] * 2, None, {"kind": "zscore_per_volume"},
+                    [8, 8, 8], None, "val/dice", True)  # fmt: skip
+    old = {k: v for k, v in info.to_dict().items() if k != "mirror_axes"}
+    assert DataInfo.from_dict(old).mirror_axes is None
+    assert Inference.for_net(net).mirror_axes is None
+    # a network trained without flips has nothing to mirror: refused, not a silent single pass
+    check_mirroring(False, [])
+    check_mirroring(True, None)
+    with pytest.raises(ValueError, match="trained without flips"):
+        check_mirroring(True, [])
+
+
 def test_a_module_with_tta_mirrors_in_testing_but_never_in_validation(monkeypatch):
     from segnet.data.info import DataInfo, rgb_normalization
     from segnet.inference import Inference

@@ -171,6 +171,27 @@ def test_optimizer_settings_are_checked_before_the_data(tmp_path, override, mess
         train(cfg)
 
 
+def test_mirroring_a_network_trained_without_flips_is_refused_before_training(
+    tiny_camvid, tmp_path
+):
+    cfg = compose(
+        "train",
+        [*TINY_CAMVID, f"data.root={tiny_camvid}", "model.tta=true", "data.hflip=false"],
+        tmp_path,
+    )
+    with pytest.raises(ValueError, match="trained without flips"):
+        train(cfg)
+    assert not (tmp_path / "checkpoints").exists()
+
+
+def test_a_flip_setting_that_names_no_axes_is_refused_before_the_data(tmp_path):
+    for flip in ("no", "[0,3]"):
+        overrides = ["experiment=hippocampus_unet3d", f"data.root={tmp_path}/missing"]
+        cfg = compose("train", [*overrides, f"data.flip={flip}"], tmp_path)
+        with pytest.raises(ValueError, match=r"data.flip=.*use true, false or a list of RAS"):
+            train(cfg)
+
+
 def test_evaluate_refuses_a_switch_given_as_a_word(tmp_path):
     cfg = compose("evaluate", [f"ckpt_path={tmp_path}/missing.ckpt", "tta=off"], tmp_path)
     with pytest.raises(ValueError, match=r"tta='off': use true or false"):

@@ -157,6 +157,7 @@ class CamVidDataModule(SegmentationDataModule):
             sliding_window=None,
             monitor="val/miou",
             per_case=False,
+            mirror_axes=[1] if self.aug["hflip"] else [],  # (height, width): the width
         )
 
     # -- data on disk -------------------------------------------------------------------

@@ -37,6 +37,10 @@ class DataInfo:
         training patch (volumes), or None for one pass over the whole input.
     monitor: the validation metric that picks the best checkpoint.
     per_case: also score each case (mean Dice over cases; HD95 and NSD at test time).
+    mirror_axes: the spatial axes (0-based: a volume's RAS axes, an image's height and
+        width) that training flipped, and so the ones mirroring test-time augmentation
+        flips; None in a description written before they were recorded: every axis of a
+        volume, an image's width (see :func:`test_mirror_axes`).
     """
 
     spatial_dims: int
@@ -49,6 +53,7 @@ class DataInfo:
     sliding_window: dict[str, Any] | None
     monitor: str
     per_case: bool
+    mirror_axes: list[int] | None = None
 
     @property
     def num_classes(self) -> int:
@@ -60,19 +65,29 @@ class DataInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataInfo:
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = names - set(data)
+        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING}
+        missing = required - set(data)
         if missing:
             raise ValueError(
                 f"data description lacks {sorted(missing)}: it was written by another version "
                 "of segnet; re-export the model or retrain."
             )
-        fields = {k: data[k] for k in names}
+        fields = {k: data[k] for k in names if k in data}
         norm = fields["normalization"]
         if norm.get("kind") == "zscore_per_volume" and "spacing" not in norm:
             # written before resampling existed: no resampling (see zscore_normalization),
             # stated, so that every description of a volume model compares alike
             fields["normalization"] = {**norm, "spacing": None}
         return cls(**fields)
+
+
+def test_mirror_axes(spatial_dims: int, mirror_axes: Sequence[int] | None) -> list[int]:
+    """The spatial axes mirroring test-time augmentation flips: those training flipped;
+    where they were not recorded (None), every axis of a volume (as nnU-Net) and an image's
+    width (an upside-down street is not a street)."""
+    if mirror_axes is not None:
+        return [int(a) for a in mirror_axes]
+    return [0, 1, 2] if spatial_dims == 3 else [spatial_dims - 1]
 
 
 def rgb_normalization(mean: Sequence[float], std: Sequence[float]) -> dict[str, Any]:

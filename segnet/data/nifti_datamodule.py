@@ -73,6 +73,25 @@ def split_cases(
     }
 
 
+# RAS axes, as volumes are held (segnet.data.nifti)
+AXIS_NAMES = ("left-right", "back-front", "down-up")
+
+
+def check_flip(flip: bool | Sequence[int]) -> tuple[int, ...]:
+    """The RAS axes random flips mirror: true all three, false none, or a list of them
+    (e.g. ``[1, 2]`` where left and right differ, so the network keeps telling them
+    apart; mirroring at test time then flips the same axes)."""
+    if isinstance(flip, bool):
+        return (0, 1, 2) if flip else ()
+    hint = "use true, false or a list of RAS axes (0 left-right, 1 back-front, 2 down-up)"
+    if isinstance(flip, str) or not isinstance(flip, Sequence):
+        raise ValueError(f"data.flip={flip!r}: {hint}.")
+    axes = list(flip)
+    if any(isinstance(a, bool) or a not in (0, 1, 2) for a in axes) or len(set(axes)) < len(axes):
+        raise ValueError(f"data.flip={axes}: {hint}, each once.")
+    return tuple(sorted(int(a) for a in axes))
+
+
 def check_affine(rotate: float, zoom: Sequence[float], prob: float) -> dict | None:
     """The random rotation/zoom settings, or None when they are off; inconsistent or
     out-of-range values are refused, naming the setting."""
@@ -288,7 +307,7 @@ class NiftiDataModule(SegmentationDataModule):
         seed: int = 0,
         clip: Sequence[float] | None = None,
         spacing: Sequence[float] | str | None = None,
-        flip: bool = True,
+        flip: bool | Sequence[int] = True,
         rotate90: bool = True,
         rotate: float = 0.0,
         zoom: Sequence[float] = (1.0, 1.0),
@@ -326,7 +345,8 @@ class NiftiDataModule(SegmentationDataModule):
         )
         self.clip = tuple(clip) if clip else None
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
-        self.aug = dict(flip=flip, rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
+        self.flip_axes = check_flip(flip)
+        self.aug = dict(rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
         self.affine = check_affine(rotate, zoom, affine_prob)
         self.sliding_window = {
             "roi_size": check_window(sw_roi_size, self.patch_size, sw_overlap, sw_mode),
@@ -373,6 +393,7 @@ class NiftiDataModule(SegmentationDataModule):
             sliding_window=dict(self.sliding_window),
             monitor="val/dice",
             per_case=True,
+            mirror_axes=list(self.flip_axes),
         )
 
     def _read_class_names(self) -> list[str]:
@@ -488,21 +509,9 @@ class NiftiDataModule(SegmentationDataModule):
                 allow_smaller=True,
             ),
         ]
-        if self.aug["flip"]:
-            ops += [T.RandFlipd(keys, prob=0.5, spatial_axis=axis) for axis in range(3)]
+        ops += [T.RandFlipd(keys, prob=0.5, spatial_axis=axis) for axis in self.flip_axes]
         if self.aug["rotate90"]:
-            # only in planes whose patch sides are equal, so the patch keeps its shape, and
-            # whose voxels are square (in every training case, on their own grids), so the
-            # anatomy keeps its proportions
-            p = self.patch_size
-            if self.spacing:
-                sizes = [self.spacing]
-            else:  # from the headers: the volumes may be too many to hold twice
-                sizes = [nifti.ras_spacing(self.cases[i].image) for i in self.splits["train"]]
-            for a, b in ((0, 1), (0, 2), (1, 2)):
-                square = all(np.isclose(mm[a], mm[b], rtol=1e-3) for mm in sizes)
-                if p[a] == p[b] and square:
-                    ops.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=(a, b)))
+            ops += self.rotations90(keys)
         if self.aug["scale"]:
             ops.append(T.RandScaleIntensityd("image", factors=self.aug["scale"], prob=1.0))
         if self.aug["shift"]:
@@ -510,6 +519,36 @@ class NiftiDataModule(SegmentationDataModule):
         transform = T.Compose(ops)
         transform.set_random_state(seed=int(torch.initial_seed() % 2**32))
         return transform
+
+    def rotations90(self, keys: list[str]) -> list:
+        """Random quarter turns, only in planes whose patch sides are equal, so the patch
+        keeps its shape; whose voxels are square (in every training case, on their own
+        grids), so the anatomy keeps its proportions; and whose two axes data.flip mirrors:
+        a half turn mirrors both axes of its plane, and a quarter turn swaps them."""
+        from monai import transforms as T
+
+        p = self.patch_size
+        if self.spacing:
+            sizes = [self.spacing]
+        else:  # from the headers: the volumes may be too many to hold twice
+            sizes = [nifti.ras_spacing(self.cases[i].image) for i in self.splits["train"]]
+        ops, kept_by_flip = [], []
+        for a, b in ((0, 1), (0, 2), (1, 2)):
+            square = all(np.isclose(mm[a], mm[b], rtol=1e-3) for mm in sizes)
+            if p[a] != p[b] or not square:
+                continue
+            if {a, b} <= set(self.flip_axes):
+                ops.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=(a, b)))
+            else:
+                kept_by_flip.append(f"{AXIS_NAMES[a]}/{AXIS_NAMES[b]}")
+        if kept_by_flip:
+            log.info(
+                "data.rotate90: no quarter turns in the %s plane(s), as data.flip=%s leaves "
+                "an axis of each unmirrored",
+                ", ".join(kept_by_flip),
+                list(self.flip_axes),
+            )
+        return ops
 
     def build_datasets(self, stage: str) -> None:
         if stage in ("fit", "validate") and "train" not in self.datasets:

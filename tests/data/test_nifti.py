@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from segnet.data import nifti
-from segnet.data.nifti_datamodule import NiftiDataModule, check_affine, split_cases
+from segnet.data.nifti_datamodule import NiftiDataModule, check_affine, check_flip, split_cases
 from segnet.metrics import per_case_dice
 from tests.helpers import ODD_AFFINE, nifti_case, nifti_dataset, spaced_dataset
 
@@ -505,3 +505,35 @@ def test_a_csv_takes_its_class_names_from_beside_it_not_from_data_root(tmp_path)
     dm = NiftiDataModule(str(other), csv=str(listed / "cases.csv"), test_fraction=0)
     dm.prepare_data()
     assert dm.info().class_names == ["bg", "a", "b"]
+
+
+def test_flip_takes_all_none_or_a_list_of_ras_axes():
+    assert check_flip(True) == (0, 1, 2) and check_flip(False) == ()
+    assert check_flip([2, 1]) == (1, 2)
+    for bad in ("no", [3], [1, 1], [True], 1):
+        with pytest.raises(ValueError, match=r"data.flip=.*use true, false or a list of RAS"):
+            check_flip(bad)
+
+
+@pytest.mark.parametrize(
+    "flip, flipped, turned",
+    [(True, [0, 1, 2], [(0, 1), (0, 2), (1, 2)]), ([1, 2], [1, 2], [(1, 2)]), (False, [], [])],
+)
+def test_flips_and_quarter_turns_keep_unmirrored_axes_as_they_are(tmp_path, flip, flipped, turned):
+    """Where left and right differ (data.flip=[1,2]), no augmentation may mirror the
+    left-right axis: neither a flip, nor a turn in a plane that holds it (a half turn
+    mirrors both its axes). Testing mirrors the axes training flipped."""
+    from monai import transforms as T
+
+    root = nifti_dataset(tmp_path / "d", "msd", n=3, shape=(16, 16, 16))
+    dm = NiftiDataModule(
+        str(root), patch_size=(8, 8, 8), val_fraction=0.34, test_fraction=0, num_workers=0,
+        flip=flip, rotate90=True,
+    )  # fmt: skip
+    dm.prepare_data()
+    info = dm.info()
+    ops = dm.train_transform().transforms
+    assert sorted(op.flipper.spatial_axis for op in ops if isinstance(op, T.RandFlipd)) == flipped
+    planes = [tuple(op.spatial_axes) for op in ops if isinstance(op, T.RandRotate90d)]
+    assert planes == turned
+    assert info.mirror_axes == flipped
