@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from segnet.console import to_log_file, traceback_in_log
 from segnet.loading import (  # noqa: F401  (the loaders are part of this module's API)
     ENSEMBLE_NAME,
     LOADERS,
@@ -193,7 +194,7 @@ def export_checkpoint(
             WRITERS[fmt](net, path, example)
         normal_permissions(path)
         diffs[fmt] = verify(net, path, fmt, example)
-        print(f"{fmt:12s} {path}  largest difference on reload: {diffs[fmt]:.3g}")
+        say(f"{fmt:12s} {path}  largest difference on reload: {diffs[fmt]:.3g}")
     (out_dir / CARD_NAME).write_text(
         json.dumps(
             {
@@ -205,8 +206,14 @@ def export_checkpoint(
         )
     )
     normal_permissions(out_dir / CARD_NAME)
-    print(f"model card   {out_dir / CARD_NAME}")
+    say(f"model card   {out_dir / CARD_NAME}")
     return diffs
+
+
+def say(text: str) -> None:
+    """A line of the export's report: on the console and in its log file (export.log)."""
+    print(text)
+    to_log_file(text, "segnet.export")
 
 
 def export_ensemble(
@@ -231,21 +238,21 @@ def export_ensemble(
     del models
     diffs = {}
     for member, path in zip(members, ckpt_paths, strict=True):
-        print(f"{member}: {path}")
+        say(f"{member}: {path}")
         diffs[member] = export_checkpoint(path, out_dir / member, formats, example_size)
     listing = {
         "members": members,
         "checkpoints": [str(p) for p in ckpt_paths],
         # what segnet.predict does, spelt out for a runtime without this package
         "combine": (
-            "run each member as its model.json describes (its own window; mirroring as the "
-            "first member's says), average the members' softmax probabilities, then take "
-            "the argmax"
+            "run each member as its model.json describes (its own window; mirroring on or off "
+            "as the first member's says, each member flipping its own axes), average the "
+            "members' softmax probabilities, then take the argmax"
         ),
     }
     (out_dir / ENSEMBLE_NAME).write_text(json.dumps(listing, indent=2))
     normal_permissions(out_dir / ENSEMBLE_NAME)
-    print(f"ensemble     {out_dir / ENSEMBLE_NAME} ({len(members)} members)")
+    say(f"ensemble     {out_dir / ENSEMBLE_NAME} ({len(members)} members)")
     return diffs
 
 
@@ -265,14 +272,15 @@ def _main() -> None:
     def run(cfg: DictConfig) -> None:
         from segnet.ensemble import checkpoint_paths
 
-        paths = checkpoint_paths(cfg.ckpt_path)  # a run or multirun folder, or a list
-        write = export_checkpoint if len(paths) == 1 else export_ensemble
-        write(
-            paths[0] if len(paths) == 1 else paths,
-            cfg.paths.output_dir,
-            tuple(cfg.formats),
-            list(cfg.example_size) if cfg.example_size else None,
-        )
+        with traceback_in_log("export"):
+            paths = checkpoint_paths(cfg.ckpt_path)  # a run or multirun folder, or a list
+            write = export_checkpoint if len(paths) == 1 else export_ensemble
+            write(
+                paths[0] if len(paths) == 1 else paths,
+                cfg.paths.output_dir,
+                tuple(cfg.formats),
+                list(cfg.example_size) if cfg.example_size else None,
+            )
 
     run()
 

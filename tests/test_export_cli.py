@@ -39,6 +39,9 @@ def test_export_writes_every_format_and_a_model_card(exported):
         assert f"{fmt}" in stdout and "largest difference on reload" in stdout
     # the exporter's internals stay quiet: one line per format and the card
     assert "onnxscript" not in stdout and "onnx_ir" not in stdout, stdout
+    # ... and the export's log file keeps that report
+    log = (out / "export.log").read_text()
+    assert "largest difference on reload" in log and str(out / "model.json") in log
     card = json.loads((out / "model.json").read_text())
     assert card["output"]["classes"][3] == "Road"
     assert card["output"]["palette"][3] == [128, 64, 128]
