@@ -276,18 +276,26 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
         )
     label = None
     if case.label is not None:
-        lab = _load(case.label)
-        if lab.shape[:3] != img.shape[:3] or lab.ndim != 3:
-            raise NiftiDataError(
-                f"label {case.label} has shape {lab.shape} but image {case.image} has "
-                f"{img.shape}; the label must be 3D with the image's spatial shape."
+        # compared once both are in RAS: a label stored in another axis order or direction
+        # (LPS against RAS, say) on the same voxels in space is the same label
+        stored = _load(case.label)
+        lab = nib.as_closest_canonical(stored)
+        if lab.ndim != 3 or lab.shape != canonical.shape[:3]:
+            in_ras = (
+                f" ({lab.shape} against {canonical.shape[:3]} in RAS order)"
+                if lab.shape != stored.shape
+                else ""
             )
-        if not np.allclose(lab.affine, img.affine, atol=1e-3):
+            raise NiftiDataError(
+                f"label {case.label} has shape {stored.shape} but image {case.image} has "
+                f"{img.shape}{in_ras}; the label must be 3D with the image's spatial shape."
+            )
+        if not np.allclose(lab.affine, canonical.affine, atol=1e-3):
             raise NiftiDataError(
                 f"label {case.label} and image {case.image} have different affines (voxel "
                 "positions in space); resample the label onto the image grid first."
             )
-        values = np.asarray(nib.as_closest_canonical(lab).dataobj)
+        values = np.asarray(lab.dataobj)
         # some labels are stored as floats holding 0/1/2: accept those, refuse real fractions
         if not np.all(np.isfinite(values)) or not np.array_equal(values, np.round(values)):
             raise NiftiDataError(f"label {case.label} holds non-integer values.")

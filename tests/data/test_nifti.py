@@ -106,6 +106,28 @@ def test_float_labels_holding_integers_are_accepted(one_case):
     assert loaded.dtype == np.uint8 and np.array_equal(loaded, label)  # identity affine
 
 
+def test_a_label_stored_in_another_axis_order_on_the_same_voxels_is_the_same_label(one_case):
+    """A label written LPS (x and y reversed, the affine to match) or with its axes
+    permuted over an RAS image: the same voxels in space, so the same label once both are
+    in RAS. Reversed without the affine to match, it lies mirrored in space: read as such."""
+    root, case = one_case
+    image_affine = nib.load(str(case.image)).affine
+    label = np.asarray(nib.load(str(case.label)).dataobj)
+    shape = np.array(label.shape)
+    lps = image_affine @ np.array(
+        [[-1, 0, 0, shape[0] - 1], [0, -1, 0, shape[1] - 1], [0, 0, 1, 0], [0, 0, 0, 1]]
+    )
+    write(case.label, label[::-1, ::-1].copy(), lps)
+    loaded = nifti.load_volume(case, 3).label
+    assert np.array_equal(loaded, label)
+    write(case.label, label[::-1, ::-1].copy(), image_affine)  # reversed, affine not
+    assert np.array_equal(nifti.load_volume(case, 3).label, label[::-1, ::-1])
+    permuted = label.transpose(1, 0, 2)  # y, x, z stored, with the matching affine
+    swap = np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+    write(case.label, permuted.copy(), image_affine @ swap)
+    assert np.array_equal(nifti.load_volume(case, 3).label, label)
+
+
 @pytest.mark.parametrize(
     "breakage,match",
     [
