@@ -45,11 +45,18 @@ def log_config(cfg: Any) -> None:
     log.info("resolved config:\n%s", OmegaConf.to_yaml(cfg, resolve=True).rstrip())
 
 
-def log_summary(out_dir: Path, best_ckpt: str | None, split: str | None, metrics: dict) -> None:
+def log_summary(
+    out_dir: Path,
+    best_ckpt: str | None,
+    split: str | None,
+    metrics: dict,
+    best_epoch: int | None = None,
+) -> None:
     """The end of a run in a few lines: where everything went and the headline numbers."""
     lines = [f"run folder: {out_dir}"]
     if best_ckpt:
-        lines.append(f"best checkpoint: {best_ckpt}")
+        saved = "" if best_epoch is None else f" (epoch {best_epoch})"
+        lines.append(f"best checkpoint: {best_ckpt}{saved}")
     if split:
         headline = {k: v for k, v in metrics.items() if k.startswith("test/") and k.count("/") == 1}
         shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(headline.items()))

@@ -14,7 +14,7 @@ from torchmetrics import CatMetric, MaxMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.checkpoints import CheckpointError
-from segnet.data.info import DataInfo
+from segnet.data.info import DataInfo, test_mirror_axes
 from segnet.ensemble import average_probabilities
 from segnet.inference import Inference, check_mirroring
 from segnet.losses import (
@@ -309,6 +309,11 @@ class SegmentationModule(L.LightningModule):
     def tta(self, value: bool) -> None:
         check_mirroring(bool(value), self.inference.mirror_axes)
         self.inference.tta = bool(value)
+
+    @property
+    def mirror_axes(self) -> list[int]:
+        """The spatial axes mirroring TTA flips: those training flipped."""
+        return test_mirror_axes(self.data_info.spatial_dims, self.inference.mirror_axes)
 
     @property
     def sliding_window(self) -> dict[str, Any] | None:

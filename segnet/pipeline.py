@@ -184,6 +184,15 @@ def finite_or_null(value: Any) -> Any:
     return value
 
 
+def saved_epoch(ckpt_path: str | Path | None) -> int | None:
+    """The epoch a checkpoint was saved at, as the epoch lines count (from 0); None without
+    one. Memory-mapped: the weights are not read."""
+    if not ckpt_path or not Path(ckpt_path).is_file():
+        return None
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False, mmap=True)
+    return ckpt.get("epoch")
+
+
 def write_outputs(
     out_dir: Path,
     module: SegmentationModule,
@@ -192,11 +201,13 @@ def write_outputs(
     split: str,
     ckpt_path: str | list[str],
     cfg: DictConfig,
+    **training: Any,
 ) -> None:
     """metrics.json (what was tested, on which split; for volumes an nnU-Net-style summary
-    of the per-case metrics), plus ``per_case.csv`` for volumes."""
+    of the per-case metrics; ``training``: the run's epochs, when a training run tests),
+    plus ``per_case.csv`` for volumes."""
     cases = module.last_case_metrics.get("test")
-    extra = {}
+    extra = dict(training)
     if len(module.ensemble_members):  # each member as it was applied
         extra["members"] = [
             {
@@ -218,6 +229,8 @@ def write_outputs(
         monitor=module.monitor,
         recompute_bn=cfg.get("recompute_bn", False),
         tta=module.tta,
+        # the axes mirroring flipped (the first model's; each member flips its own)
+        mirror_axes=module.mirror_axes if module.tta else None,
         sliding_window=module.sliding_window,
         bn_recomputed=module.bn_recomputed,
         **extra,
@@ -393,6 +406,11 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+    # the train/* and val/* values in metrics.json are the last epoch's: it says which
+    # epochs (rank 0, which writes it, has waited for its checkpoint writes when fit ends)
+    epochs = {}
+    if cfg.get("train", True) and trainer.is_global_zero:
+        epochs = {"epochs_trained": trainer.current_epoch, "best_epoch": saved_epoch(best)}
     if cfg.get("test", True):
         # Rank 0 writes checkpoints in a background thread and waits for it when fit ends;
         # the other ranks must wait for rank 0 before they read the file.
@@ -408,18 +426,27 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         metrics.update(test_metrics)
         if trainer.is_global_zero:
             print_table(test_metrics, f"{Path(best).name if best else 'final weights'} on {split}")
-            write_outputs(out_dir, module, dm, metrics, split, best, cfg)
+            write_outputs(out_dir, module, dm, metrics, split, best, cfg, **epochs)
         objects["best_ckpt"] = best
     elif cfg.get("train", True) and trainer.is_global_zero:
         # untested (test=false, as in a search on val): the best validation score is still
         # what a sweep's summary, a search or the parallel launcher read from the run
         write_metrics(
-            out_dir / "metrics.json", metrics, split=None, ckpt_path=best, monitor=module.monitor
+            out_dir / "metrics.json",
+            metrics,
+            split=None,
+            ckpt_path=best,
+            monitor=module.monitor,
+            **epochs,
         )
 
     if trainer.is_global_zero:
         log_summary(
-            out_dir, objects.get("best_ckpt"), split if cfg.get("test", True) else None, metrics
+            out_dir,
+            objects.get("best_ckpt"),
+            split if cfg.get("test", True) else None,
+            metrics,
+            epochs.get("best_epoch"),
         )
     for logger in trainer.loggers:
         # "hp/" names: the logger also writes these as scalars at step 0, which must not

@@ -64,7 +64,12 @@ def test_volume_run_reports_per_case_dice(trained):
     assert all(h >= 0 for h in hd)  # mm, or inf where a class is in one mask only
     assert saved["cases"]["surface_tolerance_mm"] == 1.0
     assert saved["tta"] is True  # the Hippocampus recipes test with mirroring, as nnU-Net
+    assert saved["mirror_axes"] == [0, 1, 2]  # data.flip: true
     assert set(saved["cases"]["foreground_mean"]) == {"dice", "hd95", "nsd"}
+    # val/* are the last epoch's (epoch 1 of 2); best.ckpt is from one of the two epochs
+    assert saved["epochs_trained"] == 2 and saved["best_epoch"] in (0, 1)
+    best = torch.load(out / "checkpoints" / "best.ckpt", map_location="cpu", weights_only=False)
+    assert saved["best_epoch"] == best["epoch"]
 
 
 @pytest.mark.parametrize("trained", ["hippocampus_segnet3d"], indirect=True)  # BatchNorm
