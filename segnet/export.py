@@ -235,6 +235,15 @@ def export_ensemble(
         raise FileExistsError(f"{taken[0]} exists; exports are never overwritten.")
     models = [load_model(p) for p in ckpt_paths]  # a bad member stops the export here
     check_same_data([m.info for m in models], ckpt_paths)
+    for model, path in zip(models, ckpt_paths, strict=True):
+        # the ensemble mirrors as its first member's recipe tested: each member must have
+        # axes to flip then, as segnet.predict would refuse the folder
+        if models[0].inference.tta and model.inference.mirror_axes == []:
+            raise ValueError(
+                f"{path} was trained without flips, and this ensemble mirrors at test time "
+                f"as its first member's recipe did ({ckpt_paths[0]}): leave that member out, "
+                "or put first one whose recipe tests without mirroring."
+            )
     del models
     diffs = {}
     for member, path in zip(members, ckpt_paths, strict=True):

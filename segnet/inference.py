@@ -118,14 +118,15 @@ class Inference:
         return self._window(x, net)
 
 
-def check_mirroring(tta: bool, mirror_axes: Sequence[int] | None) -> None:
+def check_mirroring(tta: bool, mirror_axes: Sequence[int] | None, model: Any = None) -> None:
     """Mirroring at test time flips the axes training flipped: a network trained without
     flips has none, and mirroring it anyway would show it inputs it never learnt (on data
-    whose left and right differ, the wrong side)."""
+    whose left and right differ, the wrong side). ``model``: its file, for the message."""
     if tta and mirror_axes is not None and not list(mirror_axes):
+        which = f"{model} was" if model else "this network was"
         raise ValueError(
             "mirroring test-time augmentation flips the axes the network was trained "
-            "flipping, and this network was trained without flips (data.flip=false or "
+            f"flipping, and {which} trained without flips (data.flip=false or "
             "data.hflip=false): test without it (model.tta=false in training, tta=false in "
             "evaluate.py, --no-tta in segnet.predict), or train with flips."
         )

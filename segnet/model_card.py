@@ -54,9 +54,10 @@ def make_card(
 
 def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
     """What to do around the ONNX file, step by step, with nothing but onnxruntime, numpy
-    and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does (with
-    ``tta``: mirroring, as the recipe tested). Each run of the network (each mirrored copy)
-    goes through ``small_inputs``, then the sliding window, when the card has them."""
+    and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does
+    (``mirroring``: the axes training flipped, and whether the recipe tested with them,
+    ``tta``). Each run of the network (each mirrored copy) goes through ``small_inputs``,
+    then the sliding window, when the card has them."""
     norm = data.normalization
     onnx = {
         "input_name": "x",
@@ -136,16 +137,20 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
             # MONAI SlidingWindowInferer's keyword arguments, and the same spelt out
             onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
             onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
-    if tta:
-        # the layout's axes (after batch and channel) that training flipped
-        axes = [2 + a for a in test_mirror_axes(data.spatial_dims, data.mirror_axes)]
-        onnx["mirroring"] = {
-            "axes": axes,
+    # the layout's axes (after batch and channel) that training flipped: the ones mirroring
+    # flips, where the recipe tests with it, or an ensemble's first member says to
+    axes = [2 + a for a in test_mirror_axes(data.spatial_dims, data.mirror_axes)]
+    onnx["mirroring"] = {"as_tested": bool(tta), "axes": axes}
+    if axes:
+        onnx["mirroring"] |= {
             "run_on": f"the input flipped along every subset of the axes {axes} of the "
             f"{'NCHW' if data.spatial_dims == 2 else 'NCDHW'} layout ({2 ** len(axes)} runs, "
             "the unflipped input included)",
             "combine": "flip each output back, softmax over classes, average; logits = log(mean)",
         }
+    else:
+        onnx["mirroring"]["run_on"] = "the input alone: the network was trained without flips"
+
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}
 
 

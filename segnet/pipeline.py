@@ -42,6 +42,7 @@ from segnet.ensemble import (
     checkpoint_paths,
     unfinished,
 )
+from segnet.inference import check_mirroring
 from segnet.loading import SIZE_KEYS, ExportedNet, load_model
 from segnet.metrics import summarize_cases
 from segnet.models import batchnorm_layers
@@ -508,6 +509,16 @@ def print_table(metrics: dict[str, float], title: str) -> None:
     to_log_file("\n  ".join([title, *(f"{k} {v:.4f}" for k, v in metrics.items())]), __name__)
 
 
+def set_mirroring(modules: list[SegmentationModule], paths: list[Path], tta: bool | None) -> None:
+    """Mirroring TTA on or off for every model of an evaluation alike (``tta`` None: as the
+    first checkpoint's recipe tested); each flips the axes it was trained flipping, and one
+    trained without flips is refused, named, before any data is read."""
+    tta = modules[0].tta if tta is None else bool(tta)
+    for module, path in zip(modules, paths, strict=True):
+        check_mirroring(tta, module.inference.mirror_axes, path)
+        module.tta = tta
+
+
 def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
     (what it was trained with), overridden by any ``data.*`` the user gives."""
@@ -539,6 +550,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     # scored on other data than the members trained on: another folder, or another CSV
     new_cases = "root" in overrides or "csv" in overrides
     check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn"), new_cases)
+    set_mirroring(modules, paths, cfg.get("tta"))
     window = {k: WINDOW_SETTINGS[k] for k in overrides if k in WINDOW_SETTINGS}
     if window and module.sliding_window is None:
         raise ValueError(
@@ -594,10 +606,6 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
                 **{key: dm.sliding_window[key] for key in window.values()},
             }
         log.info("sliding window for this evaluation: %s", module.sliding_window)
-    if cfg.get("tta") is not None:  # null: as the (first) checkpoint's recipe tested
-        module.tta = cfg.tta
-    for member in modules[1:]:  # each mirrors the axes it was trained flipping, if any
-        member.tta = module.tta
     if len(modules) > 1:
         for warning in filter(None, map(unfinished, paths)):
             log.warning(warning)

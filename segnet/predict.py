@@ -85,8 +85,8 @@ class Predictor:
         self.models = [load_model(p).to(device) for p in paths]
         check_same_data([m.info for m in self.models], [Path(p) for p in paths])
         tta = self.models[0].inference.tta if tta is None else tta
-        for model in self.models:
-            check_mirroring(tta, model.inference.mirror_axes)
+        for model, path in zip(self.models, paths, strict=True):
+            check_mirroring(tta, model.inference.mirror_axes, path)
             model.inference.tta = tta
         self.model = self.models[0]
         self.device = torch.device(device)

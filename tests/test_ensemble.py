@@ -19,12 +19,28 @@ from tests.helpers import data_info, nifti_dataset
 WINDOW = {"roi_size": [8, 8, 8], "overlap": 0.5, "mode": "gaussian", "sw_batch_size": 2}
 
 
-def volume_module(window: dict, seed: int):
+def volume_module(window: dict, seed: int, mirror_axes: list[int] | None = None):
     from segnet.module import SegmentationModule
 
     torch.manual_seed(seed)
-    info = {**data_info(3, spatial_dims=3), "sliding_window": window}
+    info = {**data_info(3, spatial_dims=3), "sliding_window": window, "mirror_axes": mirror_axes}
     return SegmentationModule({"name": "unet", "features": [4, 8]}, info).eval()
+
+
+def test_members_mirror_their_own_axes_and_one_trained_without_flips_is_named():
+    from segnet.pipeline import set_mirroring
+
+    first, keeps_lr = volume_module(WINDOW, 0), volume_module(WINDOW, 1, mirror_axes=[1, 2])
+    unflipped = volume_module(WINDOW, 2, mirror_axes=[])
+    set_mirroring([first, keeps_lr], [Path("a.ckpt"), Path("b.ckpt")], True)
+    assert first.tta and keeps_lr.tta
+    assert first.mirror_axes == [0, 1, 2] and keeps_lr.mirror_axes == [1, 2]
+    keeps_lr.sliding_window = {**WINDOW, "roi_size": [12] * 3}  # evaluate's data.sw_roi_size
+    assert keeps_lr.mirror_axes == [1, 2]
+    set_mirroring([first, unflipped], [Path("a.ckpt"), Path("c.ckpt")], False)
+    assert not unflipped.tta
+    with pytest.raises(ValueError, match=r"c\.ckpt was trained without flips"):
+        set_mirroring([first, unflipped], [Path("a.ckpt"), Path("c.ckpt")], True)
 
 
 def test_an_ensemble_averages_each_members_own_probabilities():
@@ -272,6 +288,31 @@ def test_only_a_stop_the_trainer_carries_out_counts_as_on_purpose(
         fit_loop=SimpleNamespace(_can_stop_early=can_stop),
     )
     assert stopping_on_purpose(trainer) is expected
+
+
+def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exported(tmp_path):
+    from segnet.export import export_ensemble
+
+    paths = []
+    for i, (axes, tta) in enumerate((([1, 2], True), ([], False))):
+        module = volume_module(WINDOW, i, mirror_axes=axes)
+        module.hparams["tta"] = tta  # the recipe's model.tta, as training records it
+        paths.append(tmp_path / f"member{i}.ckpt")
+        torch.save(
+            {"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, paths[-1]
+        )
+    with pytest.raises(ValueError, match=r"member1\.ckpt was trained without flips"):
+        export_ensemble(paths, tmp_path / "out", ("safetensors",))
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+    export_ensemble(paths[::-1], tmp_path / "out", ("safetensors",))  # tested unmirrored
+    card = json.loads((tmp_path / "out" / "member_1" / "model.json").read_text())
+    assert card["deployment"]["onnx"]["mirroring"] == {
+        "as_tested": True,  # this member's own recipe; the ensemble follows its first
+        "axes": [3, 4],
+        "run_on": "the input flipped along every subset of the axes [3, 4] of the NCDHW "
+        "layout (4 runs, the unflipped input included)",
+        "combine": "flip each output back, softmax over classes, average; logits = log(mean)",
+    }
 
 
 def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_folds, tmp_path):

@@ -280,17 +280,15 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
         # (LPS against RAS, say) on the same voxels in space is the same label
         stored = _load(case.label)
         lab = nib.as_closest_canonical(stored)
-        if lab.ndim != 3 or lab.shape != canonical.shape[:3]:
-            in_ras = (
-                f" ({lab.shape} against {canonical.shape[:3]} in RAS order)"
-                if lab.shape != stored.shape
-                else ""
-            )
+        same_grid = lab.shape == canonical.shape[:3]
+        if lab.ndim != 3 or (not same_grid and stored.shape != img.shape[:3]):
+            reoriented = lab.shape != stored.shape or canonical.shape != img.shape
+            in_ras = f" ({lab.shape} against {canonical.shape[:3]} in RAS order)" * reoriented
             raise NiftiDataError(
                 f"label {case.label} has shape {stored.shape} but image {case.image} has "
                 f"{img.shape}{in_ras}; the label must be 3D with the image's spatial shape."
             )
-        if not np.allclose(lab.affine, canonical.affine, atol=1e-3):
+        if not same_grid or not np.allclose(lab.affine, canonical.affine, atol=1e-3):
             raise NiftiDataError(
                 f"label {case.label} and image {case.image} have different affines (voxel "
                 "positions in space); resample the label onto the image grid first."

@@ -541,8 +541,8 @@ class NiftiDataModule(SegmentationDataModule):
                 ops.append(T.RandRotate90d(keys, prob=0.5, spatial_axes=(a, b)))
             else:
                 kept_by_flip.append(f"{AXIS_NAMES[a]}/{AXIS_NAMES[b]}")
-        if kept_by_flip:
-            log.info(
+        if kept_by_flip:  # a change from before data.flip took axes: said, not silent
+            log.warning(
                 "data.rotate90: no quarter turns in the %s plane(s), as data.flip=%s leaves "
                 "an axis of each unmirrored",
                 ", ".join(kept_by_flip),

@@ -343,3 +343,9 @@ def test_loaders_shared_by_more_processes_than_items(root, monkeypatch):
     assert len(dm.train_dataloader()) == 1
     with pytest.raises(ValueError, match=r"3 evaluation item\(s\) cannot be shared by 4 processes"):
         dm.val_dataloader()
+
+
+def test_the_mirror_axis_recorded_is_the_width_when_training_flips_it(tmp_path):
+    # what test-time mirroring flips: (height, width) -> the width, or nothing to mirror
+    assert CamVidDataModule(str(tmp_path)).describe().mirror_axes == [1]
+    assert CamVidDataModule(str(tmp_path), hflip=False).describe().mirror_axes == []

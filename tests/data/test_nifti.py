@@ -133,6 +133,8 @@ def test_a_label_stored_in_another_axis_order_on_the_same_voxels_is_the_same_lab
     [
         ("shape", r"label .*case_000.nii.gz has shape \(19, 23, 16\) but image"),
         ("affine", r"different affines"),
+        # the image's shape as stored, but its first two axes swapped in space
+        ("swapped", r"different affines"),
         ("value", r"holds values \[7\]; the classes are 0..2"),
         ("fraction", r"holds non-integer values"),
         ("truncated", r"cannot read .*imagesTr/case_000.nii.gz"),
@@ -147,6 +149,8 @@ def test_bad_volumes_name_the_file(one_case, breakage, match):
         write(case.label, label[:, :, :16])
     elif breakage == "affine":
         write(case.label, label, np.diag([2.0, 1, 1, 1]))
+    elif breakage == "swapped":
+        write(case.label, label, np.eye(4)[[1, 0, 2, 3]])
     elif breakage == "value":
         label[0, 0, 0] = 7
         write(case.label, label)
