@@ -37,6 +37,16 @@ def quiet_library_noise() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
+def rank_zero_speaks() -> None:
+    """A run of several processes (DDP) says each thing once: on the processes besides
+    rank 0 this package logs errors only, as each would repeat rank 0's warnings and notes
+    (about the data, which every rank reads alike; the epoch lines are rank 0's already)."""
+    from lightning.pytorch.utilities import rank_zero_only
+
+    if rank_zero_only.rank != 0:
+        logging.getLogger("segnet").setLevel(logging.ERROR)
+
+
 def log_config(cfg: Any) -> None:
     """The resolved config, into the console and the run's log file (as
     lightning-hydra-template prints it): what ran, whatever the overrides were."""

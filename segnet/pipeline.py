@@ -33,7 +33,13 @@ from segnet.checkpoints import (
     read_checkpoint,
 )
 from segnet.commands import override
-from segnet.console import log_config, log_summary, quiet_library_noise, to_log_file
+from segnet.console import (
+    log_config,
+    log_summary,
+    quiet_library_noise,
+    rank_zero_speaks,
+    to_log_file,
+)
 from segnet.data.base import SegmentationDataModule, check_shareable
 from segnet.ensemble import (
     check_members,
@@ -344,6 +350,7 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
 
 def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     quiet_library_noise()
+    rank_zero_speaks()
     refuse_untrained_resume(cfg.get("ckpt_path"), cfg.get("train", True))
     resumed = resume_dir(cfg.get("ckpt_path"))
     if resumed is not None:
@@ -523,6 +530,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
     (what it was trained with), overridden by any ``data.*`` the user gives."""
     quiet_library_noise()
+    rank_zero_speaks()
     check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
     check_switches(cfg)
     out_dir = Path(cfg.paths.output_dir)

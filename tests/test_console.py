@@ -84,3 +84,23 @@ def test_a_gpu_recipe_without_a_gpu_is_refused_before_the_data(experiment, monke
     with pytest.raises(RuntimeError, match="no GPU.*without trainer="):
         evaluate(cfg)
     assert not any(tmp_path.rglob("*.json"))
+
+
+def test_only_rank_0_warns_in_a_run_of_several_processes(monkeypatch):
+    """Every rank reads the same data: its warnings once, not once per process."""
+    import logging
+
+    from lightning.pytorch.utilities import rank_zero_only
+
+    from segnet.console import rank_zero_speaks
+
+    logger, data = logging.getLogger("segnet"), logging.getLogger("segnet.data.nifti_datamodule")
+    level = logger.level
+    try:
+        rank_zero_speaks()
+        assert data.isEnabledFor(logging.WARNING)
+        monkeypatch.setattr(rank_zero_only, "rank", 1)
+        rank_zero_speaks()
+        assert not data.isEnabledFor(logging.WARNING) and data.isEnabledFor(logging.ERROR)
+    finally:
+        logger.setLevel(level)  # (setLevel also clears the loggers' cached answers)
