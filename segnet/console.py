@@ -87,14 +87,38 @@ def to_log_file(text: str, name: str = "segnet.progress") -> None:
             handler.handle(record)
 
 
+# What a run refuses (a setting, a file, a checkpoint it cannot take): messages that name
+# what to change, which a traceback would bury
+REFUSALS = (ValueError, FileExistsError, FileNotFoundError)
+
+
 @contextmanager
 def traceback_in_log(what: str) -> Iterator[None]:
-    """A crash's traceback goes into the run's log file too (Hydra prints it only on the
-    console), so that a failed run's ``train.log`` says why it failed."""
+    """A failure's traceback goes into the run's log file (``train.log``), so that it says
+    why the run failed. On the console, a refusal (``REFUSALS``) of a single run shows as
+    its message alone, with where the traceback is; anything else as Hydra shows it, with
+    its traceback (in a multirun, Hydra reports each failed job itself)."""
     try:
         yield
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException:
-        log.exception("%s failed", what)
+    except BaseException as err:
+        import sys
+
+        record = log.makeRecord(
+            log.name, logging.ERROR, __file__, 0, "%s failed", (what,), sys.exc_info()
+        )
+        files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+        for handler in files:
+            handler.handle(record)
+        if isinstance(err, REFUSALS) and not in_multirun():
+            where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
+            raise SystemExit(f"{what} refused: {err}{where}") from None
         raise
+
+
+def in_multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN

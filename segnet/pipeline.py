@@ -60,6 +60,13 @@ log = logging.getLogger(__name__)
 
 # evaluate.py's data.* settings that change how a volume model is applied, and the
 # SlidingWindowInferer argument each sets
+# data settings that shape training alone: an evaluation given one refuses it rather than
+# leave the user believing it changed the scores
+TRAINING_ONLY_DATA = (
+    "flip", "hflip", "rotate90", "rotate", "zoom", "affine_prob", "intensity_scale",
+    "intensity_shift", "foreground_ratio", "samples_per_volume", "scale", "color_jitter",
+    "crop_size", "class_weights", "class_weights_power", "label_resize",
+)  # fmt: skip
 WINDOW_SETTINGS = {
     "sw_roi_size": "roi_size",
     "sw_overlap": "overlap",
@@ -304,6 +311,14 @@ def run_test(
             if store_in and trainer.is_global_zero:
                 store_recomputed_bn(store_in, module)
                 log.info("stored them in %s", store_in)
+    if module.tta:
+        axes = module.mirror_axes
+        log.info(
+            "testing with mirroring over the axes training flipped (%s): the softmax averaged "
+            "over %d passes per input (tta=false: one)",
+            axes,
+            2 ** len(axes),
+        )
     results = trainer.test(module, datamodule=dm, verbose=False)
     return (dict(results[0]) if results else {}), split
 
@@ -572,6 +587,13 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             "checkpoint is applied with the window it was validated with (volumes) or to "
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
+        )
+    unused = [f"data.{k}" for k in overrides if k in TRAINING_ONLY_DATA]
+    if unused:
+        raise ValueError(
+            f"{', '.join(unused)}: settings of training (augmentation, patch sampling, the "
+            "loss's class weights), which an evaluation does not use: leave them out. "
+            "Mirroring at test time is tta=true or false."
         )
     if "spacing" in overrides:
         trained_at = module.data_info.normalization.get("spacing")

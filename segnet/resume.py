@@ -58,13 +58,27 @@ def flat(config: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix[:-1], config
 
 
+def meaning(key: str, value: Any) -> Any:
+    """A setting's value as training takes it, where several spellings mean the same
+    (``data.flip``: true, [0,1,2] and [2,1,0] alike)."""
+    if key == "data.flip":
+        from segnet.data.nifti_datamodule import check_flip
+
+        try:
+            return check_flip(value)
+        except ValueError:  # the DataModule says what is wrong with it
+            return value
+    return value
+
+
 def changed_settings(recorded: dict, now: dict) -> list[tuple[str, Any, Any]]:
     """``(key, recorded value, value now)`` for each setting a resume may not change."""
     before, after = dict(flat(recorded)), dict(flat(now))
     return [
         (key, before.get(key, UNSET), after.get(key, UNSET))
         for key in sorted(before.keys() | after.keys())
-        if not may_change(key) and before.get(key, UNSET) != after.get(key, UNSET)
+        if not may_change(key)
+        and meaning(key, before.get(key, UNSET)) != meaning(key, after.get(key, UNSET))
     ]
 
 

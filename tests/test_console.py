@@ -49,6 +49,9 @@ def test_a_crash_leaves_its_traceback_in_the_run_log(tmp_path):
     assert proc.returncode != 0
     log = (run / "train.log").read_text()
     assert "training failed" in log and "Traceback" in log and "CamVid not found" in log
+    # a refusal on the console: its message, and where the traceback is, not the frames
+    assert "training refused: CamVid not found" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and str(run / "train.log") in proc.stderr
 
 
 def test_early_stopping_ends_a_run_that_stops_improving(tiny_camvid, tmp_path):

@@ -253,3 +253,15 @@ def test_a_stop_during_validation_saves_the_training_weights_not_the_average(tin
     for k in differs:
         assert torch.equal(training[k], want_training[k]), k
         assert torch.equal(average[k], want_average[k]), k
+
+
+def test_a_resume_compares_settings_as_training_takes_them():
+    from segnet.resume import changed_settings
+
+    run = {"data": {"flip": [1, 2], "batch_size": 4}, "trainer": {"devices": 1}}
+    same = {"data": {"flip": [2, 1], "batch_size": 4}, "trainer": {"devices": 2}}
+    assert changed_settings(run, same) == []  # the same axes; devices may change
+    assert changed_settings({"data": {"flip": True}}, {"data": {"flip": [0, 1, 2]}}) == []
+    assert changed_settings(run, {**run, "data": {"flip": True, "batch_size": 4}}) == [
+        ("data.flip", [1, 2], True)
+    ]

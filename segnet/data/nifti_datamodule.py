@@ -546,7 +546,7 @@ class NiftiDataModule(SegmentationDataModule):
                 "data.rotate90: no quarter turns in the %s plane(s), as data.flip=%s leaves "
                 "an axis of each unmirrored",
                 ", ".join(kept_by_flip),
-                list(self.flip_axes),
+                list(self.flip_axes) or "false",
             )
         return ops
 
