@@ -113,6 +113,35 @@ def nifti_dataset(
     return root
 
 
+def left_right_dataset(root: Path, n: int = 24, size: int = 24) -> Path:
+    """Decathlon-layout cases of two identical balls, class 1 always on the left (low RAS
+    x), class 2 on the right: only their side tells them apart."""
+    import json
+
+    import nibabel as nib
+
+    rng = np.random.default_rng(0)
+    (root / "imagesTr").mkdir(parents=True, exist_ok=True)
+    (root / "labelsTr").mkdir(exist_ok=True)
+    grid = np.stack(np.meshgrid(*[np.arange(size)] * 3, indexing="ij"), -1)
+    names = []
+    for i in range(n):
+        label = np.zeros((size,) * 3, np.uint8)
+        for cls, x in ((1, 0.27), (2, 0.73)):
+            centre = np.array([x * size, *rng.uniform(0.3, 0.7, 2) * size])
+            label[(((grid - centre) / (size / 6)) ** 2).sum(-1) < 1] = cls
+        image = (label > 0) * 100.0 + rng.normal(0, 20, label.shape) + 300
+        names.append(f"lr_{i:03d}.nii.gz")
+        nib.save(
+            nib.Nifti1Image(image.astype(np.float32), np.eye(4)), root / "imagesTr" / names[-1]
+        )
+        nib.save(nib.Nifti1Image(label, np.eye(4)), root / "labelsTr" / names[-1])
+    cases = [{"image": f"./imagesTr/{m}", "label": f"./labelsTr/{m}"} for m in names]
+    labels = {"0": "background", "1": "left", "2": "right"}
+    (root / "dataset.json").write_text(json.dumps({"labels": labels, "training": cases}))
+    return root
+
+
 def spaced_dataset(root, spacings, shape=(19, 23, 17)):
     """Decathlon-layout cases of the same anatomy sampled at different voxel sizes: case i
     has spacing ``spacings[i]`` (mm per axis) and a shape that keeps the physical extent."""

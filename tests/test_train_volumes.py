@@ -388,3 +388,23 @@ def test_a_model_trained_from_a_csv_scores_the_folder_it_is_given(tmp_path):
     evaluate(compose("evaluate", ev, tmp_path / "ev"))
     rows = list(csv.DictReader((tmp_path / "ev" / "per_case.csv").open()))
     assert sorted(r["case"] for r in rows) == ["new_case_000", "new_case_001", "new_case_002"]
+
+
+def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path):
+    """Two identical balls, one labelled left and one right: flipped left-right in training
+    (and mirrored at test), the network cannot learn which is which; with data.flip=[1,2]
+    it can, and the recipe's mirrored test keeps them apart too."""
+    from tests.helpers import left_right_dataset
+
+    root = left_right_dataset(tmp_path / "data")
+    dice = {}
+    for name, flip in (("all", "true"), ("keep_lr", "[1,2]")):
+        overrides = [
+            "experiment=hippocampus_unet3d", f"data.root={root}", f"data.flip={flip}",
+            "data.patch_size=[24,24,24]", "model.net.features=[8,16,32]", "data.num_workers=0",
+            "trainer.max_epochs=20", "trainer.check_val_every_n_epoch=5",
+            "trainer.accelerator=cpu",
+        ]  # fmt: skip
+        metrics, _ = train(compose("train", overrides, tmp_path / name))
+        dice[name] = metrics["test/dice"]
+    assert dice["all"] < 0.6 and dice["keep_lr"] > 0.9, dice
