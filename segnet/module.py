@@ -27,6 +27,7 @@ from segnet.losses import (
 )
 from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
 from segnet.models import batchnorm_layers, create_model
+from segnet.resume import this_config_folder
 
 STAGES = ("val", "test")
 # Scheduler arguments that mean "length of the run"; left unset, they are filled in with
@@ -211,6 +212,9 @@ class SegmentationModule(L.LightningModule):
         # the length the learning-rate schedule was planned for: a resume checks it
         if self._trainer is not None:
             checkpoint["segnet"] = {
+                # the run's config folder of this part (.hydra, .hydra.<n>): what a resume
+                # from this checkpoint composes its settings from
+                "config": this_config_folder(),
                 "max_epochs": self.trainer.max_epochs,
                 # an ensemble need not warn that this member stopped short of max_epochs
                 "stopping": stopping_on_purpose(self.trainer),

@@ -173,11 +173,30 @@ def latest_config(run: Path, leave_out: str | None = None) -> Path | None:
 NOT_CARRIED = ("ckpt_path=", "init_from=", "+init_from=", "train=")
 
 
-def recorded_overrides(run: Path) -> list[str]:
-    """The overrides the run last trained with, as Hydra recorded them."""
+def checkpoint_record(ckpt: Path, run: Path) -> Path | None:
+    """The config folder of the part of ``run`` that wrote ``ckpt`` (training records its
+    name in the checkpoint), while it is there: the settings that checkpoint was trained
+    with. Read in preference to the newest record, which another process of the same resume
+    (rank 0, under torchrun) may be writing at this very moment. None for a checkpoint that
+    does not say (written before it did, or outside a Hydra run)."""
+    import torch
+
+    try:  # memory-mapped: the weights are not read
+        saved = torch.load(ckpt, map_location="cpu", weights_only=False, mmap=True)
+    except Exception:  # not a checkpoint torch reads: training says so, with the file named
+        return None
+    name = (saved.get("segnet") or {}).get("config") if isinstance(saved, dict) else None
+    if name != ".hydra" and not is_resume_record(name):
+        return None
+    return run / name if (run / name / "config.yaml").is_file() else None
+
+
+def recorded_overrides(run: Path, record: Path | None = None) -> list[str]:
+    """The overrides the run trained with, as Hydra recorded them: in ``record`` (a config
+    folder of the run), else in the newest."""
     import yaml
 
-    record = latest_config(run)
+    record = record or latest_config(run)
     path = record / "overrides.yaml" if record else None
     if path is None or not path.is_file():
         return []
@@ -262,6 +281,7 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
                 "weights with init_from= instead of ckpt_path=."
             )
         run_dir = [] if explicit else [f"hydra.run.dir={hydra_value(run)}"]
+        record = checkpoint_record(path, run) if in_a_run else None
         if in_a_run and launched_rank():
             # rank 0 writes this part's config, this process none; it composes the same
             # config as rank 0 (torchrun and SLURM start every rank with the user's argv)
@@ -269,12 +289,12 @@ def resume_into_its_run(argv: list[str]) -> list[str]:
             # Lightning's processes name theirs, after rank 0's .hydra.<n> in its argv
             own = subdirs and not is_resume_record(subdirs[-1])
             subdir = [] if own else ["hydra.output_subdir=null"]
-            return one_per_key([*recorded_overrides(run), *argv, *run_dir, *subdir])
+            return one_per_key([*recorded_overrides(run, record), *argv, *run_dir, *subdir])
         if in_a_run:
             n = 1
             while (run / f".hydra.{n}").exists():
                 n += 1
             this_part = f"hydra.output_subdir=.hydra.{n}"
-            return one_per_key([*recorded_overrides(run), *argv, *run_dir, this_part])
+            return one_per_key([*recorded_overrides(run, record), *argv, *run_dir, this_part])
     refuse_existing_run_dir(argv)
     return argv

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from segnet.checkpoints import CheckpointError
 from segnet.commands import override
-from segnet.outputs import is_resume_record, latest_config
+from segnet.outputs import checkpoint_record, is_resume_record, latest_config
 
 # Settings (and groups, by prefix) a resume may set differently from the run's record.
 MAY_CHANGE = (
@@ -88,7 +88,9 @@ def check_same_settings(cfg: DictConfig, run: Path, ckpt_path: str, this_part: s
     wrote for this resume (``.hydra.<n>``), not a record to compare with."""
     import yaml
 
-    record = latest_config(run, leave_out=this_part)
+    # the record of the part that wrote the checkpoint (not one another rank is writing)
+    ckpt = Path(ckpt_path).expanduser().resolve()
+    record = checkpoint_record(ckpt, run) or latest_config(run, leave_out=this_part)
     if record is None:
         return  # a run without a recorded config: nothing to compare with
     recorded = yaml.safe_load((record / "config.yaml").read_text()) or {}

@@ -110,6 +110,30 @@ def test_a_process_a_launcher_starts_resumes_in_the_run_rank_0_writes_to(tmp_pat
     assert resume_into_its_run([f"ckpt_path={loose}"]) == [f"ckpt_path={loose}"]
 
 
+def test_every_rank_of_a_resume_composes_the_settings_that_trained_the_checkpoint(
+    tmp_path, monkeypatch
+):
+    """Under torchrun every rank starts at once, and rank 0 writes this part's record
+    (.hydra.<n>) while the others read the run's: they take the record the checkpoint names,
+    complete since that part ran, not the newest, which may be half written."""
+    import torch
+
+    run = tmp_path / "run"
+    ckpt = run / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    torch.save({"segnet": {"config": ".hydra"}}, ckpt)
+    for record, overrides in ((".hydra", "- model.optimizer.lr=0.5\n"), (".hydra.1", "")):
+        (run / record).mkdir()
+        (run / record / "config.yaml").write_text("{}")
+        (run / record / "overrides.yaml").write_text(overrides)  # .hydra.1: being written
+    monkeypatch.setenv("RANK", "1")
+    argv = resume_into_its_run([f"ckpt_path={ckpt}"])
+    assert "model.optimizer.lr=0.5" in argv
+    monkeypatch.delenv("RANK")  # rank 0 too: the checkpoint's record, .hydra.2 for its own
+    argv = resume_into_its_run([f"ckpt_path={ckpt}"])
+    assert "model.optimizer.lr=0.5" in argv and "hydra.output_subdir=.hydra.2" in argv
+
+
 @pytest.mark.parametrize(
     "monitor, why", [("val/loss", "lower is better"), ("val/mIoU", "does not report it")]
 )

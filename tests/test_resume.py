@@ -171,6 +171,8 @@ def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, t
         cwd=tmp_path,
     )
     assert (run / ".hydra.2").is_dir() and not (tmp_path / "outputs").exists()
+    # each checkpoint names the part whose settings trained it
+    assert torch.load(last, weights_only=False)["segnet"]["config"] == ".hydra.2"
     # refused before any work, leaving the run's records as they were: a setting that
     # shapes training, another folder, a run with nothing left to train
     refusals = [
