@@ -43,7 +43,9 @@ def rank_zero_speaks() -> None:
     (about the data, which every rank reads alike; the epoch lines are rank 0's already)."""
     from lightning.pytorch.utilities import rank_zero_only
 
-    if rank_zero_only.rank != 0:
+    from segnet.outputs import launched_rank  # (NODE_RANK too: another machine's processes)
+
+    if rank_zero_only.rank != 0 or launched_rank():
         logging.getLogger("segnet").setLevel(logging.ERROR)
 
 
@@ -87,9 +89,21 @@ def to_log_file(text: str, name: str = "segnet.progress") -> None:
             handler.handle(record)
 
 
-# What a run refuses (a setting, a file, a checkpoint it cannot take): messages that name
-# what to change, which a traceback would bury
+# What a run refuses (a setting, a file, a checkpoint it cannot take), raised by this
+# package's own checks: messages that name what to change, which a traceback would bury
 REFUSALS = (ValueError, FileExistsError, FileNotFoundError)
+PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def is_refusal(err: BaseException) -> bool:
+    """Whether ``err`` is one of this package's refusals: of a refusing kind, and raised
+    in its own code (a ValueError from inside torch or MONAI mid-epoch is a failure, whose
+    traceback the console should show)."""
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    raised_in = frame.tb_frame.f_code.co_filename if frame is not None else ""
+    return isinstance(err, REFUSALS) and str(Path(raised_in).resolve()).startswith(PACKAGE)
 
 
 @contextmanager
@@ -111,7 +125,7 @@ def traceback_in_log(what: str) -> Iterator[None]:
         files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
         for handler in files:
             handler.handle(record)
-        if isinstance(err, REFUSALS) and not in_multirun():
+        if is_refusal(err) and not in_multirun():
             where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
             raise SystemExit(f"{what} refused: {err}{where}") from None
         raise

@@ -314,9 +314,10 @@ def run_test(
     if module.tta:
         axes = module.mirror_axes
         log.info(
-            "testing with mirroring over the axes training flipped (%s): the softmax averaged "
-            "over %d passes per input (tta=false: one)",
+            "testing with mirroring over the axes training flipped (%s%s): the softmax "
+            "averaged over %d passes per input (tta=false: one)",
             axes,
+            "; each member of the ensemble its own" if len(module.ensemble_members) else "",
             2 ** len(axes),
         )
     results = trainer.test(module, datamodule=dm, verbose=False)
@@ -556,9 +557,9 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if cfg.get("recompute_bn"):
         refuse_fixed_batchnorm(modules, paths)
     module = modules[0]
-    data_cfg = OmegaConf.create(module.hparams.get("data_cfg") or {})
+    trained = OmegaConf.create(module.hparams.get("data_cfg") or {})
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
-    data_cfg = OmegaConf.merge(data_cfg, overrides)
+    data_cfg = OmegaConf.merge(trained, overrides)
     if "root" in overrides and data_cfg.get("csv") and "csv" not in overrides:
         # the checkpoint's case list would win over the folder asked for (a CSV lists the
         # cases wherever they are): the new folder's own cases are scored
@@ -588,13 +589,19 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
         )
-    unused = [f"data.{k}" for k in overrides if k in TRAINING_ONLY_DATA]
+    unused = [
+        f"data.{k}={json.dumps(v)}"
+        for k, v in overrides.items()
+        if k in TRAINING_ONLY_DATA and v != OmegaConf.to_container(trained).get(k)
+    ]
     if unused:
         raise ValueError(
             f"{', '.join(unused)}: settings of training (augmentation, patch sampling, the "
             "loss's class weights), which an evaluation does not use: leave them out. "
             "Mirroring at test time is tta=true or false."
         )
+    if data_cfg.get("crop_size"):
+        data_cfg.crop_size = None  # whole frames: the training crop must not limit image_size
     if "spacing" in overrides:
         trained_at = module.data_info.normalization.get("spacing")
         raise ValueError(

@@ -88,9 +88,11 @@ def check_same_settings(cfg: DictConfig, run: Path, ckpt_path: str, this_part: s
     wrote for this resume (``.hydra.<n>``), not a record to compare with."""
     import yaml
 
-    # the record of the part that wrote the checkpoint (not one another rank is writing)
-    ckpt = Path(ckpt_path).expanduser().resolve()
-    record = checkpoint_record(ckpt, run) or latest_config(run, leave_out=this_part)
+    # the record of the part that wrote the checkpoint (not one another rank is writing),
+    # never this resume's own (a checkpoint naming a record the run no longer had)
+    record = checkpoint_record(Path(ckpt_path).expanduser().resolve(), run)
+    if record is None or record.name == this_part:
+        record = latest_config(run, leave_out=this_part)
     if record is None:
         return  # a run without a recorded config: nothing to compare with
     recorded = yaml.safe_load((record / "config.yaml").read_text()) or {}

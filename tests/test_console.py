@@ -107,3 +107,18 @@ def test_only_rank_0_warns_in_a_run_of_several_processes(monkeypatch):
         assert not data.isEnabledFor(logging.WARNING) and data.isEnabledFor(logging.ERROR)
     finally:
         logger.setLevel(level)  # (setLevel also clears the loggers' cached answers)
+
+
+def test_only_this_packages_own_checks_count_as_refusals():
+    """A refusal shows as its message alone; a ValueError from inside torch (a failure mid
+    epoch) keeps its traceback on the console."""
+    import torch
+
+    from segnet.console import is_refusal
+    from segnet.data.nifti_datamodule import check_flip
+
+    with pytest.raises(ValueError) as ours:
+        check_flip("no")
+    with pytest.raises(ValueError) as torchs:
+        torch.nn.functional.batch_norm(torch.zeros(1, 2), None, None, training=True)
+    assert is_refusal(ours.value) and not is_refusal(torchs.value)

@@ -267,3 +267,23 @@ def test_a_resume_compares_settings_as_training_takes_them():
     assert changed_settings(run, {**run, "data": {"flip": True, "batch_size": 4}}) == [
         ("data.flip", [1, 2], True)
     ]
+
+
+def test_a_resume_is_never_checked_against_its_own_record(tmp_path):
+    """A checkpoint naming a record the run does not have (copied from another run): the
+    resume's own record, which Hydra writes under that number, is no record to compare with."""
+    from omegaconf import OmegaConf
+
+    from segnet.checkpoints import CheckpointError
+    from segnet.resume import check_same_settings
+
+    run = tmp_path / "run"
+    ckpt = run / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    torch.save({"segnet": {"config": ".hydra.1"}}, ckpt)
+    for record, lr in ((".hydra", 0.1), (".hydra.1", 0.9)):  # .hydra.1: this resume's
+        (run / record).mkdir()
+        (run / record / "config.yaml").write_text(f"model: {{lr: {lr}}}\n")
+    cfg = OmegaConf.create({"model": {"lr": 0.9}})
+    with pytest.raises(CheckpointError, match=r"model.lr: 0.1 in the run, 0.9 now"):
+        check_same_settings(cfg, run, str(ckpt), ".hydra.1")

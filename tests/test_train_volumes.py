@@ -246,7 +246,7 @@ def test_evaluate_applies_the_window_it_is_given(trained, tmp_path):
         ("data.sw_mode=linear", "sw_mode='linear'.*gaussian"),
         ("data.sw_roi_size=24", "sw_roi_size=24 must be 3 positive whole numbers"),
         ("data.patch_size=[24,24,24]", "patch_size.*does not change an evaluation.*sw_roi_size"),
-        ("+data.flip=false", r"data.flip: settings of training .*tta=true or false"),
+        ("+data.flip=false", r"data.flip=false: settings of training .*tta=true or false"),
         (
             "data.sw_roi_size=[2,2,2]",
             r"sw_roi_size=\[2, 2, 2\] is too small for this network, which takes at least",
