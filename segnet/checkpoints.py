@@ -41,6 +41,17 @@ def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, A
     return ckpt
 
 
+def peek_checkpoint(path: str | Path) -> dict[str, Any] | None:
+    """A checkpoint's counters and records (epoch, step, ``segnet``), memory-mapped so that
+    its weights are not read; None when it cannot be read (a caller that needs the file
+    reads it with :func:`read_checkpoint`, which says what is wrong)."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except Exception:
+        return None
+    return ckpt if isinstance(ckpt, dict) else None
+
+
 def upgrade_hparams(hp: dict[str, Any]) -> dict[str, Any]:
     """The hyperparameters of a checkpoint written before the dataset description
     (``DataInfo``) existed, in today's terms, so earlier runs still evaluate, export and
@@ -167,9 +178,8 @@ def check_latest(ckpt: dict[str, Any], path: str | Path) -> None:
     last = path.parent / "last.ckpt"
     if path.name == last.name or not last.is_file():
         return
-    try:  # memory-mapped: only the step is read, not the weights
-        later = torch.load(last, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # an unreadable last.ckpt holds nothing to lose
+    later = peek_checkpoint(last)
+    if later is None:  # an unreadable last.ckpt holds nothing to lose
         return
     step, last_step = ckpt.get("global_step", 0), later.get("global_step", 0)
     if last_step > step:

@@ -83,9 +83,17 @@ def log_summary(
 def to_log_file(text: str, name: str = "segnet.progress") -> None:
     """``text`` into the run's log file (``train.log``) only: the console already shows it,
     or shows a progress bar that a logged line would break."""
-    record = logging.LogRecord(name, logging.INFO, __file__, 0, text, None, None)
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
+    to_log_files(logging.LogRecord(name, logging.INFO, __file__, 0, text, None, None))
+
+
+def log_files() -> list[logging.FileHandler]:
+    """The run's log files (Hydra's ``<task>.log``), as the root logger writes them."""
+    return [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+
+
+def to_log_files(record: logging.LogRecord) -> None:
+    for handler in log_files():
+        if record.levelno >= handler.level:
             handler.handle(record)
 
 
@@ -119,12 +127,12 @@ def traceback_in_log(what: str) -> Iterator[None]:
     except BaseException as err:
         import sys
 
-        record = log.makeRecord(
-            log.name, logging.ERROR, __file__, 0, "%s failed", (what,), sys.exc_info()
+        to_log_files(
+            log.makeRecord(
+                log.name, logging.ERROR, __file__, 0, "%s failed", (what,), sys.exc_info()
+            )
         )
-        files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
-        for handler in files:
-            handler.handle(record)
+        files = log_files()
         if is_refusal(err) and not in_multirun():
             where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
             raise SystemExit(f"{what} refused: {err}{where}") from None

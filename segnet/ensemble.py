@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from segnet.checkpoints import peek_checkpoint
 from segnet.loading import exported_models
 from segnet.models import batchnorm_layers
 
@@ -208,9 +209,8 @@ def unfinished(path: Path) -> str | None:
     last = path.parent / "last.ckpt"
     if path.suffix != ".ckpt" or not last.is_file():
         return None
-    try:  # mmap: the epoch counters without reading the weights
-        ckpt = torch.load(last, map_location="cpu", weights_only=False, mmap=True)
-    except Exception:  # an unreadable last.ckpt says nothing about the member itself
+    ckpt = peek_checkpoint(last)
+    if ckpt is None:  # an unreadable last.ckpt says nothing about the member itself
         return None
     run = ckpt.get("segnet") or {}
     planned, done = run.get("max_epochs"), ckpt.get("epoch", -1) + 1

@@ -179,13 +179,10 @@ def checkpoint_record(ckpt: Path, run: Path) -> Path | None:
     with. Read in preference to the newest record, which another process of the same resume
     (rank 0, under torchrun) may be writing at this very moment. None for a checkpoint that
     does not say (written before it did, or outside a Hydra run)."""
-    import torch
+    from segnet.checkpoints import peek_checkpoint
 
-    try:  # memory-mapped: the weights are not read
-        saved = torch.load(ckpt, map_location="cpu", weights_only=False, mmap=True)
-    except Exception:  # not a checkpoint torch reads: training says so, with the file named
-        return None
-    name = (saved.get("segnet") or {}).get("config") if isinstance(saved, dict) else None
+    # unreadable: training says so, with the file named
+    name = ((peek_checkpoint(ckpt) or {}).get("segnet") or {}).get("config")
     if name != ".hydra" and not is_resume_record(name):
         return None
     return run / name if (run / name / "config.yaml").is_file() else None

@@ -30,6 +30,7 @@ from segnet.checkpoints import (
     check_same_spacing,
     expected_model,
     load_weights,
+    peek_checkpoint,
     read_checkpoint,
 )
 from segnet.commands import override
@@ -200,11 +201,8 @@ def finite_or_null(value: Any) -> Any:
 
 def saved_epoch(ckpt_path: str | Path | None) -> int | None:
     """The epoch a checkpoint was saved at, as the epoch lines count (from 0); None without
-    one. Memory-mapped: the weights are not read."""
-    if not ckpt_path or not Path(ckpt_path).is_file():
-        return None
-    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False, mmap=True)
-    return ckpt.get("epoch")
+    one."""
+    return (peek_checkpoint(ckpt_path) or {}).get("epoch") if ckpt_path else None
 
 
 def write_outputs(
