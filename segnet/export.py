@@ -44,6 +44,7 @@ from segnet.loading import (  # noqa: F401  (the loaders are part of this module
     LOADERS,
     SPEC_KEY,
     SUFFIX,
+    LoadedModel,
     clean_state_dict,
     load_model,
     load_onnx,
@@ -167,16 +168,37 @@ def export_checkpoint(
     example_size: list[int] | None = None,
 ) -> dict[str, float]:
     """Write each format plus ``model.json``; return the largest reload difference per format."""
+    check_free(Path(out_dir), formats)  # before the checkpoint is even read
+    # reads the checkpoint once: weights, spec and best score
+    return write_model(load_model(ckpt_path), out_dir, formats, example_size)
+
+
+def check_formats(formats: tuple[str, ...]) -> None:
     unknown = set(formats) - set(FORMATS)
     if unknown:
         raise ValueError(f"formats {sorted(unknown)} unknown; choose from {list(FORMATS)}.")
-    out_dir = Path(out_dir)
+
+
+def check_free(out_dir: Path, formats: tuple[str, ...]) -> None:
+    """Exports are never overwritten: none of the files ``formats`` would write may exist."""
+    check_formats(formats)
     targets = [out_dir / f"model{SUFFIX[fmt]}" for fmt in formats] + [out_dir / CARD_NAME]
     existing = [p for p in targets if p.exists()]
-    if existing:  # checked before the checkpoint is even read
+    if existing:
         raise FileExistsError(f"{existing[0]} exists; exports are never overwritten.")
+
+
+def write_model(
+    model: LoadedModel,
+    out_dir: str | Path,
+    formats: tuple[str, ...] = FORMATS,
+    example_size: list[int] | None = None,
+) -> dict[str, float]:
+    """A loaded checkpoint's network in each format plus ``model.json``; the largest reload
+    difference per format."""
+    out_dir = Path(out_dir)
+    check_free(out_dir, formats)
     out_dir.mkdir(parents=True, exist_ok=True)
-    model = load_model(ckpt_path)  # reads the checkpoint once: weights, spec and best score
     net = model.net
     card = make_card(
         model.spec, model.module_args, model.info, model.metrics, model.inference.min_input
@@ -231,6 +253,7 @@ def export_ensemble(
     out_dir = Path(out_dir)
     members = [f"member_{i}" for i in range(len(ckpt_paths))]
     taken = [p for p in (out_dir / ENSEMBLE_NAME, *(out_dir / m for m in members)) if p.exists()]
+    check_formats(formats)  # before any member is read
     if taken:
         raise FileExistsError(f"{taken[0]} exists; exports are never overwritten.")
     models = [load_model(p) for p in ckpt_paths]  # a bad member stops the export here
@@ -244,11 +267,10 @@ def export_ensemble(
                 f"as its first member's recipe did ({ckpt_paths[0]}): leave that member out, "
                 "or put first one whose recipe tests without mirroring."
             )
-    del models
     diffs = {}
-    for member, path in zip(members, ckpt_paths, strict=True):
+    for member, path, model in zip(members, ckpt_paths, models, strict=True):
         say(f"{member}: {path}")
-        diffs[member] = export_checkpoint(path, out_dir / member, formats, example_size)
+        diffs[member] = write_model(model, out_dir / member, formats, example_size)
     listing = {
         "members": members,
         "checkpoints": [str(p) for p in ckpt_paths],

@@ -121,7 +121,8 @@ def check_accelerator(cfg: DictConfig, instead: str) -> None:
     # Lightning's "gpu" is CUDA or, on Apple silicon, MPS
     mps = accelerator == "gpu" and torch.backends.mps.is_available()
     if accelerator in ("gpu", "cuda") and not (torch.cuda.is_available() or mps):
-        raise RuntimeError(
+        # a setting this machine cannot take: refused (ValueError), shown without a traceback
+        raise ValueError(
             f"trainer.accelerator={accelerator} (set by trainer=gpu, trainer=ddp or a *_gpu "
             f"recipe), but torch {torch.__version__} finds no GPU here. Run it on a GPU "
             f"machine, or here {instead}."

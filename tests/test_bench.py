@@ -75,7 +75,7 @@ def test_a_gpu_trainer_in_extra_overrides_is_refused_before_any_recipe(monkeypat
     cfg = compose_bench(['extra_overrides=["trainer.accelerator=gpu"]'])
     with (
         project_configs(),
-        pytest.raises(RuntimeError, match="accelerator=gpu.*without trainer=gpu"),
+        pytest.raises(ValueError, match="accelerator=gpu.*without trainer=gpu"),
     ):
         bench.run(cfg, out=printed.append)
     assert printed == []  # nothing was measured or announced

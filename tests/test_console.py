@@ -76,15 +76,17 @@ def test_a_gpu_recipe_without_a_gpu_is_refused_before_the_data(experiment, monke
     what to run instead."""
     import torch
 
+    from segnet.console import is_refusal
     from segnet.pipeline import evaluate
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     cfg = compose("train", [f"experiment={experiment}", f"data.root={tmp_path}/none"], tmp_path)
-    with pytest.raises(RuntimeError, match="accelerator=gpu.*no GPU.*with trainer=cpu"):
+    with pytest.raises(ValueError, match="accelerator=gpu.*no GPU.*with trainer=cpu") as refused:
         train(cfg)
+    assert is_refusal(refused.value)  # its message alone on the console, no traceback
     cfg = compose("evaluate", [f"ckpt_path={tmp_path}/none.ckpt", "trainer=gpu"], tmp_path / "e")
-    with pytest.raises(RuntimeError, match="no GPU.*without trainer="):
+    with pytest.raises(ValueError, match="no GPU.*without trainer="):
         evaluate(cfg)
     assert not any(tmp_path.rglob("*.json"))
 

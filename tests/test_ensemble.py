@@ -290,7 +290,10 @@ def test_only_a_stop_the_trainer_carries_out_counts_as_on_purpose(
     assert stopping_on_purpose(trainer) is expected
 
 
-def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exported(tmp_path):
+def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exported(
+    tmp_path, monkeypatch
+):
+    import segnet.export
     from segnet.export import export_ensemble
 
     paths = []
@@ -304,7 +307,11 @@ def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exp
     with pytest.raises(ValueError, match=r"member1\.ckpt was trained without flips"):
         export_ensemble(paths, tmp_path / "out", ("safetensors",))
     assert not (tmp_path / "out").exists()  # refused before anything was written
+    read = []
+    load = segnet.export.load_model
+    monkeypatch.setattr(segnet.export, "load_model", lambda p: read.append(p) or load(p))
     export_ensemble(paths[::-1], tmp_path / "out", ("safetensors",))  # tested unmirrored
+    assert read == paths[::-1]  # each member's checkpoint read once, for checks and export
     card = json.loads((tmp_path / "out" / "member_1" / "model.json").read_text())
     assert card["deployment"]["onnx"]["mirroring"] == {
         "as_tested": True,  # this member's own recipe; the ensemble follows its first
