@@ -151,14 +151,16 @@ def deep_supervision_weights(num_outputs: int) -> list[float]:
 
 def labels_at(target: torch.Tensor, size: torch.Size | tuple[int, ...]) -> torch.Tensor:
     """``target`` (N, *spatial) class indices at spatial ``size`` by nearest neighbour:
-    the labels a coarser deep-supervision output is scored against. For a size halved by
-    pooling this keeps every second voxel, with labels (void included) never blended.
+    the labels a coarser deep-supervision output is scored against, labels (void included)
+    never blended. A coarse voxel covers a block of pooled voxels, so it takes the label
+    nearest the block's centre ("nearest-exact"), not its first corner, which would shift
+    the targets by up to half a block (3.5 voxels at 1/8).
 
     Example:
-        >>> labels_at(torch.tensor([[[0, 0, 1, 1], [2, 2, 255, 255]]]), (1, 2)).tolist()
-        [[[0, 1]]]
+        >>> labels_at(torch.tensor([[[0, 1, 1, 1, 2, 2, 2, 2]]]), (1, 2)).tolist()
+        [[[1, 2]]]
     """
     if tuple(target.shape[1:]) == tuple(size):
         return target
-    resized = F.interpolate(target[:, None].float(), size=tuple(size), mode="nearest")
+    resized = F.interpolate(target[:, None].float(), size=tuple(size), mode="nearest-exact")
     return resized[:, 0].to(target.dtype)

@@ -488,7 +488,11 @@ class SegmentationModule(L.LightningModule):
             m.reset_running_stats()
             m.momentum = None  # cumulative moving average = exact mean over the batches
         was_training = self.net.training
-        self.net.train()
+        # only the BatchNorm layers collect: dropout stays off, as in the inference whose
+        # activations the statistics are for
+        self.net.eval()
+        for m in norms:
+            m.train()
         n = samples = 0
         for batch in loader:
             if max_batches is not None and n >= max_batches:

@@ -155,10 +155,15 @@ def test_the_module_adds_soft_dice_with_a_void_label():
     torch.testing.assert_close(module.compute_loss(logits, target), ce + 0.5 * dice)
 
 
-def test_labels_at_keeps_every_second_voxel_and_never_blends_void():
+def test_labels_at_takes_each_blocks_centre_and_never_blends_void():
+    """A coarse voxel covers a block of the full-resolution grid; its target is the label
+    nearest the block's centre (at 1/2 the second voxel of each pair, at 1/8 the fifth of
+    each 8), not the block's first corner."""
     target = torch.randint(0, 4, (2, 8, 6, 4))
     target[0, 2, 2, 2] = 255
-    torch.testing.assert_close(labels_at(target, (4, 3, 2)), target[:, ::2, ::2, ::2])
+    torch.testing.assert_close(labels_at(target, (4, 3, 2)), target[:, 1::2, 1::2, 1::2])
+    line = torch.arange(40)[None, :, None].expand(1, 40, 8)
+    assert labels_at(line, (5, 1))[0, :, 0].tolist() == [4, 12, 20, 28, 36]
     assert labels_at(target, (8, 6, 4)) is target
     assert set(labels_at(target, (3, 5, 3)).unique().tolist()) <= {0, 1, 2, 3, 255}
 
@@ -184,7 +189,7 @@ def test_the_module_scores_deep_supervision_outputs_at_every_scale():
 
     w_full, w_half = deep_supervision_weights(2)
     assert (w_full, w_half) == pytest.approx((2 / 3, 1 / 3))
-    expected = w_full * terms(full, target) + w_half * terms(half, target[:, ::2, ::2, ::2])
+    expected = w_full * terms(full, target) + w_half * terms(half, target[:, 1::2, 1::2, 1::2])
     torch.testing.assert_close(module.compute_loss([full, half], target), expected)
     # and a training step feeds the network's list of outputs to it
     module.net.train()

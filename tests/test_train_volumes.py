@@ -11,7 +11,7 @@ import torch
 
 from segnet.pipeline import evaluate, train
 from tests.conftest import compose
-from tests.helpers import ODD_AFFINE, nifti_dataset
+from tests.helpers import ODD_AFFINE, data_info, nifti_dataset
 
 FAST = [
     "data.patch_size=[16,16,16]",
@@ -111,6 +111,30 @@ def test_batchnorm_recompute_pads_a_deeply_supervised_network():
     with torch.no_grad():
         out = inference.logits(full_resolution(net), x, tta=False)
     assert out.shape == (1, 2, 2, 12, 12)
+
+
+def test_batchnorm_is_recomputed_with_dropout_off_as_inference_runs():
+    """Statistics for inference come from the activations inference produces: a network
+    with dropout recomputes the same statistics as the same weights without it."""
+    from segnet.module import SegmentationModule
+
+    info = {**data_info(3, spatial_dims=3), "sliding_window": {"roi_size": [8, 8, 8]}}
+    net = {"name": "segnet", "features": [4, 8], "convs": [2, 1], "norm": "batch"}
+    torch.manual_seed(0)
+    with_dropout = SegmentationModule({**net, "dropout": 0.5}, info)
+    without = SegmentationModule(net, info)
+    without.net.load_state_dict(with_dropout.net.state_dict())  # dropout has no weights
+    batches = [{"image": torch.randn(2, 1, 8, 8, 8)} for _ in range(3)]
+    for module in (with_dropout, without):
+        assert module.recompute_batchnorm(batches) == 3
+        assert module.net.training  # left in the mode it was in
+    stats = [
+        {k: v for k, v in m.net.state_dict().items() if "running" in k}
+        for m in (with_dropout, without)
+    ]
+    assert stats[0].keys() == stats[1].keys() and len(stats[0]) > 4
+    for key, value in stats[0].items():
+        torch.testing.assert_close(value, stats[1][key], msg=key)
 
 
 def inference_padded(x: torch.Tensor, size: int) -> torch.Tensor:
