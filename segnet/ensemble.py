@@ -139,6 +139,22 @@ def check_members(
     check_split(modules, paths, split, new_cases)
 
 
+def scores_other_data(overrides: dict[str, Any], modules: Sequence[Any]) -> bool:
+    """Whether an evaluation reads other cases than every member trained from: a
+    ``data.root`` or ``data.csv`` given that is not the folder or CSV a member's run read.
+    The folder it trained from, named again, is no way around the checks on its splits."""
+
+    def resolved(path: Any) -> Path | None:
+        return Path(str(path)).expanduser().resolve() if path else None
+
+    return any(
+        resolved(overrides[key]) != resolved((module.hparams.get("data_cfg") or {}).get(key))
+        for key in ("root", "csv")
+        if key in overrides
+        for module in modules
+    )
+
+
 def check_split(
     modules: Sequence[Any], paths: Sequence[Path], split: str | None, new_cases: bool = False
 ) -> None:

@@ -47,6 +47,7 @@ from segnet.ensemble import (
     check_recorded_splits,
     check_split,
     checkpoint_paths,
+    scores_other_data,
     unfinished,
 )
 from segnet.inference import check_mirroring
@@ -571,7 +572,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     # before any data is read: members that cannot be averaged, or scored fairly, stop here
     # scored on other data than the members trained on: another folder, or another CSV
-    new_cases = "root" in overrides or "csv" in overrides
+    new_cases = scores_other_data(overrides, modules)
     check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn"), new_cases)
     set_mirroring(modules, paths, cfg.get("tta"))
     window = {k: WINDOW_SETTINGS[k] for k in overrides if k in WINDOW_SETTINGS}

@@ -3,6 +3,7 @@ probabilities averaged, and members that cannot be averaged or scored fairly ref
 
 import json
 import logging
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -189,12 +190,30 @@ def test_an_ensemble_of_folds_refuses_before_testing(two_folds, tmp_path, settin
     assert not (tmp_path / "metrics.json").exists()
 
 
+@pytest.mark.parametrize("split", ["val", "all"])
+def test_the_training_folder_named_again_is_no_way_around_the_split_checks(
+    two_folds, tmp_path, split, monkeypatch
+):
+    """data.root scores new cases without the checks on the members' splits only when it
+    is another folder than the one they trained from, not the same one given again (here
+    as a relative path)."""
+    root = two_folds.parent / "data"
+    monkeypatch.chdir(root.parent)
+    overrides = [f"ckpt_path={two_folds}", "trainer.accelerator=cpu", f"data.split={split}"]
+    cfg = compose("evaluate", [*overrides, "data.root=data/."], tmp_path)
+    with pytest.raises(ValueError, match=f"data.split={split}: .* validated on different cases"):
+        evaluate(cfg)
+    assert not (tmp_path / "metrics.json").exists()
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)  # another folder: its cases are taken as new
+    evaluate(compose("evaluate", [*overrides, f"data.root={copy}", "tta=false"], tmp_path / "ev"))
+    assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["split"] == split
+
+
 def test_a_member_whose_run_stopped_early_is_named(two_folds, tmp_path, caplog):
     """A multirun folder takes every job's best.ckpt, an interrupted job's too: evaluate
     says which member did not train to its end, and not one that early stopping or
     trainer.max_time ended as asked."""
-    import shutil
-
     sweep = tmp_path / "sweep"
     shutil.copytree(two_folds, sweep, ignore=shutil.ignore_patterns("tensorboard"))
     for job, stopping in (("0", True), ("1", False)):  # both after 2 of 5 epochs
