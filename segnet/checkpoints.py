@@ -193,8 +193,35 @@ def check_latest(ckpt: dict[str, Any], path: str | Path) -> None:
         )
 
 
-def load_weights(module: torch.nn.Module, ckpt: dict[str, Any]) -> None:
+def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Drop the key segments that torch.compile (``_orig_mod``) and DDP (``module``) add,
+    wherever they sit, and nothing else (a layer named ``submodule`` keeps its name).
+
+    Example:
+        >>> list(clean_state_dict({"net._orig_mod.submodule.w": 0, "module.net.b": 1}))
+        ['net.submodule.w', 'net.b']
+    """
+    wrappers = {"_orig_mod", "module"}
+    return {
+        ".".join(part for part in key.split(".") if part not in wrappers): value
+        for key, value in state.items()
+    }
+
+
+def net_weights(ckpt: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The network's own state dict from a Lightning checkpoint (its ``net.`` entries)."""
+    state = clean_state_dict(ckpt["state_dict"])
+    return {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
+
+
+def load_weights(module: torch.nn.Module, ckpt: dict[str, Any], source: str) -> None:
     """The network weights of a checkpoint, for a new run (``init_from``): no optimizer,
-    schedule, epoch or best metric is carried over."""
-    state = {k: v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
-    module.load_state_dict(state, strict=False)
+    schedule, epoch or best metric is carried over. Every weight must fit: a network left
+    partly at its random start would train on silently."""
+    try:
+        module.net.load_state_dict(net_weights(ckpt))
+    except RuntimeError as err:
+        raise ValueError(
+            f"init_from={source}: its network weights do not fit this run's network "
+            f"({str(err).strip()}). Start from a checkpoint of the same model settings."
+        ) from None

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from segnet.checkpoints import read_checkpoint
+from segnet.checkpoints import clean_state_dict, net_weights, read_checkpoint  # noqa: F401
 from segnet.data.info import DataInfo
 from segnet.inference import Inference
 from segnet.model_card import CARD_NAME, MODULE_KEYS, read_card
@@ -34,16 +34,6 @@ ENSEMBLE_NAME = "ensemble.json"
 # the file a folder stands for when it holds several formats of one model: the network
 # itself where it can be rebuilt (exact, any device), then the programs
 FOLDER_PREFERENCE = ("safetensors", "pt2", "onnx")
-
-
-def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Strip the prefixes that torch.compile (``_orig_mod.``) and DDP (``module.``) add."""
-    out = {}
-    for key, value in state.items():
-        for prefix in ("_orig_mod.", "module."):
-            key = key.replace(prefix, "")
-        out[key] = value
-    return out
 
 
 # -- one loader per exported format ------------------------------------------------------
@@ -226,8 +216,7 @@ def _from_checkpoint(path: Path) -> LoadedModel:
         "out_channels": info.num_classes,
     }
     net = create_model(**spec)
-    state = clean_state_dict(ckpt["state_dict"])
-    net.load_state_dict({k[4:]: v for k, v in state.items() if k.startswith("net.")})
+    net.load_state_dict(net_weights(ckpt))
     module_args = {k: hp.get(k) for k in MODULE_KEYS}
     return _loaded(net.eval(), net.spec(), info, module_args, checkpoint_metrics(ckpt))
 

@@ -409,7 +409,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             test_items = dm.read_split(test_split)  # a bad test file stops the run now
     module = build_module(cfg, dm)
     if init_ckpt is not None:
-        load_weights(module, init_ckpt)
+        load_weights(module, init_ckpt, cfg.init_from)
         log.info("new run from the weights of %s (fresh optimizer and schedule)", cfg.init_from)
     trainer = build_trainer(cfg)
     if test_items is not None:  # a test split too small for the processes: now, not after training

@@ -123,3 +123,24 @@ def test_a_resume_from_an_earlier_checkpoint_of_a_run_is_refused(tmp_path):
     check_latest({"global_step": 12}, folder / "best.ckpt")  # best is the last step
     check_latest({"global_step": 12}, folder / "last.ckpt")
     check_latest({"global_step": 6}, tmp_path / "loose.ckpt")  # no run beside it
+
+
+def test_init_from_loads_every_weight_or_refuses_naming_the_checkpoint():
+    """A compiled or DDP-wrapped run's keys load as plain ones; weights that do not fit the
+    network are refused rather than leaving part of it at its random start."""
+    from segnet.checkpoints import load_weights
+    from segnet.module import SegmentationModule
+    from tests.helpers import data_info
+
+    net = {"name": "unet", "features": [4, 8]}
+    torch.manual_seed(0)
+    source = SegmentationModule(net, data_info(3))
+    wrapped = {f"module.net._orig_mod.{k}": v for k, v in source.net.state_dict().items()}
+    torch.manual_seed(1)
+    target = SegmentationModule(net, data_info(3))
+    load_weights(target, {"state_dict": wrapped}, "a.ckpt")
+    for key, value in source.net.state_dict().items():
+        assert torch.equal(target.net.state_dict()[key], value), key
+    renamed = {k.replace("net.", "net.old_"): v for k, v in source.state_dict().items()}
+    with pytest.raises(ValueError, match=r"init_from=b\.ckpt: its network weights do not fit"):
+        load_weights(target, {"state_dict": renamed}, "b.ckpt")
