@@ -436,6 +436,12 @@ class SegmentationModule(L.LightningModule):
                 for name, entry in summary["mean"].items():
                     if metric in entry:
                         out[f"{stage}/{metric}/{name}"] = entry[metric]
+            if "hd95" in per_case:
+                # the mean HD95 leaves out structures missed (or invented) outright, which
+                # have no finite distance: how many, beside it, so a model missing hard
+                # cases does not look better for it
+                missed = torch.isinf(per_case["hd95"][:, 1:]).sum()
+                out[f"{stage}/hd95_infinite"] = float(missed)
         self.log_dict(out, sync_dist=False)  # already reduced across ranks by torchmetrics
         return out
 

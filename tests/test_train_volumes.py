@@ -60,8 +60,10 @@ def test_volume_run_reports_per_case_dice(trained):
         )
         assert saved["metrics"][f"test/{metric}"] == pytest.approx(per_class.mean(), abs=1e-5)
         assert saved["cases"]["mean"]["one"][metric] == pytest.approx(per_class[0], abs=1e-5)
-    hd = [float(r["hd95_one"]) for r in rows]
+    hd = [float(r[f"hd95_{c}"]) for r in rows for c in ("one", "two")]
     assert all(h >= 0 for h in hd)  # mm, or inf where a class is in one mask only
+    # the mean leaves the infinite ones out, and the count of them stands beside it
+    assert saved["metrics"]["test/hd95_infinite"] == sum(np.isinf(hd))
     assert saved["cases"]["surface_tolerance_mm"] == 1.0
     assert saved["tta"] is True  # the Hippocampus recipes test with mirroring, as nnU-Net
     assert saved["mirror_axes"] == [0, 1, 2]  # data.flip: true
