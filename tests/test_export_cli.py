@@ -61,6 +61,24 @@ def test_export_never_overwrites(exported):
         export_checkpoint(ckpt, out, ("onnx",))
 
 
+def test_a_file_that_reloads_to_other_logits_is_refused_and_removed(
+    exported, tmp_path, monkeypatch
+):
+    """The reload check decides: a format whose file computes something else (here the
+    ONNX reloader made to add 0.1) is not written as verified, and the export's files go."""
+    import segnet.export
+    from segnet.export import export_checkpoint
+
+    ckpt, _, _, _ = exported
+    load = segnet.export.LOADERS["onnx"]
+    off = {**segnet.export.LOADERS, "onnx": lambda path: lambda x: load(path)(x) + 0.1}
+    monkeypatch.setattr(segnet.export, "LOADERS", off)
+    with pytest.raises(ValueError, match=r"model\.onnx: reloaded, it gives logits up to 0\.1"):
+        export_checkpoint(ckpt, tmp_path / "out", ("safetensors", "onnx"))
+    assert not any((tmp_path / "out").iterdir())  # the safetensors written first went too
+    export_checkpoint(ckpt, tmp_path / "out", ("safetensors",))  # the folder is free again
+
+
 def test_export_into_a_run_folder_is_refused_before_hydra_writes_there(exported):
     """The training run's folder keeps its own config: an export named into it stops
     before Hydra would replace .hydra/ with the export's."""
