@@ -131,8 +131,6 @@ class SegmentationModule(L.LightningModule):
         super().__init__()
         info = data if isinstance(data, DataInfo) else DataInfo.from_dict(data)
         data = info.to_dict()  # plain data in the checkpoint's hyperparameters
-        if class_weights is not None:
-            class_weights = [float(w) for w in class_weights]
         monitor = monitor or info.monitor
         self.save_hyperparameters(ignore=["optimizer", "scheduler"])
         self.data_info = info
@@ -160,10 +158,7 @@ class SegmentationModule(L.LightningModule):
         if not 0 < ce_top_k <= 1:
             raise ValueError(f"model.ce_top_k={ce_top_k}: use a fraction in (0, 1].")
         self.ce_top_k = float(ce_top_k)
-        weights = None if class_weights is None else torch.tensor(class_weights)
-        self.ce = nn.CrossEntropyLoss(
-            weight=weights, ignore_index=-100 if ignore_index is None else ignore_index
-        )
+        self.set_class_weights(class_weights)
         self.dice_loss = None
         if self.loss_weights["dice"] > 0:
             from monai.losses import DiceLoss
@@ -206,6 +201,18 @@ class SegmentationModule(L.LightningModule):
         self.recorded_splits: dict[str, list[str]] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
         self._planned_schedule: dict[str, int] = {}
+
+    def set_class_weights(self, class_weights: Sequence[float] | None) -> None:
+        """The cross-entropy's weight per class (None: unweighted), recorded in the
+        hyperparameters. Training sets them once the training labels are read, after the
+        module (and so every model setting) was checked before any data."""
+        weights = None if class_weights is None else [float(w) for w in class_weights]
+        self.hparams["class_weights"] = weights
+        ignore_index = -100 if self.ignore_index is None else self.ignore_index
+        self.ce = nn.CrossEntropyLoss(
+            weight=None if weights is None else torch.tensor(weights, device=self.device),
+            ignore_index=ignore_index,
+        )
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["bn_recomputed"] = self.bn_recomputed

@@ -402,15 +402,17 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         # after the monitor and a resumed run's folder are filled in: the config that runs
         log_config(cfg)
     init_ckpt = check_start_checkpoints(cfg, dm)
-    test_items = None
-    if cfg.get("train", True):
-        dm.setup("fit")  # reads the data; the class weights come from the training labels
-        if test_split is not None:
-            test_items = dm.read_split(test_split)  # a bad test file stops the run now
+    # before any data is read: a model setting the module refuses stops the run now
     module = build_module(cfg, dm)
     if init_ckpt is not None:
         load_weights(module, init_ckpt, cfg.init_from)
         log.info("new run from the weights of %s (fresh optimizer and schedule)", cfg.init_from)
+    test_items = None
+    if cfg.get("train", True):
+        dm.setup("fit")  # reads the data; the class weights come from the training labels
+        module.set_class_weights(dm.class_weights)
+        if test_split is not None:
+            test_items = dm.read_split(test_split)  # a bad test file stops the run now
     trainer = build_trainer(cfg)
     if test_items is not None:  # a test split too small for the processes: now, not after training
         check_shareable(test_items, trainer.world_size, f"'{test_split}'")

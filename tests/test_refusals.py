@@ -195,6 +195,30 @@ def test_optimizer_settings_are_checked_before_the_data(tmp_path, override, mess
         train(cfg)
 
 
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("+model.loss.focal=1.0", r"model.loss has unknown term\(s\) \['focal'\]"),
+        ("model.ce_top_k=2", r"model.ce_top_k=2"),
+        ("model.compile=sometimes", r"model.compile='sometimes': use true, false or auto"),
+        ("model.net.deep_supervision=9", r"deep_supervision"),
+    ],
+)
+def test_model_settings_are_checked_before_the_data_is_read(
+    tiny_camvid, tmp_path, monkeypatch, override, message
+):
+    """The module is built, and so refuses a setting, before setup reads every image."""
+    from segnet.data.camvid_datamodule import CamVidDataModule
+
+    def read(*_):
+        raise AssertionError("the data was read before the model settings were checked")
+
+    monkeypatch.setattr(CamVidDataModule, "setup", read)
+    cfg = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", override], tmp_path)
+    with pytest.raises(ValueError, match=message):
+        train(cfg)
+
+
 def test_mirroring_a_network_trained_without_flips_is_refused_before_training(
     tiny_camvid, tmp_path
 ):

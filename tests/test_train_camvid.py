@@ -123,6 +123,12 @@ def test_checkpoint_loads_with_weights_only_and_no_hydra(trained):
     info = ckpt["hyper_parameters"]["data"]
     assert info["class_names"][3] == "Road" and info["ignore_index"] == 11
     assert ckpt["hyper_parameters"]["net"]["name"] == "segnet_basic"
+    # the class weights the training labels gave (median frequency), which the module is
+    # given once the data is read, are the loss's and the checkpoint's
+    weights = trained[3]["datamodule"].class_weights
+    assert weights is not None and len(weights) == 11 and len(set(weights)) > 1
+    assert ckpt["hyper_parameters"]["class_weights"] == pytest.approx(weights)
+    assert ckpt["state_dict"]["ce.weight"].tolist() == pytest.approx(weights)
 
 
 def test_recompute_bn_changes_statistics_deterministically(trained):
