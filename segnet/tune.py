@@ -59,7 +59,8 @@ def run_study(cfg: DictConfig):
         load_if_exists=True,
     )
     base_dir = Path(cfg.paths.output_dir)
-    metric = f"{cfg.monitor}_best"
+    # monitor: null is the dataset's own (val/miou, val/dice), which training resolves
+    metric = f"{cfg.monitor}_best" if cfg.get("monitor") else None
 
     def objective(trial) -> float:
         trial_cfg = copy.deepcopy(cfg)
@@ -69,6 +70,8 @@ def run_study(cfg: DictConfig):
                 OmegaConf.update(trial_cfg, key, suggest(trial, key, spec), merge=False)
             trial_cfg.paths.output_dir = str(base_dir / f"trial_{trial.number}")
         metrics, _ = train(trial_cfg)
+        nonlocal metric
+        metric = metric or f"{trial_cfg.monitor}_best"
         if metric not in metrics:
             raise RuntimeError(f"trial {trial.number} reported no {metric}")
         return metrics[metric]
