@@ -155,6 +155,13 @@ class SegmentationModule(L.LightningModule):
             raise ValueError(
                 f"model.loss has unknown term(s) {sorted(unknown)}: use ce, dice and lovasz."
             )
+        weights = self.loss_weights.values()
+        if any(not w >= 0 for w in weights) or not any(w > 0 for w in weights):
+            # a negative weight climbs that term; none above 0 learns nothing
+            raise ValueError(
+                f"model.loss={self.loss_weights}: weights must be 0 or above, and at least "
+                "one term above 0."
+            )
         if not 0 < ce_top_k <= 1:
             raise ValueError(f"model.ce_top_k={ce_top_k}: use a fraction in (0, 1].")
         self.ce_top_k = float(ce_top_k)

@@ -200,6 +200,8 @@ def test_optimizer_settings_are_checked_before_the_data(tmp_path, override, mess
     [
         ("+model.loss.focal=1.0", r"model.loss has unknown term\(s\) \['focal'\]"),
         ("model.ce_top_k=2", r"model.ce_top_k=2"),
+        ("model.loss.ce=-1", r"model.loss=.*'ce': -1.*must be 0 or above"),
+        ("model.loss.ce=0", r"model.loss=.*at least one term above 0"),
         ("model.compile=sometimes", r"model.compile='sometimes': use true, false or auto"),
         ("model.net.deep_supervision=9", r"deep_supervision"),
     ],

@@ -124,7 +124,9 @@ class CamVidDataModule(SegmentationDataModule):
         self.root = Path(root).expanduser()
         self.image_size = tuple(image_size) if image_size else None
         self.crop_size = tuple(crop_size) if crop_size else None
+        check_size("image_size", self.image_size)
         check_crop_size(self.crop_size, self.image_size)
+        check_preprocessing(mean, std, scale, color_jitter, self.in_channels)
         # Evaluation keeps no activations for backward, so a GPU takes twice the batch.
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size * (
@@ -336,13 +338,46 @@ def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
         raise ValueError(f"data.class_weights_power={power}: use a number in (0, 4].")
 
 
+def check_size(setting: str, size: tuple[int, ...] | None) -> None:
+    """``data.<setting>`` is [H, W], two positive whole numbers (or null)."""
+    if size is None:
+        return
+    if len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size):
+        raise ValueError(f"data.{setting}={list(size)}: give [H, W], two positive integers.")
+
+
+def check_preprocessing(
+    mean: Sequence[float],
+    std: Sequence[float],
+    scale: Sequence[float],
+    color_jitter: float,
+    channels: int,
+) -> None:
+    """The normalisation (one mean and one positive std per channel) and the augmentation
+    ranges, checked before any data is read: torch would take a single mean for every
+    channel in training, and a deployed model then fail on it."""
+    for name, values in (("mean", mean), ("std", std)):
+        if len(values) != channels:
+            raise ValueError(
+                f"data.{name}={list(values)}: give one value per image channel ({channels})."
+            )
+    if not all(v > 0 for v in std):
+        raise ValueError(f"data.std={list(std)}: every value must be above 0.")
+    if len(scale) != 2 or not 0 < scale[0] <= scale[1]:
+        raise ValueError(
+            f"data.scale={list(scale)}: give [min, max] with 0 < min <= max ([1.0, 1.0]: no "
+            "random rescale)."
+        )
+    if not color_jitter >= 0:
+        raise ValueError(f"data.color_jitter={color_jitter}: use 0 (off) or a positive strength.")
+
+
 def check_crop_size(crop: tuple[int, ...] | None, frame: tuple[int, ...] | None) -> None:
     """``data.crop_size``: two positive numbers, no larger than the frames it is cut from
     (``data.image_size``, or the native size when that is null)."""
     if crop is None:
         return
-    if len(crop) != 2 or not all(isinstance(v, int) and v > 0 for v in crop):
-        raise ValueError(f"data.crop_size={list(crop)}: give [H, W], two positive integers.")
+    check_size("crop_size", crop)
     if frame is not None and (crop[0] > frame[0] or crop[1] > frame[1]):
         raise ValueError(
             f"data.crop_size={list(crop)} is larger than the frames it is cut from "

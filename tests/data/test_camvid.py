@@ -275,6 +275,24 @@ def test_a_crop_larger_than_its_frames_is_refused(root, crop, image_size, match)
         dm.setup("fit")
 
 
+@pytest.mark.parametrize(
+    "setting, match",
+    [
+        ({"image_size": (64,)}, r"data\.image_size=\[64\]: give \[H, W\]"),
+        ({"image_size": (0, 96)}, r"data\.image_size=\[0, 96\]: give \[H, W\]"),
+        ({"mean": (0.5,)}, r"data\.mean=\[0\.5\]: give one value per image channel \(3\)"),
+        ({"std": (0.2, 0.2, 0.0)}, r"data\.std=.*above 0"),
+        ({"scale": (1.5, 1.0)}, r"data\.scale=\[1\.5, 1\.0\]: give \[min, max\]"),
+        ({"color_jitter": -1.0}, r"data\.color_jitter=-1\.0"),
+    ],
+)
+def test_preprocessing_and_augmentation_settings_are_checked_before_the_data(setting, match):
+    """Each would otherwise train silently wrong (one mean for three channels, no jitter) or
+    fail only at the first step, after every frame was read."""
+    with pytest.raises(ValueError, match=match):
+        CamVidDataModule("nowhere", num_workers=0, **setting)
+
+
 def test_a_missing_test_split_falls_back_to_val_and_an_unknown_one_is_refused(tmp_path, caplog):
     root = camvid_like(tmp_path / "c", counts={"train": 2, "val": 2})  # as the shared copy
     dm = CamVidDataModule(str(root), num_workers=0, split="test")
