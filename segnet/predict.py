@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from segnet.data import nifti
-from segnet.data.camvid import colorize
+from segnet.data.camvid import CamVidDataError, check_image, colorize, rgb_of
 from segnet.data.transforms import resize_images
 from segnet.ensemble import average_probabilities, check_same_data
 from segnet.inference import check_mirroring
@@ -152,7 +152,7 @@ class Predictor:
         with Image.open(path) as im:
             # upright as viewers show it (a phone photo's EXIF orientation), so that the
             # mask lies over the picture the user sees
-            mask = self.predict_image(np.asarray(ImageOps.exif_transpose(im).convert("RGB")))
+            mask = self.predict_image(rgb_of(ImageOps.exif_transpose(im), path))
         for target, array in zip(targets, (mask, colorize(mask, self.palette)), strict=True):
             Image.fromarray(array).save(target)
         return targets
@@ -251,6 +251,14 @@ def main(argv: list[str] | None = None) -> None:
             f"{existing[0]} exists ({len(existing)} output(s) in all); predictions are never "
             "overwritten: choose another --out folder."
         )
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"--out {out} is a file; give a folder for the masks.")
+    for item in inputs:  # every image decodes whole (a truncated file, a text file)
+        if not item.name.endswith(nifti.NIFTI_SUFFIXES):
+            try:
+                check_image(item)
+            except CamVidDataError as err:
+                raise SystemExit(str(err)) from None
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
         predictor = Predictor(model_paths(args.model), args.device, args.tta)
     except (ValueError, FileNotFoundError) as err:

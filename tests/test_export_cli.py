@@ -131,7 +131,22 @@ def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     twin.write_bytes(image.read_bytes())
     with pytest.raises(SystemExit, match="would both write"):
         predict_main([str(out / "model.onnx"), str(image), str(twin), "--out", str(fresh)])
+    # an image that does not decode whole, a text file named .png, a 16-bit grey image
+    # (which RGB conversion would turn white): refused, naming it, before any is written
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "cut.png").write_bytes(image.read_bytes()[:-200])
+    (bad / "notes.png").write_text("not an image")
+    Image.fromarray(np.full((45, 61), 40000, np.uint16)).save(bad / "wide.png")
+    for name, message in (("cut", "cannot read"), ("notes", "cannot read"), ("wide", "16-bit")):
+        with pytest.raises(SystemExit, match=f"{name}.png.*{message}|{message}.*{name}.png"):
+            predict_main([str(out / "model.onnx"), str(image), str(bad / f"{name}.png"),
+                          "--out", str(fresh)])  # fmt: skip
     assert not fresh.exists()
+    fresh.write_text("a user's file")
+    with pytest.raises(SystemExit, match="is a file; give a folder"):
+        predict_main([str(out / "model.onnx"), str(image), "--out", str(fresh)])
+    assert fresh.read_text() == "a user's file"
     # the same mask from the checkpoint through evaluate.py's saved predictions
     cfg = compose(
         "evaluate",

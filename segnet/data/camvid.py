@@ -72,6 +72,31 @@ def split_pairs(root: Path, split: str) -> list[tuple[Path, Path]]:
     return pairs
 
 
+# Modes whose values are not 8-bit intensities: converted to RGB they clip (a 16-bit grey
+# image turns white), so such images are refused rather than misread
+WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N", "F")
+
+
+def rgb_of(im: Image.Image, path: Path) -> np.ndarray:
+    """An 8-bit image (colour, grey or palette) as (H, W, 3) uint8 RGB."""
+    if im.mode in WIDE_MODES:
+        raise CamVidDataError(
+            f"image {path} is a {im.mode} (16-bit or floating-point) image, which the network "
+            "does not take: save it as an 8-bit RGB or grey image first."
+        )
+    return np.asarray(im.convert("RGB"))
+
+
+def check_image(path: Path) -> None:
+    """``path`` decodes whole as an image the network takes (before any is predicted)."""
+    try:
+        with Image.open(path) as im:
+            im.load()
+            rgb_of(im, path)
+    except (UnidentifiedImageError, OSError, SyntaxError) as err:
+        raise CamVidDataError(f"cannot read {path}: {err}") from err
+
+
 def _read_png(path: Path, mode: str) -> np.ndarray:
     try:
         with Image.open(path) as im:
@@ -84,7 +109,7 @@ def _read_png(path: Path, mode: str) -> np.ndarray:
                 # the stored values are the class indices, whatever the PNG's mode: a
                 # palette (P) image's colours, or 16-bit values, must not be mapped to grey
                 return np.asarray(im)
-            return np.asarray(im.convert(mode))
+            return rgb_of(im, path)
     except (UnidentifiedImageError, OSError, SyntaxError) as err:
         raise CamVidDataError(f"cannot read {path}: {err}") from err
 
