@@ -69,6 +69,8 @@ TRAINING_ONLY_DATA = (
     "intensity_shift", "foreground_ratio", "samples_per_volume", "scale", "color_jitter",
     "crop_size", "class_weights", "class_weights_power", "label_resize",
 )  # fmt: skip
+# how the network's input is normalised: part of the model, never changed by an evaluation
+NORMALIZATION = ("mean", "std", "clip")
 WINDOW_SETTINGS = {
     "sw_roi_size": "roi_size",
     "sw_overlap": "overlap",
@@ -246,6 +248,8 @@ def write_outputs(
         # the axes mirroring flipped (the first model's; each member flips its own)
         mirror_axes=module.mirror_axes if module.tta else None,
         sliding_window=module.sliding_window,
+        # the size the network saw the images at (None: as stored; volumes: the window)
+        image_size=dm.info().input_size if module.data_info.spatial_dims == 2 else None,
         bn_recomputed=module.bn_recomputed,
         **extra,
     )
@@ -602,6 +606,25 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             "loss's class weights), which an evaluation does not use: leave them out. "
             "Mirroring at test time is tta=true or false."
         )
+    as_trained = OmegaConf.to_container(trained)
+    renormalised = [
+        f"data.{k}={json.dumps(overrides[k])}"
+        for k in NORMALIZATION
+        if k in overrides and overrides[k] != as_trained.get(k)
+    ]
+    if renormalised:
+        raise ValueError(
+            f"{', '.join(renormalised)}: the network takes its input normalised as it was "
+            f"trained ({', '.join(f'{k}={as_trained.get(k)}' for k in NORMALIZATION if k in as_trained)}), "
+            "which the checkpoint keeps: leave these out."
+        )
+    if "image_size" in overrides and overrides["image_size"] != as_trained.get("image_size"):
+        log.warning(
+            "data.image_size=%s: the network sees the images at this size, not at the %s "
+            "it was trained at; scores are taken at the labels' own size either way",
+            overrides["image_size"],
+            as_trained.get("image_size") or "native size",
+        )
     if data_cfg.get("crop_size"):
         data_cfg.crop_size = None  # whole frames: the training crop must not limit image_size
     if "spacing" in overrides:
@@ -657,7 +680,9 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     trainer = build_trainer(cfg)
     metrics, split = run_test(trainer, module, dm, cfg)
     if trainer.is_global_zero:  # every file, and the table, once
-        tested = str(ckpt) if len(paths) == 1 else [str(p) for p in paths]
+        # absolute, as training writes it: metrics.json names the files wherever it is read
+        tested = [os.path.abspath(p) for p in paths]
+        tested = tested[0] if len(paths) == 1 else tested
         write_outputs(out_dir, module, dm, metrics, split, tested, cfg)
         title = Path(ckpt).name if len(paths) == 1 else f"ensemble of {len(paths)}"
         print_table(dict(metrics), f"{title} on {split}")

@@ -1,6 +1,7 @@
 """End-to-end on a small generated CamVid: train, TensorBoard, checkpoints, evaluate."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -115,6 +116,33 @@ def test_evaluate_refuses_window_settings_for_an_image_model(trained, tmp_path):
     with pytest.raises(ValueError, match="data.sw_overlap.*whole images"):
         evaluate(cfg)
     assert not (tmp_path / "metrics.json").exists()
+
+
+def test_evaluate_keeps_the_trained_normalisation_and_says_when_the_input_size_changes(
+    trained, tmp_path, caplog, monkeypatch
+):
+    _, out, _, _ = trained
+    ckpt = f"ckpt_path={out}/checkpoints/best.ckpt"
+    for setting in ("+data.mean=[0.5,0.5,0.5]", "+data.std=[0.5,0.5,0.5]"):
+        cfg = compose("evaluate", [ckpt, setting], tmp_path / "refused")
+        with pytest.raises(ValueError, match=r"normalised as it was trained \(mean=\[0\.485"):
+            evaluate(cfg)
+    assert not (tmp_path / "refused" / "metrics.json").exists()
+    # given as trained: accepted; another input size: scored, said, and recorded
+    monkeypatch.chdir(out.parent)  # a relative ckpt_path is recorded absolute
+    relative = f"ckpt_path={out.name}/checkpoints/best.ckpt"
+    cfg = compose(
+        "evaluate",
+        [relative, "+data.mean=[0.485,0.456,0.406]", "+data.image_size=[16,24]"],
+        tmp_path / "smaller",
+    )
+    with caplog.at_level(logging.WARNING):
+        evaluate(cfg)
+    assert "data.image_size=[16, 24]: the network sees the images at this size, not at the" \
+        " [24, 32] it was trained at" in caplog.text  # fmt: skip
+    saved = json.loads((tmp_path / "smaller" / "metrics.json").read_text())
+    assert saved["image_size"] == [16, 24]
+    assert saved["ckpt_path"] == str(out / "checkpoints" / "best.ckpt")
 
 
 def test_checkpoint_loads_with_weights_only_and_no_hydra(trained):
