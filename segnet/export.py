@@ -188,6 +188,8 @@ def export_checkpoint(
 
 
 def check_formats(formats: tuple[str, ...]) -> None:
+    if not formats:
+        raise ValueError(f"formats=[]: name at least one of {list(FORMATS)}.")
     unknown = set(formats) - set(FORMATS)
     if unknown:
         raise ValueError(f"formats {sorted(unknown)} unknown; choose from {list(FORMATS)}.")
@@ -332,7 +334,8 @@ def _main() -> None:
             write(
                 paths[0] if len(paths) == 1 else paths,
                 cfg.paths.output_dir,
-                tuple(cfg.formats),
+                # formats=onnx (one, without brackets) as formats=[onnx]
+                (cfg.formats,) if isinstance(cfg.formats, str) else tuple(cfg.formats),
                 list(cfg.example_size) if cfg.example_size else None,
             )
 

@@ -79,6 +79,19 @@ def test_a_file_that_reloads_to_other_logits_is_refused_and_removed(
     export_checkpoint(ckpt, tmp_path / "out", ("safetensors",))  # the folder is free again
 
 
+def test_one_format_named_without_brackets_is_that_format_and_none_is_refused(exported, tmp_path):
+    from segnet.export import export_checkpoint
+
+    ckpt, _, _, _ = exported
+    out = tmp_path / "one"
+    run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}",
+             "formats=safetensors"], cwd=REPO)  # fmt: skip
+    assert sorted(p.name for p in out.glob("model.*")) == ["model.json", "model.safetensors"]
+    with pytest.raises(ValueError, match=r"formats=\[\]: name at least one"):
+        export_checkpoint(ckpt, tmp_path / "none", ())
+    assert not (tmp_path / "none").exists()
+
+
 def test_export_into_a_run_folder_is_refused_before_hydra_writes_there(exported):
     """The training run's folder keeps its own config: an export named into it stops
     before Hydra would replace .hydra/ with the export's."""
