@@ -103,15 +103,21 @@ REFUSALS = (ValueError, FileExistsError, FileNotFoundError)
 PACKAGE = str(Path(__file__).resolve().parent)
 
 
-def is_refusal(err: BaseException) -> bool:
-    """Whether ``err`` is one of this package's refusals: of a refusing kind, and raised
-    in its own code (a ValueError from inside torch or MONAI mid-epoch is a failure, whose
-    traceback the console should show)."""
+def raised_here(err: BaseException) -> bool:
+    """Whether ``err`` was raised in this package's own code (its message written for the
+    user), not inside torch, MONAI or another library."""
     frame = err.__traceback__
     while frame is not None and frame.tb_next is not None:
         frame = frame.tb_next
     raised_in = frame.tb_frame.f_code.co_filename if frame is not None else ""
-    return isinstance(err, REFUSALS) and str(Path(raised_in).resolve()).startswith(PACKAGE)
+    return str(Path(raised_in).resolve()).startswith(PACKAGE)
+
+
+def is_refusal(err: BaseException) -> bool:
+    """Whether ``err`` is one of this package's refusals: of a refusing kind, and raised
+    in its own code (a ValueError from inside torch or MONAI mid-epoch is a failure, whose
+    traceback the console should show)."""
+    return isinstance(err, REFUSALS) and raised_here(err)
 
 
 @contextmanager

@@ -38,6 +38,7 @@ from segnet.console import (
     log_config,
     log_summary,
     quiet_library_noise,
+    raised_here,
     rank_zero_speaks,
     to_log_file,
 )
@@ -80,13 +81,15 @@ WINDOW_SETTINGS = {
 
 
 def build(node: Any, **kwargs: Any) -> Any:
-    """``instantiate`` with ``_convert_="all"``, where a setting the object refuses shows
-    as its own message (which names the setting), not wrapped in Hydra's."""
+    """``instantiate`` with ``_convert_="all"``, where a setting the object refuses, or a
+    failure this package explains (weights it cannot download), shows as its own message,
+    not folded into one line of Hydra's."""
     try:
         return instantiate(node, _convert_="all", **kwargs)
     except InstantiationException as err:
-        if isinstance(err.__cause__, ValueError):
-            raise err.__cause__ from None
+        cause = err.__cause__
+        if isinstance(cause, ValueError) or (cause is not None and raised_here(cause)):
+            raise cause from None
         raise
 
 

@@ -63,7 +63,20 @@ def test_no_network_and_no_file_says_where_to_put_it(tmp_path, monkeypatch):
         create_model("segnet", encoder_weights="imagenet")
     message = str(err.value)
     assert str(tmp_path / "hub" / "checkpoints" / "vgg16_bn-6c64b313.pth") in message
-    assert "encoder_weights=/path/to/vgg16_bn.pth" in message
+    assert "model.net.encoder_weights=/path/to/vgg16_bn.pth" in message
+    # through train.py's config: the message as written, not folded into one line of Hydra's
+    from omegaconf import OmegaConf
+
+    from segnet.pipeline import build
+    from tests.helpers import data_info
+
+    node = OmegaConf.create(
+        {"_target_": "segnet.module.SegmentationModule",
+         "net": {"name": "segnet", "encoder_weights": "imagenet"}}
+    )  # fmt: skip
+    with pytest.raises(RuntimeError) as built:
+        build(node, data=data_info(11))
+    assert str(built.value) == message
 
 
 def test_missing_file_and_wrong_architecture(tmp_path, vgg_state):
