@@ -142,11 +142,20 @@ def load_split(
     pairs = split_pairs(root, split)
     with ThreadPoolExecutor(threads) as pool:  # PIL releases the GIL while decoding
         loaded = list(pool.map(_load_pair, pairs))
-    shapes = {img.shape for img, _ in loaded}
-    if len(shapes) > 1:
+    shapes = [img.shape for img, _ in loaded]
+    if len(set(shapes)) > 1:
+        # the size most frames have, and the first frame of each other size, by name
+        usual = max(set(shapes), key=shapes.count)
+        odd = {}
+        for (image, _), shape in zip(pairs, shapes, strict=True):
+            if shape != usual:
+                odd.setdefault(shape, image)
+        others = "; ".join(
+            f"{shapes.count(s)} at {s[1]}x{s[0]}, e.g. {path}" for s, path in odd.items()
+        )
         raise CamVidDataError(
-            f"split '{split}' under {root} mixes image sizes {sorted(shapes)}; resize them to "
-            "one size first."
+            f"split '{split}' under {root} mixes image sizes: {shapes.count(usual)} frames at "
+            f"{usual[1]}x{usual[0]} (W x H), {others}; resize them to one size first."
         )
     images = torch.from_numpy(np.stack([img for img, _ in loaded])).permute(0, 3, 1, 2)
     labels = torch.from_numpy(np.stack([lab for _, lab in loaded]))

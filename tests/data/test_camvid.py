@@ -367,3 +367,16 @@ def test_the_mirror_axis_recorded_is_the_width_when_training_flips_it(tmp_path):
     # what test-time mirroring flips: (height, width) -> the width, or nothing to mirror
     assert CamVidDataModule(str(tmp_path)).describe().mirror_axes == [1]
     assert CamVidDataModule(str(tmp_path), hflip=False).describe().mirror_axes == []
+
+
+def test_a_split_of_mixed_image_sizes_names_an_odd_frame(root):
+    from segnet.data.camvid import CamVidDataError, load_split
+
+    for folder in ("train", "trainannot"):
+        frame = root / folder / "train_004.png"
+        Image.open(frame).resize((30, 20)).save(frame)
+    with pytest.raises(
+        CamVidDataError,
+        match=r"mixes image sizes: 5 frames at 61x45 \(W x H\), 1 at 30x20, e\.g\. .*train_004",
+    ):
+        load_split(root, "train")
