@@ -153,9 +153,11 @@ class SegmentationDataModule(L.LightningDataModule):
             self.split = "val"
             return self.split
         have = [s for s in ("train", "val", "test", "all") if self.has_split(s)]
+        missing = "neither that split nor val" if self.split == "test" else "no such split"
         raise ValueError(
-            f"data.split={self.split!r}: this data has no such split (it has "
-            f"{', '.join(have) or 'none'}); set data.split to one of those."
+            f"data.split={self.split!r}: this data has {missing} (it has "
+            f"{', '.join(have) or 'none'}); set data.split to one of those"
+            + (", and give training a val split to validate on." if "val" not in have else ".")
         )
 
     def write_case_table(self, cases: dict[str, torch.Tensor], path: Path) -> Path:

@@ -168,7 +168,7 @@ class CamVidDataModule(SegmentationDataModule):
             # new labelled frames to score (test/ alone): an evaluation needs nothing more,
             # and a training run is told that train/ is missing when it reads it
             return
-        self.ensure_data()
+        self.ensure_data(self.split or "train")
 
     def _present(self, split: str = "train") -> bool:
         return (self.root / split).is_dir() or (self.root / f"{split}.txt").is_file()
@@ -194,6 +194,13 @@ class CamVidDataModule(SegmentationDataModule):
                 # find the data before they look for a lock
                 lock.unlink(missing_ok=True)
             return
+        have = [s for s in ("train", "val", "test") if self._present(s)]
+        if have:  # a copy of some splits: which of them to score, not a download
+            raise FileNotFoundError(
+                f"{self.root.resolve()} has CamVid's {', '.join(have)} split(s), and neither "
+                f"train/ nor the '{split}' split asked for: to score what is there, set "
+                f"data.split={have[0]}; to train, add train/ and trainannot/."
+            )
         raise FileNotFoundError(
             f"CamVid not found at {self.root.resolve()} (expected train/ trainannot/ val/ "
             "valannot/ ...). Either set data.download=true to fetch it (from data.url), or "

@@ -380,3 +380,16 @@ def test_a_split_of_mixed_image_sizes_names_an_odd_frame(root):
         match=r"mixes image sizes: 5 frames at 61x45 \(W x H\), 1 at 30x20, e\.g\. .*train_004",
     ):
         load_split(root, "train")
+
+
+def test_a_copy_of_some_splits_says_which_it_has_and_what_to_set(tmp_path):
+    """Only val/ (frames to score): not "CamVid not found", but the split to name. Only
+    train/: testing has neither test nor val, and training needs val to validate on."""
+    only_val = camvid_like(tmp_path / "v", counts={"val": 2})
+    with pytest.raises(FileNotFoundError, match=r"has CamVid's val split.*set data\.split=val"):
+        CamVidDataModule(str(only_val), num_workers=0).prepare_data()
+    CamVidDataModule(str(only_val), num_workers=0, split="val").prepare_data()  # scores val
+    only_train = camvid_like(tmp_path / "t", counts={"train": 2})
+    dm = CamVidDataModule(str(only_train), num_workers=0)
+    with pytest.raises(ValueError, match=r"neither that split nor val .*give training a val"):
+        dm.test_split()
