@@ -24,10 +24,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torchvision import tv_tensors
 
 from segnet.data import nifti
 from segnet.data.camvid import CamVidDataError, check_image, colorize, rgb_of
-from segnet.data.transforms import resize_images
+from segnet.data.transforms import normalize, resize_images
 from segnet.ensemble import average_probabilities, check_same_data
 from segnet.inference import check_mirroring
 from segnet.loading import load_model, model_files
@@ -110,9 +111,8 @@ class Predictor:
         x = torch.from_numpy(np.array(rgb)).permute(2, 0, 1)[None]  # a writable copy
         if self.info.input_size:
             x = resize_images(x, self.info.input_size)
-        mean = torch.tensor(norm["mean"]).view(1, 3, 1, 1)
-        std = torch.tensor(norm["std"]).view(1, 3, 1, 1)
-        x = ((x.float() * norm["scale"] - mean) / std).to(self.device)
+        # the transform the DataModule evaluates with, from the spec the model card gives
+        x = normalize(norm["mean"], norm["std"])(tv_tensors.Image(x)).to(self.device)
         pred = self.logits(x, rgb.shape[:2]).argmax(1)[0]
         return pred.cpu().numpy().astype(np.uint8)
 
