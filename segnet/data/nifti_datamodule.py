@@ -183,6 +183,43 @@ def median_target_spacing(
 SW_MODES = ("gaussian", "constant")
 
 
+def check_sampling(
+    patch_size: Sequence[int],
+    foreground_ratio: float,
+    val_fraction: float,
+    test_fraction: float,
+    num_folds: int,
+    clip: Sequence[float] | None,
+    intensity_scale: float,
+    intensity_shift: float,
+) -> None:
+    """The patch, split and intensity settings, before any case is read: each would
+    otherwise fail deep inside MONAI mid-epoch, or train silently on something else."""
+    if len(patch_size) != 3 or not all(isinstance(p, int) and p > 0 for p in patch_size):
+        raise ValueError(
+            f"data.patch_size={list(patch_size)}: give three positive whole numbers (voxels "
+            "along the RAS axes)."
+        )
+    if not 0 <= foreground_ratio <= 1:
+        raise ValueError(
+            f"data.foreground_ratio={foreground_ratio}: a share of patches, from 0 to 1."
+        )
+    for name, value in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
+        if not 0 <= value < 1:
+            raise ValueError(f"data.{name}={value}: a share of the cases, from 0 to below 1.")
+    if val_fraction + test_fraction >= 1:
+        raise ValueError(
+            f"data.val_fraction={val_fraction} and data.test_fraction={test_fraction} leave "
+            "no case to train on: keep their sum below 1."
+        )
+    check_count("num_folds", num_folds, minimum=2)
+    if clip is not None and (len(clip) != 2 or not clip[0] < clip[1]):
+        raise ValueError(f"data.clip={list(clip)}: give [low, high] with low < high, or null.")
+    for name, value in (("intensity_scale", intensity_scale), ("intensity_shift", intensity_shift)):
+        if not value >= 0:
+            raise ValueError(f"data.{name}={value}: use 0 (off) or a positive strength.")
+
+
 def check_window(
     roi_size: Sequence[int] | None, patch_size: Sequence[int], overlap: float, mode: str
 ) -> list[int]:
@@ -327,6 +364,10 @@ class NiftiDataModule(SegmentationDataModule):
         check_count("sw_batch_size", sw_batch_size)
         if split not in SPLITS:
             raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
+        check_sampling(
+            list(patch_size), foreground_ratio, val_fraction, test_fraction, num_folds, clip,
+            intensity_scale, intensity_shift,
+        )  # fmt: skip
         self.root = Path(root).expanduser()
         self.csv, self.image_dir, self.label_dir = csv, image_dir, label_dir
         self._class_names = list(class_names) if class_names else None

@@ -338,6 +338,24 @@ def test_inconsistent_rotation_or_zoom_settings_are_refused(rotate, zoom, prob, 
         check_affine(rotate, zoom, prob)
 
 
+@pytest.mark.parametrize(
+    "setting, match",
+    [
+        ({"patch_size": [32, 48]}, r"data\.patch_size=\[32, 48\]: give three positive"),
+        ({"patch_size": [32, 0, 32]}, r"data\.patch_size=\[32, 0, 32\]"),
+        ({"foreground_ratio": 1.5}, r"data\.foreground_ratio=1\.5"),
+        ({"test_fraction": 1.0}, r"data\.test_fraction=1\.0"),
+        ({"val_fraction": 0.5, "test_fraction": 0.5}, "leave no case to train on"),
+        ({"num_folds": 1}, r"data\.num_folds=1"),
+        ({"clip": [1000, -1000]}, r"data\.clip=\[1000, -1000\]: give \[low, high\]"),
+        ({"intensity_scale": -0.1}, r"data\.intensity_scale=-0\.1"),
+    ],
+)
+def test_patch_split_and_intensity_settings_are_refused_before_any_case(setting, match):
+    with pytest.raises(ValueError, match=match):
+        NiftiDataModule("nowhere", **setting)
+
+
 def test_per_case_dice_by_hand():
     pred = torch.tensor([[0, 1, 1, 2], [0, 0, 0, 0]])
     target = torch.tensor([[0, 1, 2, 2], [0, 0, 0, 0]])
