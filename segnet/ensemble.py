@@ -140,18 +140,24 @@ def check_members(
 
 
 def scores_other_data(overrides: dict[str, Any], modules: Sequence[Any]) -> bool:
-    """Whether an evaluation reads other cases than every member trained from: a
-    ``data.root`` or ``data.csv`` given that is not the folder or CSV a member's run read.
-    The folder it trained from, named again, is no way around the checks on its splits."""
+    """Whether an evaluation reads other cases than the members trained from: a
+    ``data.root`` or ``data.csv`` given that is none of the folders or CSVs their runs read.
+    The folder a member trained from, named again (absolute, or relative from elsewhere),
+    is no way around the checks on its splits."""
 
-    def resolved(path: Any) -> Path | None:
-        return Path(str(path)).expanduser().resolve() if path else None
+    def same(given: Any, recorded: Any) -> bool:
+        if not recorded:
+            return False
+        path, trained = Path(str(given)).expanduser().resolve(), Path(str(recorded)).expanduser()
+        if trained.is_absolute():
+            return path == trained.resolve()
+        # relative to wherever training ran: the same folder if the given path ends so
+        return path == trained.resolve() or path.parts[-len(trained.parts) :] == trained.parts
 
     return any(
-        resolved(overrides[key]) != resolved((module.hparams.get("data_cfg") or {}).get(key))
+        not any(same(overrides[key], (m.hparams.get("data_cfg") or {}).get(key)) for m in modules)
         for key in ("root", "csv")
         if key in overrides
-        for module in modules
     )
 
 

@@ -31,6 +31,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -293,9 +294,16 @@ def export_ensemble(
                 "or put first one whose recipe tests without mirroring."
             )
     diffs = {}
-    for member, path, model in zip(members, ckpt_paths, models, strict=True):
-        say(f"{member}: {path}")
-        diffs[member] = write_model(model, out_dir / member, formats, example_size)
+    try:
+        for member, path, model in zip(members, ckpt_paths, models, strict=True):
+            say(f"{member}: {path}")
+            diffs[member] = write_model(model, out_dir / member, formats, example_size)
+    except ValueError:
+        # a member whose file failed its check: no ensemble, so none of its members either
+        # (each folder new, as checked above), and the folder free for the next try
+        for member in members:
+            shutil.rmtree(out_dir / member, ignore_errors=True)
+        raise
     listing = {
         "members": members,
         "checkpoints": [str(p) for p in ckpt_paths],

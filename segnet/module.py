@@ -215,6 +215,9 @@ class SegmentationModule(L.LightningModule):
         module (and so every model setting) was checked before any data."""
         weights = None if class_weights is None else [float(w) for w in class_weights]
         self.hparams["class_weights"] = weights
+        initial = getattr(self, "_hparams_initial", None)  # what loggers record (hparams.yaml)
+        if initial is not None:
+            initial["class_weights"] = weights
         ignore_index = -100 if self.ignore_index is None else self.ignore_index
         self.ce = nn.CrossEntropyLoss(
             weight=None if weights is None else torch.tensor(weights, device=self.device),

@@ -190,6 +190,21 @@ def test_an_ensemble_of_folds_refuses_before_testing(two_folds, tmp_path, settin
     assert not (tmp_path / "metrics.json").exists()
 
 
+def test_a_folder_counts_as_new_cases_only_when_no_member_trained_from_it(tmp_path):
+    from segnet.ensemble import scores_other_data
+
+    def member(root):
+        return SimpleNamespace(hparams={"data_cfg": {"root": root}})
+
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    assert not scores_other_data({"root": a}, [member(a), member(b)])  # the first's folder
+    assert scores_other_data({"root": str(tmp_path / "c")}, [member(a), member(b)])
+    # recorded relative to wherever training ran (paths.data_dir: data)
+    assert not scores_other_data({"root": "/srv/seg/data/CamVid"}, [member("data/CamVid")])
+    assert scores_other_data({"root": "/srv/seg/data/CamVid2"}, [member("data/CamVid")])
+    assert not scores_other_data({"split": "val"}, [member(a)])  # no folder given
+
+
 @pytest.mark.parametrize("split", ["val", "all"])
 def test_the_training_folder_named_again_is_no_way_around_the_split_checks(
     two_folds, tmp_path, split, monkeypatch
@@ -339,6 +354,35 @@ def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exp
         "layout (4 runs, the unflipped input included)",
         "combine": "flip each output back, softmax over classes, average; logits = log(mean)",
     }
+
+
+def test_an_ensemble_whose_member_fails_its_reload_check_leaves_nothing(tmp_path, monkeypatch):
+    """member_0 exported whole, then member_1's file computes other logits: no ensemble is
+    written, member_0's folder goes too, and the same export can be run again."""
+    import segnet.export
+    from segnet.export import export_ensemble
+
+    paths = []
+    for i in range(2):
+        paths.append(tmp_path / f"member{i}.ckpt")
+        module = volume_module(WINDOW, i)
+        torch.save(
+            {"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, paths[-1]
+        )
+    load = segnet.export.LOADERS["safetensors"]
+
+    def off_for_the_second(path):
+        net = load(path)
+        return (lambda x: net(x) + 1.0) if "member_1" in str(path) else net
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        patched.setitem(segnet.export.LOADERS, "safetensors", off_for_the_second)
+        with pytest.raises(ValueError, match=r"member_1.*reloaded, it gives logits up to 1"):
+            export_ensemble(paths, out, ("safetensors",))
+    assert list(out.iterdir()) == []
+    export_ensemble(paths, out, ("safetensors",))
+    assert (out / "ensemble.json").is_file()
 
 
 def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_folds, tmp_path):

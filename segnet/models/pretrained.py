@@ -27,9 +27,9 @@ def _fetch_imagenet_state() -> dict[str, torch.Tensor]:
         raise RuntimeError(
             f"Could not get the ImageNet VGG16-BN weights from {VGG16_BN_URL} ({err}).\n"
             f"Without network access, download that file elsewhere and put it at\n  {target}\n"
-            "(set TORCH_HOME to move that folder), or give its path:\n"
-            "  model.net.encoder_weights=/path/to/vgg16_bn.pth\n"
-            "(model.net.encoder_weights=null trains from random weights)."
+            "(set TORCH_HOME to move that folder), or give its path as encoder_weights\n"
+            "(train.py: model.net.encoder_weights=/path/to/vgg16_bn.pth; null trains from\n"
+            "random weights)."
         ) from err
 
 
@@ -51,7 +51,8 @@ def load_vgg16_bn_encoder(net: nn.Module, source: str) -> int:
         path = Path(source).expanduser()
         if not path.is_file():
             raise FileNotFoundError(
-                f"model.net.encoder_weights={source!r}: no such file. Use 'imagenet' or the path of a "
+                f"encoder_weights={source!r} (model.net.encoder_weights in train.py): no such "
+                "file. Use 'imagenet' or the path of a "
                 "torchvision vgg16_bn state dict."
             )
         state = torch.load(path, map_location="cpu", weights_only=True)

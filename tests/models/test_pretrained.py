@@ -64,6 +64,7 @@ def test_no_network_and_no_file_says_where_to_put_it(tmp_path, monkeypatch):
     message = str(err.value)
     assert str(tmp_path / "hub" / "checkpoints" / "vgg16_bn-6c64b313.pth") in message
     assert "model.net.encoder_weights=/path/to/vgg16_bn.pth" in message
+    assert "give its path as encoder_weights" in message  # create_model's own argument
     # through train.py's config: the message as written, not folded into one line of Hydra's
     from omegaconf import OmegaConf
 
