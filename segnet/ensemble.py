@@ -94,7 +94,13 @@ def multirun_checkpoints(sweep: Path) -> list[Path]:
         )
     found = [j / "checkpoints" / "best.ckpt" for j in jobs]
     missing = [p.parent.parent.name for p in found if not p.is_file()]
-    if missing and len(missing) < len(found):
+    if jobs and len(missing) == len(found):
+        raise FileNotFoundError(
+            f"ckpt_path={sweep}: a multirun whose {len(jobs)} job(s) ({', '.join(missing)}) "
+            "have no checkpoints/best.ckpt: each failed or stopped before its first; their "
+            "train.log says why."
+        )
+    if missing:
         log.warning(
             "%s: job(s) %s have no checkpoints/best.ckpt (failed, or stopped before one was "
             "saved) and are left out of the ensemble",

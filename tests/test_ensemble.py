@@ -92,6 +92,10 @@ def test_a_multirun_folder_of_several_settings_is_refused_and_a_missing_job_name
         found = checkpoint_paths(str(sweep))
     assert [p.parent.parent.name for p in found] == ["0", "2"]
     assert "job(s) 1 have no checkpoints/best.ckpt" in caplog.text
+    for job in ("0", "2"):  # every job failed: said so, not "holds neither ..."
+        (sweep / job / "checkpoints" / "best.ckpt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"3 job\(s\) \(0, 1, 2\) have no checkpoints"):
+        checkpoint_paths(str(sweep))
 
 
 def member(class_names=("bg", "a"), spatial_dims=3, input_size=(16, 16, 16), **data_cfg):
