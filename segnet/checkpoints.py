@@ -191,6 +191,16 @@ def check_latest(ckpt: dict[str, Any], path: str | Path) -> None:
             f"  To train a new run from these weights: {override('init_from', path)} (instead "
             "of ckpt_path)."
         )
+    if last_step == step:
+        # the same step, saved at validation: last.ckpt, saved after it, is the run's state
+        # (a finished run's is refused as such; this one would pass for unfinished)
+        raise CheckpointError(
+            f"ckpt_path={str(path)!r} is at step {step}, as {last} beside it, which holds the "
+            "run's state from after that step.\n"
+            f"  To continue the run: {override('ckpt_path', last)}\n"
+            f"  To train a new run from these weights: {override('init_from', path)} (instead "
+            "of ckpt_path)."
+        )
 
 
 def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

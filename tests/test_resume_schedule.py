@@ -120,7 +120,11 @@ def test_a_resume_from_an_earlier_checkpoint_of_a_run_is_refused(tmp_path):
         CheckpointError, match=r"(?s)step 6 .*step 12.*ckpt_path=.*last\.ckpt.*init_from=.*best"
     ):
         check_latest({"global_step": 6}, folder / "best.ckpt")
-    check_latest({"global_step": 12}, folder / "best.ckpt")  # best is the last step
+    # best saved at the last step, during validation: last.ckpt, saved after it, holds the
+    # run's state (a finished run's best.ckpt would otherwise pass for unfinished, train
+    # nothing and write the run's last.ckpt and metrics over)
+    with pytest.raises(CheckpointError, match=r"(?s)at step 12, as .*last\.ckpt.*ckpt_path="):
+        check_latest({"global_step": 12}, folder / "best.ckpt")
     check_latest({"global_step": 12}, folder / "last.ckpt")
     check_latest({"global_step": 6}, tmp_path / "loose.ckpt")  # no run beside it
 
