@@ -433,7 +433,7 @@ def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_
 
 
 def test_checkpoints_record_their_split_and_an_evaluation_refuses_their_training_cases(
-    two_folds,
+    two_folds, caplog
 ):
     """A split drawn from a folder changes when cases are added to it: each checkpoint
     keeps its cases by name, and scoring one it trained or was validated on is refused."""
@@ -448,5 +448,16 @@ def test_checkpoints_record_their_split_and_an_evaluation_refuses_their_training
     check_recorded_splits(modules, paths, "test", first["test"])  # as trained: fine
     with pytest.raises(ValueError, match=r"1 of the 2 cases to score .* trained or validated"):
         check_recorded_splits(modules, paths, "test", [first["test"][0], first["val"][0]])
-    # new cases by themselves (data.root=...) are not the run's cases: nothing to check
-    check_recorded_splits(modules, paths, "test", first["train"], new_cases=True)
+    # another folder (data.root=...) or every case (data.split=all): scored, but a case
+    # named as one the checkpoint trained or validated on is said not to be held out
+    with caplog.at_level(logging.WARNING):
+        check_recorded_splits(modules[:1], paths[:1], "test", first["test"], new_cases=True)
+        assert "not held-out" not in caplog.text
+        check_recorded_splits(modules[:1], paths[:1], "test", first["train"], new_cases=True)
+        assert f"{len(first['train'])} of the {len(first['train'])} cases scored" in caplog.text
+        caplog.clear()
+        every = sorted(first["train"] + first["val"] + first["test"])
+        check_recorded_splits(modules[:1], paths[:1], "all", every)
+    count = len(first["train"]) + len(first["val"])
+    assert f"data.split=all: {count} of the {len(every)} cases scored" in caplog.text
+    assert "their scores are not held-out figures" in caplog.text
