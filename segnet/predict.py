@@ -253,12 +253,16 @@ def main(argv: list[str] | None = None) -> None:
         )
     if out.exists() and not out.is_dir():
         raise SystemExit(f"--out {out} is a file; give a folder for the masks.")
-    for item in inputs:  # every image decodes whole (a truncated file, a text file)
-        if not item.name.endswith(nifti.NIFTI_SUFFIXES):
-            try:
+    # every input decodes whole (a truncated file, a text file, NaN voxels), one at a
+    # time: reading each twice costs less than a folder half predicted
+    for item in inputs:
+        try:
+            if item.name.endswith(nifti.NIFTI_SUFFIXES):
+                nifti.load_volume(nifti.Case(nifti.case_name(item), item, None))
+            else:
                 check_image(item)
-            except CamVidDataError as err:
-                raise SystemExit(str(err)) from None
+        except (CamVidDataError, nifti.NiftiDataError) as err:
+            raise SystemExit(str(err)) from None
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
         predictor = Predictor(model_paths(args.model), args.device, args.tta)
     except (ValueError, FileNotFoundError) as err:

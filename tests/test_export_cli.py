@@ -434,6 +434,19 @@ def test_predict_a_folder_of_volumes(exported_3d, tmp_path):
         predict_main([str(exp / "model.onnx"), str(tmp_path / "empty"), "--out", str(tmp_path)])
     with pytest.raises(SystemExit, match=r"gone: no such file or folder"):
         predict_main([str(exp / "model.onnx"), str(tmp_path / "gone"), "--out", str(tmp_path)])
+    # a truncated volume, or one with NaN voxels, among good ones: named, nothing written
+    source = nib.load(str(cases / "case_000.nii.gz"))
+    for name, make in (
+        ("zz_cut.nii.gz", lambda p: p.write_bytes((cases / "case_000.nii.gz").read_bytes()[:-300])),
+        ("zz_nan.nii.gz", lambda p: nib.save(
+            nib.Nifti1Image(np.full(source.shape, np.nan, np.float32), source.affine), str(p))),
+    ):  # fmt: skip
+        bad = tmp_path / f"bad_{name}"
+        shutil.copytree(root / "imagesTr", bad)
+        make(bad / name)
+        with pytest.raises(SystemExit, match=name):
+            predict_main([str(exp / "model.onnx"), str(bad), "--out", str(tmp_path / "none")])
+        assert not (tmp_path / "none").exists()
 
 
 def test_a_2d_model_refuses_a_volume(exported, tmp_path):
