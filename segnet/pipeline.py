@@ -43,6 +43,7 @@ from segnet.console import (
     to_log_file,
 )
 from segnet.data.base import SegmentationDataModule, check_shareable
+from segnet.data.nifti import dataset_class_names
 from segnet.ensemble import (
     check_members,
     check_recorded_splits,
@@ -575,8 +576,20 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         log.info("data.root=%s: its cases, not the CSV %s trained from", data_cfg.root, ckpt)
         data_cfg.csv = None
     if "class_names" in data_cfg and not data_cfg.class_names:
+        trained_names = list(module.data_info.class_names)
+        # the folder's own dataset.json, where it has one, must name the label values as
+        # the checkpoint does, or every per-class score would carry another class's name
+        named = dataset_class_names(data_cfg.root, data_cfg.get("csv"))
+        if named is not None and named != trained_names:
+            raise ValueError(
+                f"the dataset.json of "
+                f"{f'data.csv={data_cfg.csv}' if data_cfg.get('csv') else f'data.root={data_cfg.root}'}"
+                f" names the label values "
+                f"{named}, and {ckpt} was trained on {trained_names}: relabel the data, or "
+                "score data whose labels mean what the checkpoint's do."
+            )
         # e.g. a plain folder without dataset.json: the checkpoint knows its classes
-        data_cfg.class_names = module.data_info.class_names
+        data_cfg.class_names = trained_names
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     # before any data is read: members that cannot be averaged, or scored fairly, stop here

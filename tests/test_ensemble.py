@@ -225,6 +225,13 @@ def test_the_training_folder_named_again_is_no_way_around_the_split_checks(
     assert not (tmp_path / "metrics.json").exists()
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)  # another folder: its cases are taken as new
+    index = json.loads((copy / "dataset.json").read_text())
+    swapped = {**index, "labels": {"0": "background", "1": "two", "2": "one"}}
+    (copy / "dataset.json").write_text(json.dumps(swapped))
+    cfg = compose("evaluate", [*overrides, f"data.root={copy}"], tmp_path / "swapped")
+    with pytest.raises(ValueError, match=r"names the label values \['background', 'two', 'one'\]"):
+        evaluate(cfg)
+    (copy / "dataset.json").write_text(json.dumps(index))
     evaluate(compose("evaluate", [*overrides, f"data.root={copy}", "tta=false"], tmp_path / "ev"))
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["split"] == split
 

@@ -90,6 +90,17 @@ def read_dataset_json(root: Path) -> dict:
         raise NiftiDataError(f"{path} is not valid JSON: {err}") from err
 
 
+def dataset_class_names(root: str | Path, csv: str | Path | None = None) -> list[str] | None:
+    """The class names of the dataset.json beside the cases (a CSV's own folder, which may
+    list cases from anywhere, else ``root``); None without one that has ``labels``."""
+    folder = Path(csv).expanduser().parent if csv else Path(root).expanduser()
+    index = folder / "dataset.json"
+    if not index.is_file():
+        return None
+    labels = read_dataset_json(folder).get("labels") or {}
+    return class_names_from(labels, index) if labels else None
+
+
 def class_names_from(labels: dict, path: Path) -> list[str]:
     """The class names of a dataset.json's ``labels``, in label-value order: the Decathlon's
     ``{"0": "background", ...}`` or nnU-Net v2's ``{"background": 0, ...}``.

@@ -441,12 +441,10 @@ class NiftiDataModule(SegmentationDataModule):
         if self._class_names:
             return self._class_names
         # a CSV lists cases from anywhere: the dataset.json beside it, not data.root's
+        names = nifti.dataset_class_names(self.root, self.csv)
+        if names:
+            return names
         folder = Path(self.csv).expanduser().parent if self.csv else self.root
-        index = folder / "dataset.json"
-        if index.is_file():
-            labels = nifti.read_dataset_json(folder).get("labels") or {}
-            if labels:
-                return nifti.class_names_from(labels, index)
         where = f"data.csv={self.csv}" if self.csv else str(self.root)
         raise ValueError(
             f"no class names for {where}: no dataset.json with 'labels' in {folder}; set "
