@@ -202,21 +202,28 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
             return root / images, root / labels
     raise NiftiDataError(
         f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders; "
-        "set data.image_dir and data.label_dir, or data.csv."
+        "set data.image_dir and data.label_dir, or data.csv (in evaluate.py with a leading "
+        "+: +data.image_dir=...). Images without labels: python -m segnet.predict segments "
+        "them."
     )
 
 
 def _cases_from_csv(path: Path) -> list[Case]:
     if not path.is_file():
         raise FileNotFoundError(f"data.csv={str(path)!r}: no such file.")
-    with path.open(newline="") as f:
+    # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name
+    with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         rows, lines = [], []  # the line each row ends on (blank lines are skipped)
         for row in reader:
-            rows.append(row)
+            # "image, label": column names and cells without the spaces around them
+            rows.append({(k or "").strip(): (v or "").strip() for k, v in row.items()})
             lines.append(reader.line_num)
     if not rows or not {"image", "label"} <= set(rows[0]):
-        raise NiftiDataError(f"{path} needs a header with 'image' and 'label' columns.")
+        found = ", ".join(repr(k) for k in rows[0]) if rows else "no rows"
+        raise NiftiDataError(
+            f"{path} needs a header with 'image' and 'label' columns (it has {found})."
+        )
     unlabelled = [i for i, r in enumerate(rows) if not (r["label"] or "").strip()]
     if unlabelled:
         # every case is split into train, val or test, and each of those needs a label

@@ -59,6 +59,12 @@ def split_cases(
             raise ValueError(
                 f"data.fold={fold} must be in 0..{num_folds - 1} (data.num_folds={num_folds})."
             )
+        if len(rest) < num_folds:
+            raise ValueError(
+                f"data.num_folds={num_folds}: only {len(rest)} case(s) are left after the test "
+                f"split to share out, so some folds would be empty; use at most {len(rest)} "
+                "folds (data.val_fraction does not apply with data.fold)."
+            )
         folds = np.array_split(rest, num_folds)
         val = folds[fold]
         train = np.concatenate([f for i, f in enumerate(folds) if i != fold])

@@ -195,6 +195,22 @@ def test_a_csv_row_without_a_label_is_refused_naming_its_line(tmp_path):
         nifti.find_cases(root, root / "cases.csv")
 
 
+def test_a_spreadsheets_csv_reads_and_a_wrong_header_names_its_columns(tmp_path):
+    """A byte-order mark and "image, label" (spaces after the commas) are a header like
+    any; a header without the two columns is refused showing what it has."""
+    root = nifti_dataset(tmp_path / "d", "csv", n=3)
+    plain = nifti.find_cases(root, root / "cases.csv")
+    lines = (root / "cases.csv").read_text().splitlines()
+    spaced = [", ".join(line.split(",")) for line in lines]
+    (root / "cases.csv").write_bytes("\ufeff".encode() + ("\r\n".join(spaced) + "\r\n").encode())
+    assert nifti.find_cases(root, root / "cases.csv") == plain
+    (root / "cases.csv").write_text("img,seg\n" + "\n".join(lines[1:]) + "\n")
+    with pytest.raises(
+        nifti.NiftiDataError, match=r"'image' and 'label' columns \(it has 'img', 'seg'\)"
+    ):
+        nifti.find_cases(root, root / "cases.csv")
+
+
 def test_two_csv_cases_of_one_file_name_are_refused(tmp_path):
     root = nifti_dataset(tmp_path / "d", "csv", n=2)
     (root / "other").mkdir()
@@ -354,6 +370,13 @@ def test_inconsistent_rotation_or_zoom_settings_are_refused(rotate, zoom, prob, 
 def test_patch_split_and_intensity_settings_are_refused_before_any_case(setting, match):
     with pytest.raises(ValueError, match=match):
         NiftiDataModule("nowhere", **setting)
+
+
+def test_more_folds_than_cases_to_share_is_refused():
+    names = [f"case_{i}" for i in range(12)]
+    split_cases(names, 0.1, 0.25, seed=0, fold=2, num_folds=9)  # 9 cases, 9 folds
+    with pytest.raises(ValueError, match=r"data.num_folds=10: only 9 case\(s\) are left"):
+        split_cases(names, 0.1, 0.25, seed=0, fold=2, num_folds=10)
 
 
 def test_per_case_dice_by_hand():
