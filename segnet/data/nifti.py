@@ -216,8 +216,9 @@ def _cases_from_csv(path: Path) -> list[Case]:
         reader = csv.DictReader(f)
         rows, lines = [], []  # the line each row ends on (blank lines are skipped)
         for row in reader:
-            # "image, label": column names and cells without the spaces around them
-            rows.append({(k or "").strip(): (v or "").strip() for k, v in row.items()})
+            # "image, label": column names and cells without the spaces around them (cells
+            # past the header's columns, which the reader lists under None, are left out)
+            rows.append({k.strip(): (v or "").strip() for k, v in row.items() if k is not None})
             lines.append(reader.line_num)
     if not rows or not {"image", "label"} <= set(rows[0]):
         found = ", ".join(repr(k) for k in rows[0]) if rows else "no rows"
