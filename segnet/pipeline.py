@@ -567,7 +567,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if cfg.get("recompute_bn"):
         refuse_fixed_batchnorm(modules, paths)
     module = modules[0]
-    trained = OmegaConf.create(module.hparams.get("data_cfg") or {})
+    as_trained = dict(module.hparams.get("data_cfg") or {})
+    trained = OmegaConf.create(as_trained)
     overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
     data_cfg = OmegaConf.merge(trained, overrides)
     if "root" in overrides and data_cfg.get("csv") and "csv" not in overrides:
@@ -581,12 +582,13 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         # the checkpoint does, or every per-class score would carry another class's name
         named = dataset_class_names(data_cfg.root, data_cfg.get("csv"))
         if named is not None and named != trained_names:
+            where = (
+                f"data.csv={data_cfg.csv}" if data_cfg.get("csv") else f"data.root={data_cfg.root}"
+            )
             raise ValueError(
-                f"the dataset.json of "
-                f"{f'data.csv={data_cfg.csv}' if data_cfg.get('csv') else f'data.root={data_cfg.root}'}"
-                f" names the label values "
-                f"{named}, and {ckpt} was trained on {trained_names}: relabel the data, or "
-                "score data whose labels mean what the checkpoint's do."
+                f"the dataset.json of {where} names the label values {named}, and {ckpt} was "
+                f"trained on {trained_names}: relabel the data, or score data whose labels "
+                "mean what the checkpoint's do."
             )
         # e.g. a plain folder without dataset.json: the checkpoint knows its classes
         data_cfg.class_names = trained_names
@@ -614,7 +616,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     unused = [
         f"data.{k}={json.dumps(v)}"
         for k, v in overrides.items()
-        if k in TRAINING_ONLY_DATA and v != OmegaConf.to_container(trained).get(k)
+        if k in TRAINING_ONLY_DATA and v != as_trained.get(k)
     ]
     if unused:
         raise ValueError(
@@ -622,7 +624,6 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             "loss's class weights), which an evaluation does not use: leave them out. "
             "Mirroring at test time is tta=true or false."
         )
-    as_trained = OmegaConf.to_container(trained)
     renormalised = [
         f"data.{k}={json.dumps(overrides[k])}"
         for k in NORMALIZATION
@@ -631,8 +632,8 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if renormalised:
         raise ValueError(
             f"{', '.join(renormalised)}: the network takes its input normalised as it was "
-            f"trained ({', '.join(f'{k}={as_trained.get(k)}' for k in NORMALIZATION if k in as_trained)}), "
-            "which the checkpoint keeps: leave these out."
+            f"trained ({', '.join(f'{k}={as_trained[k]}' for k in NORMALIZATION if k in as_trained)})"
+            ", which the checkpoint keeps: leave these out."
         )
     if "image_size" in overrides and overrides["image_size"] != as_trained.get("image_size"):
         log.warning(
