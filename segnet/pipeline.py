@@ -298,6 +298,9 @@ def run_test(
     evaluating a checkpoint gives the numbers its training run reported.
     """
     split = dm.test_split()
+    warning = dm.test_input_warning(module.data_info)
+    if warning:
+        log.warning(warning)
     if cfg.get("recompute_bn", False):
         if module.bn_recomputed:
             log.info(

@@ -19,6 +19,7 @@ CLI::
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,12 +29,15 @@ from torchvision import tv_tensors
 
 from segnet.data import nifti
 from segnet.data.camvid import CamVidDataError, check_image, colorize, rgb_of
+from segnet.data.info import voxel_size_warning
 from segnet.data.transforms import normalize, resize_images
 from segnet.ensemble import average_probabilities, check_same_data
 from segnet.inference import check_mirroring
 from segnet.loading import load_model, model_files
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+log = logging.getLogger(__name__)
 
 
 def expand_inputs(items: list[str]) -> list[Path]:
@@ -126,6 +130,9 @@ class Predictor:
                 f"{path} has {volume.image.shape[0]} channel(s); the model takes {channels} "
                 "(one per modality, as in the data it was trained on)."
             )
+        warning = voxel_size_warning(self.info, {str(path): volume.spacing})
+        if warning:
+            log.warning(warning)
         norm = self.info.normalization
         source_shape = volume.image.shape[1:]
         volume.image = nifti.normalize_intensity(volume.image, norm.get("clip"))

@@ -206,9 +206,39 @@ def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path, caplog):
     assert len(objects["datamodule"].datasets["test"]) == 3
     assert 0 <= ev["test/dice"] <= 1
     assert "data.split=all scores them all" not in caplog.text
+    assert "voxel sizes outside" not in caplog.text  # the training cases' own grid
     # tta=false overrides the recipe's mirroring, and the record says so
     assert objects["module"].tta is False
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["tta"] is False
+
+
+def test_cases_of_another_voxel_size_are_named_where_nothing_resamples_them(
+    trained, tmp_path, caplog
+):
+    """A network trained on each case's own grid (data.spacing null) meets cases of
+    another voxel size: evaluate and predict segment them, and say the network sees them
+    at a scale it never met."""
+    from segnet.predict import Predictor
+
+    root, out, _, objects = trained
+    info = objects["module"].data_info
+    assert info.voxel_sizes == [[2.5, 0.8, 1.2], [2.5, 0.8, 1.2]]  # ODD_AFFINE, RAS order
+    other = nifti_dataset(tmp_path / "iso", "msd", n=2, shape=(19, 23, 17))  # 1 mm
+    best = out / "checkpoints" / "best.ckpt"
+    ev = [f"ckpt_path={best}", f"data.root={other}", "data.split=all"]
+    ev += ["trainer.accelerator=cpu", "tta=false", "data.num_workers=0"]
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        metrics, _ = evaluate(compose("evaluate", ev, tmp_path / "ev"))
+    assert 0 <= metrics["test/dice"] <= 1  # scored all the same
+    assert "2 of 2 volume(s) have voxel sizes outside the training cases'" in caplog.text
+    assert "case_000 at [1, 1, 1] mm" in caplog.text and "data.spacing=median" in caplog.text
+    caplog.clear()
+    predictor = Predictor(best)
+    with caplog.at_level(logging.WARNING, logger="segnet.predict"):
+        predictor.predict_volume(root / "imagesTr" / "case_000.nii.gz")
+        assert not caplog.text  # a training case's voxel size
+        predictor.predict_volume(other / "imagesTr" / "case_000.nii.gz")
+    assert "1 of 1 volume(s) have voxel sizes outside" in caplog.text
 
 
 def test_evaluate_on_new_cases_without_a_split_says_it_scores_only_a_part(

@@ -108,6 +108,12 @@ class SegmentationDataModule(L.LightningDataModule):
         items."""
         raise NotImplementedError
 
+    def test_input_warning(self, info: DataInfo) -> str | None:
+        """A warning about the test split's inputs, for a model described by ``info``
+        (the checkpoint's, which may come from other data): inputs unlike those it was
+        trained on, which it would segment without complaint. None: nothing to say."""
+        return None
+
     def bn_dataloader(self) -> DataLoader:
         """The training split without augmentation at the network's input size, in order,
         whole on every rank (``shard=False``): what BatchNorm statistics are recomputed

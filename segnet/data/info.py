@@ -41,6 +41,10 @@ class DataInfo:
         width) that training flipped, and so the ones mirroring test-time augmentation
         flips; None in a description written before they were recorded: every axis of a
         volume, an image's width (see :func:`test_mirror_axes`).
+    voxel_sizes: volumes trained on each case's own grid (no resampling): the smallest and
+        the largest voxel size (mm) along each RAS axis over the training cases, as
+        ``[[min, min, min], [max, max, max]]``, so that inference can tell a case the
+        network would see at another scale (:func:`voxel_size_warning`); None otherwise.
     """
 
     spatial_dims: int
@@ -54,6 +58,7 @@ class DataInfo:
     monitor: str
     per_case: bool
     mirror_axes: list[int] | None = None
+    voxel_sizes: list[list[float]] | None = None
 
     @property
     def num_classes(self) -> int:
@@ -88,6 +93,53 @@ def test_mirror_axes(spatial_dims: int, mirror_axes: Sequence[int] | None) -> li
     if mirror_axes is not None:
         return [int(a) for a in mirror_axes]
     return [0, 1, 2] if spatial_dims == 3 else [spatial_dims - 1]
+
+
+# Voxel sizes within this factor of the training cases' count as the same scale (the
+# spread training itself accepts among its cases without a warning)
+VOXEL_SIZE_TOLERANCE = 1.1
+
+
+def voxel_size_warning(info: DataInfo, cases: dict[str, Sequence[float]]) -> str | None:
+    """A warning naming the ``cases`` (name -> voxel size in mm, RAS order) whose voxel size
+    lies outside the training cases' on some axis, when the network was trained on each
+    case's own grid: it sees their anatomy at a scale it never met, and nothing resamples
+    them. None when every case fits, or the network resamples its inputs itself.
+
+    Example:
+        >>> info = DataInfo(3, 1, ["bg", "fg"], [[0, 0, 0], [255, 0, 0]], None,
+        ...     zscore_normalization(None), [32, 32, 32], None, "val/dice", True,
+        ...     voxel_sizes=[[1.0, 1.0, 1.0], [1.0, 1.0, 1.5]])
+        >>> voxel_size_warning(info, {"a": (1.0, 1.0, 1.2), "b": (1.0, 1.0, 1.6)}) is None
+        True
+        >>> print(voxel_size_warning(info, {"c": (2.0, 2.0, 2.0)})[:54])
+        1 of 1 volume(s) have voxel sizes outside the training
+    """
+    if info.voxel_sizes is None or info.normalization.get("spacing"):
+        return None
+    low, high = info.voxel_sizes
+    odd = {
+        name: spacing
+        for name, spacing in cases.items()
+        if any(
+            s < lo / VOXEL_SIZE_TOLERANCE or s > hi * VOXEL_SIZE_TOLERANCE
+            for s, lo, hi in zip(spacing, low, high, strict=True)
+        )
+    }
+    if not odd:
+        return None
+    name, spacing = next(iter(odd.items()))
+    return (
+        f"{len(odd)} of {len(cases)} volume(s) have voxel sizes outside the training cases' "
+        f"({_mm(low)} to {_mm(high)} mm per RAS axis), e.g. {name} at {_mm(spacing)} mm. The "
+        "network was trained on each case's own grid (data.spacing null), so it sees their "
+        "anatomy at a scale it never met and may segment them poorly: resample them to the "
+        "training voxel size, or train with data.spacing=median."
+    )
+
+
+def _mm(sizes: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{s:g}" for s in sizes) + "]"
 
 
 def rgb_normalization(mean: Sequence[float], std: Sequence[float]) -> dict[str, Any]:

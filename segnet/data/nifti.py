@@ -385,6 +385,28 @@ def ras_grid(path: Path) -> tuple[tuple[float, ...], tuple[int, ...]]:
     return spacing, tuple(int(n) for n in ras_order(img.shape[:3], img.affine))
 
 
+def header_voxel_size(path: Path) -> tuple[float, ...] | None:
+    """An image's voxel size (mm, RAS order) from its header, or None where the header
+    gives no usable one (refused where a size is needed: ``check_voxel_sizes``)."""
+    try:
+        spacing = ras_zooms(nib.load(str(path)).affine)
+    except (OSError, nib.filebasedimages.ImageFileError) as err:
+        raise NiftiDataError(f"cannot read {path}: {err}") from err
+    usable = len(spacing) == 3 and all(np.isfinite(s) and s > 0 for s in spacing)
+    return spacing if usable else None
+
+
+def voxel_size_range(paths: Sequence[Path]) -> list[list[float]] | None:
+    """The smallest and the largest voxel size (mm) along each RAS axis over ``paths``'
+    headers, ``[[min, ...], [max, ...]]``, leaving out headers without a usable one; None
+    when none has one."""
+    sizes = [s for s in map(header_voxel_size, paths) if s is not None]
+    if not sizes:
+        return None
+    a = np.asarray(sizes, dtype=np.float64)
+    return [[round(float(s), 6) for s in a.min(0)], [round(float(s), 6) for s in a.max(0)]]
+
+
 def check_voxel_sizes(spacing: Sequence[float], where: str) -> tuple[float, ...]:
     """``spacing`` if every size is a positive finite number, else a clear refusal: a zero
     or NaN in an affine would otherwise collapse or break the resampled grid."""

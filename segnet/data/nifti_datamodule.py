@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from segnet.data import nifti
 from segnet.data.base import SegmentationDataModule, check_count
-from segnet.data.info import DataInfo, zscore_normalization
+from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
@@ -429,6 +429,13 @@ class NiftiDataModule(SegmentationDataModule):
                 len(grids),
                 ", but the 10th percentile along the thick-slice axis, as nnU-Net" if thick else "",
             )
+        # trained on each case's own grid: the range of voxel sizes it met, so that
+        # inference can tell a case it would see at another scale (headers only)
+        voxel_sizes = (
+            nifti.voxel_size_range([self.cases[i].image for i in self.splits["train"]])
+            if self.spacing is None
+            else None
+        )
         return DataInfo(
             spatial_dims=3,
             in_channels=nifti.channel_count(shape),
@@ -441,6 +448,7 @@ class NiftiDataModule(SegmentationDataModule):
             monitor="val/dice",
             per_case=True,
             mirror_axes=list(self.flip_axes),
+            voxel_sizes=voxel_sizes,
         )
 
     def _read_class_names(self) -> list[str]:
@@ -611,6 +619,11 @@ class NiftiDataModule(SegmentationDataModule):
             self.datasets["val"] = VolumeDataset(self.volumes("val"))
         if stage in ("test", "predict"):
             self.datasets["test"] = VolumeDataset(self.volumes(self.split))
+
+    def test_input_warning(self, info: DataInfo) -> str | None:
+        cases = [self.cases[i] for i in self.splits[self.split]]
+        sizes = {c.name: nifti.header_voxel_size(c.image) for c in cases}
+        return voxel_size_warning(info, {name: s for name, s in sizes.items() if s})
 
     def bn_dataloader(self) -> DataLoader:
         return self._loader(VolumeDataset(self.volumes("train")), 1, shuffle=False, shard=False)
