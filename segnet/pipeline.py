@@ -21,6 +21,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from segnet.callbacks.predictions import PredictionWriter
 from segnet.callbacks.progress import EpochLog, progress_bar
 from segnet.checkpoints import (
     check_latest,
@@ -166,8 +167,11 @@ def check_optimizer(cfg: DictConfig) -> None:
             raise ValueError(f"model.optimizer.{key}={value}: use a number {bound}.")
 
 
-def build_trainer(cfg: DictConfig, progress: bool = True, **overrides: Any) -> L.Trainer:
+def build_trainer(
+    cfg: DictConfig, progress: bool = True, extra_callbacks: tuple = (), **overrides: Any
+) -> L.Trainer:
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c]
+    callbacks += extra_callbacks
     if progress:
         callbacks += [progress_bar(), EpochLog()]
     else:
@@ -697,7 +701,9 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             len(paths),
             ", ".join(map(str, paths)),
         )
-    trainer = build_trainer(cfg)
+    # the masks are written as the test step makes them: one pass over the split
+    writer = (PredictionWriter(dm, out_dir / "predictions"),) if cfg.get("save_predictions") else ()
+    trainer = build_trainer(cfg, extra_callbacks=writer)
     metrics, split = run_test(trainer, module, dm, cfg)
     if trainer.is_global_zero:  # every file, and the table, once
         # absolute, as training writes it: metrics.json names the files wherever it is read
@@ -706,22 +712,4 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         write_outputs(out_dir, module, dm, metrics, split, tested, cfg)
         title = Path(ckpt).name if len(paths) == 1 else f"ensemble of {len(paths)}"
         print_table(dict(metrics), f"{title} on {split}")
-        if cfg.get("save_predictions"):
-            save_predictions(module, dm, out_dir / "predictions", trainer.strategy.root_device)
     return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}
-
-
-@torch.no_grad()
-def save_predictions(module: SegmentationModule, dm: Any, out_dir: Path, device) -> Path:
-    """Write each test sample's predicted label map where the DataModule says (PNG for
-    images, NIfTI for volumes), at the label's size; never over an existing file."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    module = module.to(device).eval()
-    dataset = dm.datasets["test"]
-    for i in range(len(dataset)):
-        sample = dataset[i]
-        x = sample["image"].unsqueeze(0).to(device)
-        pred = module.predict_logits(x, sample["label"].shape).argmax(1)[0].cpu()
-        dm.save_prediction(pred, i, out_dir)
-    log.info("wrote %d predictions to %s", len(dataset), out_dir)
-    return out_dir

@@ -73,8 +73,17 @@ def test_tensorboard_has_scalars_images_confusion_and_hparams(trained):
     assert "hp/test/miou" in scalars and "hp/val/miou_best" in scalars
 
 
-def test_evaluate_reproduces_the_test_metrics_and_saves_predictions(trained, tmp_path):
+def test_evaluate_reproduces_the_test_metrics_and_saves_predictions(trained, tmp_path, monkeypatch):
+    from segnet.module import SegmentationModule
+
     root, out, metrics, _ = trained
+    passes = []  # the network applied to the split once: the masks come from the test step
+    original = SegmentationModule.predict_logits
+    monkeypatch.setattr(
+        SegmentationModule,
+        "predict_logits",
+        lambda self, *a, **k: passes.append(1) or original(self, *a, **k),
+    )
     cfg = compose(
         "evaluate",
         [
@@ -89,6 +98,7 @@ def test_evaluate_reproduces_the_test_metrics_and_saves_predictions(trained, tmp
     for key, value in metrics.items():
         if key.startswith("test/"):
             assert ev[key] == pytest.approx(value, abs=1e-6), key
+    assert len(passes) == len(objects["datamodule"].test_dataloader())
     files = sorted((tmp_path / "predictions").iterdir())
     assert [f.name for f in files[:2]] == ["test_000.png", "test_000_color.png"]
     index_map = np.asarray(Image.open(tmp_path / "predictions" / "test_000.png"))
