@@ -129,9 +129,10 @@ def voxel_size_warning(info: DataInfo, cases: dict[str, Sequence[float]]) -> str
     if not odd:
         return None
     name, spacing = next(iter(odd.items()))
+    trained = _mm(low) if low == high else f"{_mm(low)} to {_mm(high)}"
     return (
         f"{len(odd)} of {len(cases)} volume(s) have voxel sizes outside the training cases' "
-        f"({_mm(low)} to {_mm(high)} mm per RAS axis), e.g. {name} at {_mm(spacing)} mm. The "
+        f"({trained} mm per RAS axis), e.g. {name} at {_mm(spacing)} mm. The "
         "network was trained on each case's own grid (data.spacing null), so it sees their "
         "anatomy at a scale it never met and may segment them poorly: resample them to the "
         "training voxel size, or train with data.spacing=median."
