@@ -8,10 +8,12 @@ import json
 import logging
 import math
 import os
+import random
 from pathlib import Path
 from typing import Any
 
 import lightning as L
+import numpy as np
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
@@ -165,6 +167,31 @@ def check_optimizer(cfg: DictConfig) -> None:
             raise ValueError(f"model.optimizer.{key}={value!r}: expected a number {bound}.")
         if value < 0 or (key == "lr" and value == 0):
             raise ValueError(f"model.optimizer.{key}={value}: use a number {bound}.")
+
+
+def check_job_config(cfg: DictConfig) -> None:
+    """What ``train`` refuses from its config alone, for a multirun to check every job's
+    before the first one starts: the switches, the optimizer, the data settings the
+    DataModule checks when it is built and, where the data can be described without
+    fetching it, the model settings (the network built once with random weights, without
+    downloading any). Reads no images, writes nothing, and leaves the random generators
+    as they were, so the jobs train as they would without it."""
+    check_optimizer(cfg)
+    check_switches(cfg)
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        if OmegaConf.select(cfg, "model.net.encoder_weights") is not None:
+            cfg.model.net.encoder_weights = None
+    dm = build_datamodule(cfg)
+    try:
+        info = dm.describe()
+    except Exception:  # noqa: BLE001 - data not there yet, or unreadable: the job says so
+        return
+    state = np.random.get_state(), random.getstate()
+    with torch.random.fork_rng(devices=[]):
+        build(cfg.model, data=info.to_dict(), monitor=cfg.get("monitor") or info.monitor)
+    np.random.set_state(state[0])
+    random.setstate(state[1])
 
 
 def build_trainer(

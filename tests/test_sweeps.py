@@ -37,16 +37,75 @@ def test_multirun_grid_writes_a_summary(tiny_camvid, tmp_path):
 
 def test_a_sweep_that_stops_at_a_failed_job_keeps_the_finished_jobs_summary(tiny_camvid, tmp_path):
     """Hydra skips the end of a multirun whose job failed: the summary is written after
-    each job, so the finished jobs' results are in summary.csv all the same."""
-    with pytest.raises(AssertionError, match="model.optimizer.lr=0: use a number above 0"):
+    each job, so the finished jobs' results are in summary.csv all the same. (A split the
+    data does not have is found when the job reads its data: the checks before the sweep
+    starts read none.)"""
+    with pytest.raises(AssertionError, match="data.split='nope': this data has no such split"):
         run_cli(
             ["train.py", "-m", *TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1",
-             "test=false", "model.optimizer.lr=0.01,0", f"hydra.sweep.dir={tmp_path}/sweep"],
+             "data.split=test,nope", f"hydra.sweep.dir={tmp_path}/sweep"],
             cwd=REPO,
         )  # fmt: skip
     rows = {r["job"]: r for r in csv.DictReader((tmp_path / "sweep" / "summary.csv").open())}
-    assert 0 <= float(rows["0"]["val/miou_best"]) <= 1  # test=false: validation's best
+    assert 0 <= float(rows["0"]["val/miou_best"]) <= 1
     assert rows["1"]["val/miou_best"] == ""  # failed before training
+
+
+def test_a_value_only_a_later_job_has_stops_the_sweep_before_the_first_job(tiny_camvid, tmp_path):
+    """Every job's config is checked before the first job starts: a bad value in the last
+    job is named, with its job, and nothing trains or is written."""
+    sweep = tmp_path / "sweep"
+    with pytest.raises(AssertionError) as failed:
+        run_cli(
+            ["train.py", "-m", *TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1",
+             "model.optimizer.lr=0.01,0.001", "data.image_size=[24,32],[0,32]",
+             f"hydra.sweep.dir={sweep}"],
+            cwd=REPO,
+        )  # fmt: skip
+    message = str(failed.value)
+    assert (
+        "sweep job 1 (model.optimizer.lr=0.01 data.image_size=[0,32]): data.image_size" in message
+    )
+    assert "No job was started" in message and "Traceback" not in message
+    assert not sweep.exists()
+
+
+def test_the_checks_before_a_sweep_expand_its_jobs_and_leave_the_random_state(
+    tiny_camvid, tmp_path
+):
+    """Jobs are the command line's lists crossed with hydra.sweeper.params' (a search's
+    continuous ranges left at the configured value); checking a job's config draws no
+    random number the jobs would otherwise draw."""
+    import numpy as np
+    import torch
+    from omegaconf import OmegaConf
+
+    from segnet.pipeline import check_job_config
+    from segnet.sweep import job_override_lists
+
+    config = OmegaConf.create(
+        {
+            "hydra": {
+                "overrides": {"task": ["a=1,2", "b=x", "~c"]},
+                "sweeper": {"params": {"d": "choice(3,4)", "e": "interval(0.1,1.0)"}},
+            }
+        }
+    )
+    jobs = job_override_lists(config)
+    assert sorted(map(tuple, jobs)) == sorted(
+        ("d=" + d, "a=" + a, "b=x", "~c") for d in "34" for a in "12"
+    )
+    cfg = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}"], tmp_path / "run")
+    torch.manual_seed(0)
+    np.random.seed(0)
+    check_job_config(cfg)  # builds the network, with random weights
+    after = torch.rand(3), np.random.rand(3)
+    torch.manual_seed(0)
+    np.random.seed(0)
+    assert torch.equal(after[0], torch.rand(3)) and np.array_equal(after[1], np.random.rand(3))
+    bad = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", "model.loss.ce=-1"], tmp_path)
+    with pytest.raises(ValueError, match="model.loss="):
+        check_job_config(bad)
 
 
 @pytest.mark.parametrize("storage", ["memory", "sqlite"])
@@ -174,10 +233,10 @@ def test_k_fold_sweep_of_one_setting(tmp_path, capsys):
     assert float(row["val/dice_best_mean"]) == pytest.approx(0.85)
 
 
-def parallel_fold_sweep(root, sweep, folds: str, epochs: int = 2):
+def parallel_fold_sweep(root, sweep, folds: str, epochs: int = 2, monitor: str = "val/dice"):
     return [
         "train.py", "-m", "hydra/launcher=parallel", "experiment=hippocampus_unet3d",
-        f"data.root={root}", f"data.fold={folds}", "data.num_folds=2",
+        f"data.root={root}", f"data.fold={folds}", "data.num_folds=2", f"monitor={monitor}",
         "data.patch_size=[16,16,16]", "data.batch_size=2", "data.num_workers=0",
         "data.test_fraction=0.2", "model.net.features=[4,8,8]", f"trainer.max_epochs={epochs}",
         "trainer.accelerator=cpu", f"hydra.sweep.dir='{sweep}'",
@@ -215,12 +274,13 @@ def test_parallel_launcher_names_a_failed_job_and_finishes_the_others(tmp_path):
     root = nifti_dataset(tmp_path / "data", "msd", n=10)
     sweep = tmp_path / "sweep"
     proc = subprocess.run(
-        [sys.executable, *parallel_fold_sweep(root, sweep, "0,5")],
+        # a monitor validation does not report: found at the job's first validation
+        [sys.executable, *parallel_fold_sweep(root, sweep, "0", monitor="val/dice,val/nope")],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode != 0
     assert f"its output is in {sweep / '1' / 'console.log'}" in proc.stderr + proc.stdout
-    assert "data.fold=5 must be in 0..1" in (sweep / "1" / "console.log").read_text()
+    assert "monitor=val/nope: validation does not" in (sweep / "1" / "console.log").read_text()
     assert "Traceback" not in proc.stderr  # Hydra prints the message, not its own frames
     assert (sweep / "0" / "checkpoints" / "best.ckpt").is_file()
     (finished,) = [r for r in csv.DictReader((sweep / "summary.csv").open()) if r["job"] == "0"]
