@@ -207,9 +207,9 @@ class SweepSummary(Callback):
 
 def job_override_lists(config: DictConfig) -> list[list[str]]:
     """Each job's overrides, as the basic sweeper expands them: the command line's and
-    ``hydra.sweeper.params``' lists crossed. A search's continuous ranges (an Optuna
-    ``interval``) are left at the configured value, so a search is checked once per
-    choice of its discrete parameters."""
+    ``hydra.sweeper.params``' lists crossed. A sweeper plugin's continuous ranges
+    (``interval``) are left at the configured value: each choice of the discrete ones is
+    checked once."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     params = config.hydra.get("sweeper", {}).get("params") or {}
