@@ -10,7 +10,7 @@ from typing import Any
 import lightning as L
 import torch
 from torch import nn
-from torchmetrics import CatMetric, MaxMetric
+from torchmetrics import CatMetric, MaxMetric, MeanMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.checkpoints import CheckpointError
@@ -190,6 +190,9 @@ class SegmentationModule(L.LightningModule):
         # per case: [dataset index, Dice per class (, HD95 per class, NSD per class)]; the
         # index puts cases back in dataset order after a gather across DDP ranks
         self.case_rows = nn.ModuleDict({s: CatMetric(nan_strategy="disable") for s in STAGES})
+        # the loss per image (volume), averaged over the split: the same figure whatever the
+        # batches, and across DDP ranks however unevenly the split shares out
+        self.eval_loss = nn.ModuleDict({s: MeanMetric() for s in STAGES})
         self.best = MaxMetric()
         self.best.persistent(True)  # kept in checkpoints, so a resumed run's best survives
         self.last_confusion: dict[str, torch.Tensor] = {}
@@ -408,8 +411,8 @@ class SegmentationModule(L.LightningModule):
     def _eval_step(self, batch: dict, stage: str) -> dict:
         x, y = batch["image"], batch["label"]
         logits = self.predict_logits(x, y.shape[1:], tta=self.tta and stage == "test")
-        loss = self.compute_loss(logits, y, lovasz=False)
-        self.log(f"{stage}/loss", loss, batch_size=len(x), sync_dist=True)
+        for i in range(len(x)):
+            self.eval_loss[stage].update(self.compute_loss(logits[i : i + 1], y[i : i + 1], False))
         pred = logits.argmax(1)
         self.confusion[stage].update(pred, y)
         if self.per_case:
@@ -435,7 +438,9 @@ class SegmentationModule(L.LightningModule):
         self.confusion[stage].reset()
         self.last_confusion[stage] = cm.cpu()
         scores = scores_from_confusion(cm)
-        out = {f"{stage}/{k}": float(scores[k]) for k in ("global_acc", "class_acc", "miou")}
+        out = {f"{stage}/loss": float(self.eval_loss[stage].compute())}
+        self.eval_loss[stage].reset()
+        out.update({f"{stage}/{k}": float(scores[k]) for k in ("global_acc", "class_acc", "miou")})
         for name, value in zip(self.class_names, scores["iou"].tolist(), strict=True):
             out[f"{stage}/iou/{name}"] = value
         if self.per_case:
