@@ -209,6 +209,9 @@ class SegmentationModule(L.LightningModule):
         self.bn_recomputed: dict[str, Any] | None = None
         # the cases of each split the checkpoint was trained with (None: not recorded)
         self.recorded_splits: dict[str, list[str]] | None = None
+        # the run's config as composed (train.py sets it): stored in each checkpoint, so a
+        # resume from a copy outside its run folder is checked against it all the same
+        self.run_settings: dict[str, Any] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
         self._planned_schedule: dict[str, int] = {}
 
@@ -239,6 +242,8 @@ class SegmentationModule(L.LightningModule):
                 # an ensemble need not warn that this member stopped short of max_epochs
                 "stopping": stopping_on_purpose(self.trainer),
             }
+            if self.run_settings is not None:
+                checkpoint["segnet"]["settings"] = self.run_settings
             datamodule = getattr(self.trainer, "datamodule", None)
             names = datamodule.split_names() if hasattr(datamodule, "split_names") else None
             if names:  # which cases trained it, for evaluations of it (segnet.ensemble)

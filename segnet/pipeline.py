@@ -411,7 +411,10 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     rank_zero_speaks()
     refuse_untrained_resume(cfg.get("ckpt_path"), cfg.get("train", True))
     resumed = resume_dir(cfg.get("ckpt_path"))
-    if resumed is not None:
+    # as composed, before anything below fills in a default: what a checkpoint stores, and
+    # what a resume from it compares with
+    settings = OmegaConf.to_container(cfg, resolve=False)
+    if cfg.get("ckpt_path"):
         # first: a resume that changes the run's settings is told which, whatever else
         check_same_settings(cfg, resumed, cfg.ckpt_path, this_config_folder())
     check_accelerator(
@@ -446,6 +449,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     init_ckpt = check_start_checkpoints(cfg, dm)
     # before any data is read: a model setting the module refuses stops the run now
     module = build_module(cfg, dm)
+    module.run_settings = settings
     if init_ckpt is not None:
         load_weights(module, init_ckpt, cfg.init_from)
         log.info("new run from the weights of %s (fresh optimizer and schedule)", cfg.init_from)

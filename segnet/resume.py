@@ -82,20 +82,38 @@ def changed_settings(recorded: dict, now: dict) -> list[tuple[str, Any, Any]]:
     ]
 
 
-def check_same_settings(cfg: DictConfig, run: Path, ckpt_path: str, this_part: str | None) -> None:
-    """Refuse a resume of ``run`` whose config differs from the one the run last trained
-    with in a setting that shapes the training. ``this_part``: the config folder Hydra
-    wrote for this resume (``.hydra.<n>``), not a record to compare with."""
+def check_same_settings(
+    cfg: DictConfig, run: Path | None, ckpt_path: str, this_part: str | None
+) -> None:
+    """Refuse a resume from ``ckpt_path`` whose config differs from the one its run last
+    trained with in a setting that shapes the training: the run folder's record, or where
+    there is none (a checkpoint copied out of its run, an Optuna trial's folder) the
+    settings the checkpoint stores. ``run``: the checkpoint's run folder, None outside one;
+    ``this_part``: the config folder Hydra wrote for this resume (``.hydra.<n>``), not a
+    record to compare with."""
     import yaml
 
-    # the record of the part that wrote the checkpoint (not one another rank is writing),
-    # never this resume's own (a checkpoint naming a record the run no longer had)
-    record = checkpoint_record(Path(ckpt_path).expanduser().resolve(), run)
-    if record is None or record.name == this_part:
-        record = latest_config(run, leave_out=this_part)
-    if record is None:
-        return  # a run without a recorded config: nothing to compare with
-    recorded = yaml.safe_load((record / "config.yaml").read_text()) or {}
+    from segnet.checkpoints import peek_checkpoint
+
+    ckpt = Path(ckpt_path).expanduser().resolve()
+    record = None
+    if run is not None:
+        # the record of the part that wrote the checkpoint (not one another rank is
+        # writing), never this resume's own (a checkpoint naming a record the run no
+        # longer had)
+        record = checkpoint_record(ckpt, run)
+        if record is None or record.name == this_part:
+            record = latest_config(run, leave_out=this_part)
+    if record is not None:
+        recorded = yaml.safe_load((record / "config.yaml").read_text()) or {}
+        source = str(record / "config.yaml")
+        advice = "leave these out (the run's own overrides are applied for you)"
+    else:
+        recorded = ((peek_checkpoint(ckpt) or {}).get("segnet") or {}).get("settings")
+        if recorded is None:
+            return  # written before checkpoints stored their settings: nothing to compare
+        source = "the settings stored in the checkpoint; no run record beside it"
+        advice = "give the settings it was trained with"
     now = OmegaConf.to_container(cfg, resolve=False)
     changes = changed_settings(recorded, now)
     if not changes:
@@ -107,11 +125,10 @@ def check_same_settings(cfg: DictConfig, run: Path, ckpt_path: str, this_part: s
     more = f"\n  ... and {len(changes) - 10} more" if len(changes) > 10 else ""
     raise CheckpointError(
         f"ckpt_path={ckpt_path} resumes a run that trained with other settings "
-        f"({record / 'config.yaml'}):\n  {shown}{more}\n"
-        "A resume goes on as its run was configured: leave these out (the run's own "
-        "overrides are applied for you). To train with them, start a new run from these "
-        f"weights: {override('init_from', ckpt_path)} instead of ckpt_path (a fresh "
-        "optimizer and schedule)."
+        f"({source}):\n  {shown}{more}\n"
+        f"A resume goes on as its run was configured: {advice}. To train with them, start "
+        f"a new run from these weights: {override('init_from', ckpt_path)} instead of "
+        "ckpt_path (a fresh optimizer and schedule)."
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -166,8 +167,8 @@ def spaced_dataset(root, spacings, shape=(19, 23, 17)):
 
 
 class StopAfterEpochs:
-    """A callback (``+callbacks.stop._target_=tests.helpers.StopAfterEpochs``) that stops
-    training after ``epochs`` epochs, as an interruption at an epoch boundary would."""
+    """A callback that stops training after ``epochs`` epochs, as an interruption at an
+    epoch boundary would (see :func:`stopping_after`)."""
 
     def __new__(cls, epochs: int):
         import lightning as L
@@ -178,6 +179,25 @@ class StopAfterEpochs:
                     trainer.should_stop = True
 
         return _Stop()
+
+
+@contextmanager
+def stopping_after(epochs: int):
+    """Training started inside stops after ``epochs`` epochs, as an interruption at an
+    epoch boundary would: the callback is added to the trainer, not to the run's config,
+    which a resume compares with its own."""
+    from unittest import mock
+
+    import segnet.pipeline as pipeline
+
+    original = pipeline.build_trainer
+
+    def build(cfg, *args, extra_callbacks=(), **kwargs):
+        stop = StopAfterEpochs(epochs)
+        return original(cfg, *args, extra_callbacks=(*extra_callbacks, stop), **kwargs)
+
+    with mock.patch.object(pipeline, "build_trainer", build):
+        yield
 
 
 SIGTERM_RECORD: dict = {}

@@ -11,6 +11,7 @@ import torch
 
 from segnet.pipeline import train
 from tests.conftest import REPO, TINY_CAMVID, compose
+from tests.helpers import stopping_after
 
 
 def scalars(run_dir, tag):
@@ -29,9 +30,8 @@ def test_resume_continues_the_same_run(tiny_camvid, tmp_path):
         "trainer.max_epochs=4",
     ]
     # a 4-epoch run stopped after 2 epochs (as by a pre-emption at an epoch boundary)
-    stop = ["+callbacks.stop._target_=tests.helpers.StopAfterEpochs", "+callbacks.stop.epochs=2"]
-    first = compose("train", base + stop, run)
-    train(first)
+    with stopping_after(2):
+        train(compose("train", base, run))
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 6  # 2 epochs x 3 steps
     best_before = ckpt["state_dict"]["best.max_value"]
@@ -287,3 +287,43 @@ def test_a_resume_is_never_checked_against_its_own_record(tmp_path):
     cfg = OmegaConf.create({"model": {"lr": 0.9}})
     with pytest.raises(CheckpointError, match=r"model.lr: 0.1 in the run, 0.9 now"):
         check_same_settings(cfg, run, str(ckpt), ".hydra.1")
+
+
+def test_a_checkpoint_copied_out_of_its_run_resumes_only_with_its_settings(tmp_path):
+    """No run record beside the checkpoint (a copy elsewhere, an Optuna trial's folder):
+    the settings stored in the checkpoint are what a resume is compared with."""
+    from omegaconf import OmegaConf
+
+    from segnet.checkpoints import CheckpointError
+    from segnet.resume import check_same_settings
+
+    settings = {"model": {"optimizer": {"lr": 0.003}, "loss": {"lovasz": 1.0}}, "seed": 1}
+    ckpt = tmp_path / "x.ckpt"
+    torch.save({"segnet": {"config": ".hydra", "settings": settings}}, ckpt)
+    changed = OmegaConf.create(
+        {"model": {"optimizer": {"lr": 0.01}, "loss": {"lovasz": 0.0}}, "seed": 2}
+    )
+    with pytest.raises(CheckpointError) as refused:
+        check_same_settings(changed, None, str(ckpt), None)
+    message = str(refused.value)
+    assert "the settings stored in the checkpoint" in message
+    assert "model.optimizer.lr: 0.003 in the run, 0.01 now" in message
+    assert "model.loss.lovasz: 1.0 in the run, 0.0 now" in message
+    assert "seed" not in message.split("now")[-1]  # the seed may change
+    check_same_settings(OmegaConf.create({**settings, "seed": 2}), None, str(ckpt), None)
+    # a checkpoint from before checkpoints stored settings has nothing to compare with
+    torch.save({"segnet": {"config": ".hydra"}}, ckpt)
+    check_same_settings(changed, None, str(ckpt), None)
+
+
+def test_a_training_checkpoint_stores_the_runs_settings(tiny_camvid, tmp_path):
+    from omegaconf import OmegaConf
+
+    cfg = compose(
+        "train", TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false"], tmp_path / "run"
+    )
+    composed = OmegaConf.to_container(cfg, resolve=False)
+    train(cfg)
+    ckpt = torch.load(tmp_path / "run" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["segnet"]["settings"] == composed  # as composed: monitor still null
+    assert ckpt["segnet"]["settings"]["monitor"] is None

@@ -7,6 +7,7 @@ import torch
 from segnet.checkpoints import CheckpointError
 from segnet.pipeline import train
 from tests.conftest import TINY_CAMVID, compose
+from tests.helpers import stopping_after
 
 
 def lrs(run_dir):
@@ -25,8 +26,8 @@ def test_resume_continues_the_schedule_exactly(tiny_camvid, tmp_path, scheduler)
         "trainer.max_epochs=4",
     ]
     train(compose("train", base, tmp_path / "whole"))
-    stop = ["+callbacks.stop._target_=tests.helpers.StopAfterEpochs", "+callbacks.stop.epochs=2"]
-    train(compose("train", base + stop, tmp_path / "run"))
+    with stopping_after(2):
+        train(compose("train", base, tmp_path / "run"))
     assert torch.load(tmp_path / "run/checkpoints/last.ckpt", weights_only=True)["global_step"] == 6
     ckpt = f"ckpt_path={tmp_path}/run/checkpoints/last.ckpt"
     train(compose("train", base + [ckpt], tmp_path / "elsewhere"))
@@ -55,14 +56,19 @@ def test_resume_with_another_length_stops_before_training_and_says_what_to_do(
 
 
 def test_resume_with_other_steps_per_epoch_stops_before_the_first_step(tiny_camvid, tmp_path):
+    """A copy of the data with fewer training images (data.root may change on a resume:
+    a copy elsewhere) would end the one-cycle schedule early: refused."""
+    from tests.helpers import camvid_like
+
     base = TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false", "model/scheduler=onecycle"]
-    stop = ["+callbacks.stop._target_=tests.helpers.StopAfterEpochs", "+callbacks.stop.epochs=1"]
-    train(compose("train", base + stop, tmp_path / "run"))  # 6 images: 3 steps per epoch
+    with stopping_after(1):
+        train(compose("train", base, tmp_path / "run"))  # 6 images: 3 steps per epoch
     last = tmp_path / "run" / "checkpoints" / "last.ckpt"
     before = last.read_bytes()
-    bigger = base + ["data.batch_size=3", f"ckpt_path={last}"]  # 2 steps per epoch
+    smaller = camvid_like(tmp_path / "CamVid", {"train": 4, "val": 3, "test": 3})
+    other = [*base, f"data.root={smaller}", f"ckpt_path={last}"]  # 2 steps per epoch
     with pytest.raises(CheckpointError, match=r"planned for 6 steps and this resume has 4"):
-        train(compose("train", bigger, tmp_path / "x"))
+        train(compose("train", other, tmp_path / "x"))
     assert last.read_bytes() == before
     # the same settings resume
     _, objects = train(compose("train", base + [f"ckpt_path={last}"], tmp_path / "y"))
@@ -93,9 +99,16 @@ def test_a_checkpoint_of_another_model_is_refused_before_training(tiny_camvid, t
         f"ckpt_path={tmp_path}/a/checkpoints/last.ckpt",
     ]
     events = sorted((tmp_path / "a" / "tensorboard").iterdir())
-    with pytest.raises(CheckpointError, match=r"(?s)another model.*features"):
+    with pytest.raises(CheckpointError, match=r"(?s)other settings.*model.net.features"):
         train(compose("train", other, tmp_path / "b"))
-    # the refused resume wrote nothing into the source run
+    # a checkpoint from before checkpoints stored their settings: its network is compared
+    last = tmp_path / "a" / "checkpoints" / "last.ckpt"
+    ckpt = torch.load(last, weights_only=False)
+    del ckpt["segnet"]["settings"]
+    torch.save(ckpt, last)
+    with pytest.raises(CheckpointError, match=r"(?s)another model.*features"):
+        train(compose("train", other, tmp_path / "c"))
+    # the refused resumes wrote nothing into the source run
     assert sorted((tmp_path / "a" / "tensorboard").iterdir()) == events
 
 
