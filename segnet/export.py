@@ -184,8 +184,26 @@ def export_checkpoint(
 ) -> dict[str, float]:
     """Write each format plus ``model.json``; return the largest reload difference per format."""
     check_free(Path(out_dir), formats)  # before the checkpoint is even read
+    check_rebuildable([Path(ckpt_path)])
     # reads the checkpoint once: weights, spec and best score
     return write_model(load_model(ckpt_path), out_dir, formats, example_size)
+
+
+# exported programs: a traced graph, not the network's modules and weights to export again
+PROGRAM_SUFFIXES = (SUFFIX["onnx"], SUFFIX["pt2"])
+
+
+def check_rebuildable(paths: list[Path]) -> None:
+    """Exports are made from what holds the network itself: a checkpoint, or an exported
+    ``.safetensors`` (its weights and spec). A ``.onnx`` or ``.pt2`` is refused, naming
+    those, before anything is read or written."""
+    for path in paths:
+        if path.name.endswith(PROGRAM_SUFFIXES):
+            raise ValueError(
+                f"ckpt_path={path}: an exported program, which holds a traced graph rather "
+                "than the network to export again; export from the run's checkpoint (.ckpt) "
+                f"or from the model.safetensors beside it ({path.with_name('model.safetensors')})."
+            )
 
 
 def check_formats(formats: tuple[str, ...]) -> None:
@@ -225,24 +243,31 @@ def write_model(
     if size:
         example = torch.randn(2, net.in_channels, *size)
     diffs: dict[str, float] = {}
-    for fmt in formats:
-        path = out_dir / f"model{SUFFIX[fmt]}"
-        if fmt == "safetensors":
-            save_safetensors(net, path)
-        else:
-            WRITERS[fmt](net, path, example)
-        normal_permissions(path)
-        diffs[fmt], scale = reload_difference(net, path, fmt, example)
-        say(f"{fmt:12s} {path}  largest difference on reload: {diffs[fmt]:.3g}")
-        if not diffs[fmt] <= RELOAD_TOLERANCE * max(1.0, scale):  # NaN fails too
-            for written in (out_dir / f"model{SUFFIX[f]}" for f in diffs):
-                written.unlink()  # files of this export, none of them a verified model yet
-            raise ValueError(
-                f"{path}: reloaded, it gives logits up to {diffs[fmt]:.3g} away from the "
-                f"network's (whose largest is {scale:.3g}), so it was removed with the other "
-                f"files of this export. Export without it (formats=[...] without {fmt}), or "
-                "report the model and torch version."
-            )
+    started: list[Path] = []
+    try:
+        for fmt in formats:
+            path = out_dir / f"model{SUFFIX[fmt]}"
+            started.append(path)
+            if fmt == "safetensors":
+                save_safetensors(net, path)
+            else:
+                WRITERS[fmt](net, path, example)
+            normal_permissions(path)
+            diffs[fmt], scale = reload_difference(net, path, fmt, example)
+            say(f"{fmt:12s} {path}  largest difference on reload: {diffs[fmt]:.3g}")
+            if not diffs[fmt] <= RELOAD_TOLERANCE * max(1.0, scale):  # NaN fails too
+                raise ValueError(
+                    f"{path}: reloaded, it gives logits up to {diffs[fmt]:.3g} away from the "
+                    f"network's (whose largest is {scale:.3g}), so it was removed with the "
+                    f"other files of this export. Export without it (formats=[...] without "
+                    f"{fmt}), or report the model and torch version."
+                )
+    except BaseException:
+        # whatever stopped it (a failed write, a reload that disagrees, Ctrl+C): the files
+        # of this export go, none of them a verified model, and the cause is raised
+        for written in started:
+            written.unlink(missing_ok=True)
+        raise
     (out_dir / CARD_NAME).write_text(
         json.dumps(
             {
@@ -282,6 +307,7 @@ def export_ensemble(
     check_formats(formats)  # before any member is read
     if taken:
         raise FileExistsError(f"{taken[0]} exists; exports are never overwritten.")
+    check_rebuildable(ckpt_paths)
     models = [load_model(p) for p in ckpt_paths]  # a bad member stops the export here
     check_same_data([m.info for m in models], ckpt_paths)
     for model, path in zip(models, ckpt_paths, strict=True):
@@ -298,9 +324,10 @@ def export_ensemble(
         for member, path, model in zip(members, ckpt_paths, models, strict=True):
             say(f"{member}: {path}")
             diffs[member] = write_model(model, out_dir / member, formats, example_size)
-    except ValueError:
-        # a member whose file failed its check: no ensemble, so none of its members either
-        # (each folder new, as checked above), and the folder free for the next try
+    except BaseException:
+        # a member that failed (its file's check, a write, Ctrl+C): no ensemble, so none of
+        # its members either (each folder new, as checked above), and the folder free for
+        # the next try
         for member in members:
             shutil.rmtree(out_dir / member, ignore_errors=True)
         raise

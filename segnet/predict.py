@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
 from torchvision import tv_tensors
 
 from segnet.data import nifti
@@ -107,10 +108,21 @@ class Predictor:
         return average_probabilities([m.logits(x, size) for m in self.models])
 
     @torch.no_grad()
-    def predict_image(self, rgb: np.ndarray) -> np.ndarray:
-        """(H, W, 3) uint8 -> (H, W) uint8 class indices at the image's own size."""
-        if rgb.ndim != 3 or rgb.shape[2] != 3:
-            raise ValueError(f"expected an (H, W, 3) RGB image, got shape {rgb.shape}.")
+    def predict_image(self, rgb: np.ndarray | Image.Image) -> np.ndarray:
+        """(H, W, 3) uint8 RGB (or a PIL image) -> (H, W) uint8 class indices at the
+        image's own size. Other arrays are refused, not rescaled by guess: the network
+        takes 8-bit values, and a float or wider array would be scaled as another range."""
+        if isinstance(rgb, Image.Image):
+            rgb = rgb_of(rgb, Path("the image given"))
+        if not isinstance(rgb, np.ndarray) or rgb.ndim != 3 or rgb.shape[2] != 3:
+            shape = getattr(rgb, "shape", type(rgb).__name__)
+            raise ValueError(f"expected an (H, W, 3) RGB array or a PIL image, got {shape}.")
+        if rgb.dtype != np.uint8:
+            raise ValueError(
+                f"expected 8-bit RGB values (uint8, 0-255), got a {rgb.dtype} array: convert it "
+                "first, e.g. np.clip(a, 0, 255).astype(np.uint8) for values in 0-255, or "
+                "(a * 255).round().astype(np.uint8) for 0-1."
+            )
         norm = self.info.normalization
         x = torch.from_numpy(np.array(rgb)).permute(2, 0, 1)[None]  # a writable copy
         if self.info.input_size:
@@ -144,7 +156,7 @@ class Predictor:
 
     def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:
         """Write the mask(s) of one input file into ``out_dir``; never overwrites."""
-        from PIL import Image, ImageOps
+        from PIL import ImageOps
 
         path, out_dir = Path(path), Path(out_dir)
         is_volume = self.check_kind(path)

@@ -79,6 +79,40 @@ def test_a_file_that_reloads_to_other_logits_is_refused_and_removed(
     export_checkpoint(ckpt, tmp_path / "out", ("safetensors",))  # the folder is free again
 
 
+def test_a_failed_write_leaves_no_file_of_the_export(exported, tmp_path, monkeypatch):
+    """Whatever stops an export midway (here the ONNX writer failing after it began the
+    file), none of its files is left to pass for a model."""
+    import segnet.export
+    from segnet.export import export_checkpoint
+
+    ckpt, _, _, _ = exported
+
+    def broken(net, path, example):
+        path.write_bytes(b"half a file")
+        raise RuntimeError("the writer failed")
+
+    monkeypatch.setattr(segnet.export, "WRITERS", {**segnet.export.WRITERS, "onnx": broken})
+    with pytest.raises(RuntimeError, match="the writer failed"):
+        export_checkpoint(ckpt, tmp_path / "out", ("safetensors", "onnx"))
+    assert not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("name", ["model.onnx", "model.pt2"])
+def test_an_exported_program_is_not_exported_again(exported, name, tmp_path):
+    """A .onnx or .pt2 holds a traced graph, not the network: refused before anything is
+    written, naming the .safetensors beside it, from which an export works."""
+    from segnet.export import export_checkpoint, export_ensemble
+
+    _, out, _, _ = exported
+    with pytest.raises(ValueError, match=r"exported program.*model\.safetensors"):
+        export_checkpoint(out / name, tmp_path / "again", ("safetensors",))
+    with pytest.raises(ValueError, match="exported program"):
+        export_ensemble([out / "model.safetensors", out / name], tmp_path / "ens", ("onnx",))
+    assert not (tmp_path / "again").exists() and not (tmp_path / "ens").exists()
+    export_checkpoint(out / "model.safetensors", tmp_path / "again", ("onnx",))
+    assert (tmp_path / "again" / "model.onnx").is_file()
+
+
 def test_one_format_named_without_brackets_is_that_format_and_none_is_refused(exported, tmp_path):
     from segnet.export import export_checkpoint
 
@@ -170,8 +204,16 @@ def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     reference = np.asarray(Image.open(tmp_path / "ev" / "predictions" / "test_000.png"))
     assert (mask == reference).mean() > 0.999
     # API on an array, from safetensors
-    api = Predictor(out / "model.safetensors").predict_image(np.asarray(Image.open(image)))
+    predictor = Predictor(out / "model.safetensors")
+    api = predictor.predict_image(np.asarray(Image.open(image)))
     assert (api == reference).mean() > 0.999
+    # a PIL image is the same picture; a float or wider array would be scaled as another
+    # range (to near black): refused, with the conversion to make
+    with Image.open(image) as im:
+        assert np.array_equal(predictor.predict_image(im), api)
+    for dtype in (np.float32, np.int64):
+        with pytest.raises(ValueError, match=f"got a {np.dtype(dtype)} array: convert it"):
+            predictor.predict_image(np.asarray(Image.open(image)).astype(dtype))
 
 
 def test_a_photo_is_segmented_upright_as_its_exif_orientation_shows_it(
