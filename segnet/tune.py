@@ -25,6 +25,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,17 @@ def suggest(trial, name: str, spec: dict[str, Any]) -> Any:
     raise ValueError(f"optuna.params.{name}: type {kind!r} unknown; use float, int or categorical.")
 
 
+_ABSENT = object()
+
+
+def trials_so_far(optuna: Any, study_name: str | None, storage: str) -> int:
+    """How many trials the stored study holds; 0 for a study not created yet."""
+    try:
+        return len(optuna.load_study(study_name=study_name, storage=storage).trials)
+    except KeyError:  # Optuna's "no such study"
+        return 0
+
+
 def run_study(cfg: DictConfig):
     """Run the study described by ``cfg.optuna``; returns the Optuna study."""
     try:
@@ -50,7 +62,21 @@ def run_study(cfg: DictConfig):
     from segnet.pipeline import train
 
     opt = cfg.optuna
-    sampler = optuna.samplers.TPESampler(seed=opt.get("seed"))
+    for key in opt.params:  # a misspelt key would be added as a new setting, then fail
+        if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:
+            raise ValueError(
+                f"optuna.params.{key}: this config has no such setting; name an existing one "
+                "(as train.py overrides it, e.g. model.optimizer.lr)."
+            )
+    seed = opt.get("seed")
+    if seed is not None and opt.get("storage"):
+        # a study continued from storage: a sampler seeded as before would draw its first
+        # trials' values again, so the seed is derived from the trials it already holds
+        # (a seed + n would replay the first run's stream, shifted)
+        held = trials_so_far(optuna, opt.get("study_name"), opt.storage)
+        if held:
+            seed = int(np.random.SeedSequence([seed, held]).generate_state(1)[0])
+    sampler = optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(
         direction=opt.get("direction", "maximize"),
         storage=opt.get("storage"),

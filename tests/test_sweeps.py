@@ -135,6 +135,36 @@ def test_optuna_search_in_memory_and_sqlite(tiny_camvid, tmp_path, storage):
     if storage == "sqlite":  # the study persists and can be reopened elsewhere
         again = optuna.load_study(study_name="camvid", storage=url)
         assert len(again.trials) == 2 and again.best_value == study.best_value
+        # continued, it draws new values, not its first trial's again (same seed)
+        first = [t.params for t in again.trials]
+        more = compose(
+            "train",
+            TINY_CAMVID + [f"data.root={tiny_camvid}", "trainer.max_epochs=1",
+                           "hparams_search=camvid_optuna", "optuna.n_trials=1",
+                           f"optuna.storage={url}"],
+            tmp_path / "more",
+        )  # fmt: skip
+        continued = run_study(more)
+        assert len(continued.trials) == 3
+        assert continued.trials[2].params not in first
+
+
+def test_a_misspelt_search_parameter_is_refused_before_any_trial(tiny_camvid, tmp_path):
+    pytest.importorskip("optuna")
+    from segnet.tune import run_study
+
+    from omegaconf import open_dict
+
+    cfg = compose(
+        "train",
+        TINY_CAMVID + [f"data.root={tiny_camvid}", "hparams_search=camvid_optuna"],
+        tmp_path / "run",
+    )  # fmt: skip
+    with open_dict(cfg):  # as a search config's line would read
+        cfg.optuna.params["model.optimiser.lr"] = {"type": "float", "low": 1e-3, "high": 1e-2}
+    with pytest.raises(ValueError, match=r"optuna.params.model.optimiser.lr: this config has no"):
+        run_study(cfg)
+    assert not (tmp_path / "run" / "trial_0").exists()
 
 
 def test_slurm_launcher_config_composes():
