@@ -553,6 +553,18 @@ def load_module(ckpt_path: str) -> SegmentationModule:
     return module
 
 
+def scored_names(dm: Any, split: str) -> list[str] | None:
+    """The names of the cases a split scores, where the data draws its splits (None for
+    fixed split files); ``all`` is every case, which the record leaves out as the union of
+    the others."""
+    names = dm.split_names()
+    if not names:
+        return None
+    if split == "all":
+        return sorted({name for cases in names.values() for name in cases})
+    return names.get(split)
+
+
 def refuse_fixed_batchnorm(modules: list[SegmentationModule], paths: list[Path]) -> None:
     """``recompute_bn=true`` with an exported program (ONNX, pt2) of a BatchNorm network:
     its statistics are part of the program and cannot be recomputed."""
@@ -703,8 +715,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     # the split the data resolves to (a NIfTI dataset without test cases falls back to val)
     split = dm.test_split()
     check_split(modules, paths, split, new_cases)
-    names = dm.split_names()
-    check_recorded_splits(modules, paths, split, names and names.get(split), new_cases)
+    check_recorded_splits(modules, paths, split, scored_names(dm, split), new_cases)
     if "root" in overrides and "split" not in overrides and "test_fraction" in data_cfg:
         # the checkpoint's split settings re-split the new folder: say so, as a user who
         # points evaluate at new cases usually wants every one of them scored

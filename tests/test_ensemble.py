@@ -439,6 +439,17 @@ def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_
     assert scores[0]["test/dice"] == pytest.approx(scores[1]["test/dice"], abs=1e-6)
 
 
+def test_scoring_every_case_says_which_trained_the_checkpoint(two_folds, tmp_path, caplog):
+    """evaluate.py data.split=all scores the training and validation cases too: the
+    figures are not held out, and the log says so."""
+    best = two_folds / "0" / "checkpoints" / "best.ckpt"
+    ev = [f"ckpt_path={best}", "data.split=all", "trainer.accelerator=cpu", "tta=false"]
+    with caplog.at_level(logging.WARNING):
+        evaluate(compose("evaluate", ev, tmp_path / "ev"))
+    assert "data.split=all: " in caplog.text
+    assert "their scores are not held-out figures" in caplog.text
+
+
 def test_checkpoints_record_their_split_and_an_evaluation_refuses_their_training_cases(
     two_folds, caplog
 ):

@@ -151,9 +151,9 @@ def test_optuna_search_in_memory_and_sqlite(tiny_camvid, tmp_path, storage):
 
 def test_a_misspelt_search_parameter_is_refused_before_any_trial(tiny_camvid, tmp_path):
     pytest.importorskip("optuna")
-    from segnet.tune import run_study
-
     from omegaconf import open_dict
+
+    from segnet.tune import run_study
 
     cfg = compose(
         "train",
