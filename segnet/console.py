@@ -63,8 +63,10 @@ def log_summary(
     split: str | None,
     metrics: dict,
     best_epoch: int | None = None,
+    limited: bool = False,
 ) -> None:
-    """The end of a run in a few lines: where everything went and the headline numbers."""
+    """The end of a run in a few lines: where everything went and the headline numbers
+    (``limited``: of part of the split, by ``trainer.limit_test_batches``)."""
     lines = [f"run folder: {out_dir}"]
     if best_ckpt:
         saved = "" if best_epoch is None else f" (epoch {best_epoch})"
@@ -72,7 +74,8 @@ def log_summary(
     if split:
         headline = {k: v for k, v in metrics.items() if k.startswith("test/") and k.count("/") == 1}
         shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(headline.items()))
-        lines.append(f"tested on '{split}': {shown}")
+        part = " (part of it: trainer.limit_test_batches)" if limited else ""
+        lines.append(f"tested on '{split}'{part}: {shown}")
     if (out_dir / "metrics.json").is_file():
         lines.append(f"metrics: {out_dir / 'metrics.json'}")
     if (out_dir / "tensorboard").is_dir():  # none with logger=none

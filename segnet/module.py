@@ -212,6 +212,8 @@ class SegmentationModule(L.LightningModule):
         # the run's config as composed (train.py sets it): stored in each checkpoint, so a
         # resume from a copy outside its run folder is checked against it all the same
         self.run_settings: dict[str, Any] | None = None
+        # after a test of part of its split (trainer.limit_test_batches): how many batches
+        self.tested_batches: dict[str, int] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
         self._planned_schedule: dict[str, int] = {}
 

@@ -259,6 +259,8 @@ def write_outputs(
     plus ``per_case.csv`` for volumes."""
     cases = module.last_case_metrics.get("test")
     extra = dict(training)
+    if module.tested_batches:  # part of the split: said where the figures are read
+        extra["tested_batches"] = module.tested_batches
     if len(module.ensemble_members):  # each member as it was applied
         extra["members"] = [
             {
@@ -363,6 +365,18 @@ def run_test(
             2 ** len(axes),
         )
     results = trainer.test(module, datamodule=dm, verbose=False)
+    ran, whole = sum(trainer.num_test_batches), len(dm.test_dataloader())
+    # trainer.limit_test_batches (a debug setting) may leave part of the split untested
+    module.tested_batches = {"tested": ran, "of": whole} if ran < whole else None
+    if module.tested_batches:
+        log.warning(
+            "trainer.limit_test_batches=%s: the test metrics cover %d of the '%s' split's %d "
+            "batches, not the whole split (metrics.json records it: tested_batches)",
+            trainer.limit_test_batches,
+            ran,
+            split,
+            whole,
+        )
     return (dict(results[0]) if results else {}), split
 
 
@@ -519,6 +533,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             split if cfg.get("test", True) else None,
             metrics,
             epochs.get("best_epoch"),
+            limited=bool(module.tested_batches),
         )
     for logger in trainer.loggers:
         # "hp/" names: the logger also writes these as scalars at step 0, which must not

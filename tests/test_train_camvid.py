@@ -322,3 +322,22 @@ def test_evaluate_scores_new_labelled_frames_without_a_training_split(trained, t
     )
     metrics, _ = evaluate(cfg)
     assert 0.0 <= metrics["test/miou"] <= 1.0
+
+
+def test_a_test_of_part_of_the_split_says_so_and_records_it(tiny_camvid, tmp_path, caplog):
+    """trainer.limit_test_batches (a debug setting) tests part of the split: the run says
+    so, and metrics.json records the limit beside the split's name."""
+
+    overrides = [*TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1"]
+    cfg = compose("train", [*overrides, "trainer.limit_test_batches=1"], tmp_path / "run")
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        train(cfg)
+    assert "the test metrics cover 1 of the 'test' split's 2 batches" in caplog.text
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert saved["split"] == "test" and saved["tested_batches"] == {"tested": 1, "of": 2}
+    caplog.clear()  # a limit above the split's batches tests it whole: nothing to say
+    cfg = compose("train", [*overrides, "trainer.limit_test_batches=5"], tmp_path / "run2")
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        train(cfg)
+    assert "limit_test_batches" not in caplog.text
+    assert "tested_batches" not in json.loads((tmp_path / "run2" / "metrics.json").read_text())
