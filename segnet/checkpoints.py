@@ -30,10 +30,13 @@ def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, A
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # EOFError, zip "central directory" errors, unpickling errors
         others = sorted(p.name for p in path.parent.glob("*.ckpt") if p.name != path.name)
+        # torch's first sentence says what failed; what follows is advice of its own
+        said = (str(err).strip().splitlines() or [""])[0].split(". ")[0].rstrip(".")
+        said = said if len(said) <= 200 else said[:199] + "…"
         hint = f" Other checkpoints in {path.parent}: {', '.join(others)}." if others else ""
         raise CheckpointError(
             f"{setting}={str(path)!r} is not a readable checkpoint ({path.stat().st_size} "
-            f"bytes; {type(err).__name__}: {str(err)[:200]}). It may be empty or truncated "
+            f"bytes; {type(err).__name__}: {said}). It may be empty or truncated "
             f"(a full disk, a copy that did not finish).{hint}"
         ) from None
     if isinstance(ckpt, dict) and "hyper_parameters" in ckpt:
@@ -146,7 +149,7 @@ def check_same_length(ckpt: dict[str, Any], max_epochs: int | None, path: str | 
     raise CheckpointError(
         f"ckpt_path={str(path)!r} belongs to a run planned for trainer.max_epochs={planned}, "
         f"and its learning-rate schedule ends there; this resume asks for {max_epochs}.\n"
-        f"  To finish that run: add trainer.max_epochs={planned}.\n"
+        f"  To finish that run: resume with trainer.max_epochs={planned}.\n"
         f"  To train on with a new schedule over {max_epochs} epochs: start a new run from its "
         f"weights with init_from={path} (instead of ckpt_path)."
     )

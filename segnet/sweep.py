@@ -103,8 +103,13 @@ def cross_validation(rows: list[dict[str, Any]], monitor: str) -> list[dict[str,
 
 
 def plain_cells(row: dict[str, Any]) -> dict[str, str]:
-    """A row for printing: numbers to four places, the job folder left out."""
-    return {c: f"{v:.4f}" if isinstance(v, float) else str(v) for c, v in row.items() if c != "dir"}
+    """A row for printing: numbers to four places, nothing where a job has no value (failed
+    or unfinished), the job folder left out."""
+    return {
+        c: "" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
+        for c, v in row.items()
+        if c != "dir"
+    }
 
 
 def mean_and_spread(row: dict[str, Any]) -> dict[str, str]:

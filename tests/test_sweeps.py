@@ -348,6 +348,19 @@ def test_ctrl_c_reaches_each_parallel_job_once_and_each_saves(tmp_path):
         assert f"data.fold={job}" in out and f"ckpt_path={saved}" in out, out[-3000:]
         # the job stopped once, saving, not at once on a second Ctrl+C
         assert "interrupted: saved" in (sweep / job / "console.log").read_text()
+    # the sweep's table, of the jobs as they stopped
+    assert len(list(csv.DictReader((sweep / "summary.csv").open()))) == 2
+
+
+def test_an_interrupted_sweep_says_how_to_run_the_jobs_it_had_not_started(tmp_path):
+    from hydra_plugins.segnet_parallel.launcher import interrupted_message
+
+    waiting = [(2, ["experiment=hippocampus_unet3d", "data.fold=2"], tmp_path / "sweep" / "2")]
+    message = interrupted_message({}, {}, waiting)
+    line = message.splitlines()[1]
+    assert line.startswith("  job 2 had not started; to run it: python ")
+    assert "experiment=hippocampus_unet3d data.fold=2" in line
+    assert f"hydra.run.dir={tmp_path / 'sweep' / '2'}" in line
 
 
 def test_parallel_launcher_spreads_jobs_over_the_listed_gpus(monkeypatch):

@@ -139,7 +139,15 @@ class ParallelLauncher(Launcher):
         except (KeyboardInterrupt, Terminated) as stop:
             signum = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
             stop_jobs(running, signum)
-            raise SystemExit(interrupted_message(running, returns, len(pending))) from None
+            # the jobs that had not started, each with the folder it would have had
+            waiting = [(num, o, self.record(o, num).working_dir) for num, o in pending]
+            from segnet.sweep import write_summary
+
+            try:  # the jobs that finished (or stopped) before it, in summary.csv
+                write_summary(Path(str(self.config.hydra.sweep.dir)), None, show=False)
+            except Exception as err:  # noqa: BLE001 - the interruption is what to report
+                log.warning("no summary.csv for the interrupted sweep: %s", err)
+            raise SystemExit(interrupted_message(running, returns, waiting)) from None
         except BaseException:
             stop_jobs(running, signal.SIGTERM)  # a launcher error: the jobs save and stop
             raise
@@ -251,8 +259,12 @@ def stop_jobs(running: dict[int, Running], signum: int) -> None:
 
 
 def interrupted_message(
-    running: dict[int, Running], returns: dict[int, JobReturn], waiting: int
+    running: dict[int, Running],
+    returns: dict[int, JobReturn],
+    waiting: Sequence[tuple[int, Sequence[str], Any]],
 ) -> str:
+    """What became of each job, and the command that goes on with it: resume a job that
+    saved, run one that had not started (in the folder it would have had)."""
     lines = ["multirun interrupted."]
     for num in sorted(running):
         job = returns[num]
@@ -263,8 +275,10 @@ def interrupted_message(
                          f"{override('ckpt_path', saved)}")  # fmt: skip
         else:
             lines.append(f"  job {num} stopped before saving a checkpoint ({job.working_dir})")
-    if waiting:
-        lines.append(f"  {waiting} job(s) had not started.")
+    for num, overrides, run_dir in waiting:
+        run = command("python", *program(), *overrides)
+        lines.append(f"  job {num} had not started; to run it: {run} "
+                     f"{override('hydra.run.dir', run_dir)}")  # fmt: skip
     return "\n".join(lines)
 
 
