@@ -484,11 +484,12 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             training_starts()
             trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
         except SIGTERMException:
-            # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested
-            raise SystemExit(
-                "training interrupted; resume with "
-                + override("ckpt_path", out_dir / "checkpoints" / "last.ckpt")
-            ) from None
+            # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested. The
+            # command is said once (rank 0); the other ranks stop with the same failure code
+            said = "training interrupted; resume with " + override(
+                "ckpt_path", out_dir / "checkpoints" / "last.ckpt"
+            )
+            raise SystemExit(said if trainer.is_global_zero else 1) from None
         metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""

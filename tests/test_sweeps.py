@@ -381,3 +381,14 @@ def test_parallel_launcher_spreads_jobs_over_the_listed_gpus(monkeypatch):
         visible_device(2)
     with pytest.raises(ValueError, match="n_jobs=0"):
         ParallelLauncher(n_jobs=0)
+    # a listed GPU the machine does not have: refused, not run on the CPU in silence
+    from hydra_plugins.segnet_parallel.launcher import check_gpus
+
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 1)
+    check_gpus([0])
+    check_gpus(None)
+    with pytest.raises(Exception, match=r"gpus=\[0, 1\]: this machine has 1 GPU\(s\).*GPU 1 is"):
+        check_gpus([0, 1])
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 0)
+    with pytest.raises(Exception, match="this machine has no GPU"):
+        check_gpus([0])

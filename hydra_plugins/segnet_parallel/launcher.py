@@ -112,6 +112,7 @@ class ParallelLauncher(Launcher):
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
         assert self.config is not None
+        check_gpus(self.gpus)  # before any folder or job
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         log.info("Launching %d jobs, %d at a time", len(job_overrides), self.n_jobs)
         pending = list(enumerate(job_overrides, start=initial_job_idx))
@@ -239,6 +240,24 @@ def visible_device(index: int) -> str:
             f"leaves {len(devices)} visible (indices 0..{len(devices) - 1})."
         )
     return devices[index]
+
+
+def check_gpus(gpus: Sequence[int] | None) -> None:
+    """Each GPU ``hydra.launcher.gpus`` lists is one this machine has (counted as CUDA
+    sees them, under CUDA_VISIBLE_DEVICES): a job given a GPU that is not there would run
+    on the CPU, hours slower, without a word."""
+    if gpus is None:
+        return
+    import torch
+
+    count = torch.cuda.device_count()
+    missing = [g for g in gpus if not 0 <= g < count]
+    if missing:
+        have = f"{count} GPU(s) (indices 0..{count - 1})" if count else "no GPU"
+        raise JobFailed(
+            f"hydra.launcher.gpus={list(gpus)}: this machine has {have}, so GPU "
+            f"{missing[0]} is not there; list GPUs it has, or leave hydra.launcher.gpus out."
+        )
 
 
 def stop_jobs(running: dict[int, Running], signum: int) -> None:
