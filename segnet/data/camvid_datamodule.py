@@ -201,6 +201,14 @@ class CamVidDataModule(SegmentationDataModule):
                 f"train/ nor the '{split}' split asked for: to score what is there, set "
                 f"data.split={have[0]}; to train, add train/ and trainannot/."
             )
+        volumes = [n for n in ("dataset.json", "imagesTr", "imagesTs") if (self.root / n).exists()]
+        if volumes:  # a volume dataset given to an image model or recipe
+            raise FileNotFoundError(
+                f"{self.root.resolve()} holds a volume dataset ({', '.join(volumes)}), and this "
+                "is a 2D image (CamVid) model or recipe: score volumes with a model trained on "
+                "them, train one with a volume recipe (experiment=hippocampus_unet3d), or "
+                "point data.root= at a CamVid folder."
+            )
         raise FileNotFoundError(
             f"CamVid not found at {self.root.resolve()} (expected train/ trainannot/ val/ "
             "valannot/ ...). Either set data.download=true to fetch it (from data.url), or "

@@ -82,6 +82,14 @@ def test_missing_data_names_the_path_and_both_ways(tmp_path):
     assert "data.download=true" in text and "data.root=" in text
 
 
+def test_a_volume_dataset_given_to_an_image_model_is_named_as_such(tmp_path):
+    from tests.helpers import nifti_dataset
+
+    volumes = nifti_dataset(tmp_path / "Task04", "msd", n=2)
+    with pytest.raises(FileNotFoundError, match=r"holds a volume dataset \(dataset.json, imagesTr"):
+        CamVidDataModule(str(volumes)).prepare_data()
+
+
 @pytest.mark.parametrize("mode", ["P", "I;16"])
 def test_labels_keep_their_class_indices_in_palette_and_16_bit_pngs(root, mode):
     indices = (np.arange(45 * 61) % 12).reshape(45, 61).astype(np.uint8)
