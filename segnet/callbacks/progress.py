@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 from collections.abc import Callable
 
 import lightning as L
@@ -28,9 +29,17 @@ class EpochLines:
         if not trainer.sanity_checking:
             self._validated = trainer.current_epoch
 
+    # the latest epoch's line and the trainer and epoch it is of: the console's and the log
+    # file's callbacks show one text (each timing it would round the time left apart)
+    _latest: tuple[weakref.ref, tuple[int, int], str] | None = None
+
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         if trainer.is_global_zero:
-            self.emit(self.line(trainer))
+            when = (trainer.current_epoch, trainer.global_step)
+            latest = EpochLines._latest
+            if latest is None or latest[0]() is not trainer or latest[1] != when:
+                latest = EpochLines._latest = (weakref.ref(trainer), when, self.line(trainer))
+            self.emit(latest[2])
 
     def line(self, trainer: L.Trainer) -> str:
         metrics = trainer.callback_metrics
