@@ -81,7 +81,7 @@ def test_the_checks_before_a_sweep_expand_its_jobs_and_leave_the_random_state(
     from omegaconf import OmegaConf
 
     from segnet.pipeline import check_job_config
-    from segnet.sweep import job_override_lists
+    from segnet.preflight import job_override_lists
 
     config = OmegaConf.create(
         {

@@ -411,10 +411,17 @@ def test_a_resampled_run_is_scored_evaluated_and_deployed_on_each_cases_grid(tmp
     assert ev_objects["datamodule"].info().normalization["spacing"] == pytest.approx(spacing)
     volume = ev_objects["datamodule"].datasets["test"].volumes[0]
     assert volume.label.shape == (12, 12, 10) and volume.image.shape[1:] != (12, 12, 10)
-    # a resume goes on at the spacing it started at
-    resume = [f"ckpt_path={tmp_path / 'run' / 'checkpoints' / 'last.ckpt'}", "data.spacing=[1,1,1]"]
-    with pytest.raises(CheckpointError, match=r"resampled to \[.*\] mm; this run resamples to"):
+    # a resume goes on at the spacing it started at: the setting, and (for a checkpoint
+    # from before checkpoints stored their settings, or a median of other cases) the figure
+    last = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    resume = [f"ckpt_path={last}", "data.spacing=[1,1,1]"]
+    with pytest.raises(CheckpointError, match=r"data.spacing: 'median' in the run, \[1, 1, 1\]"):
         train(compose("train", [*cfg_overrides, *resume], tmp_path / "run2"))
+    stored = torch.load(last, weights_only=False)
+    del stored["segnet"]["settings"]
+    torch.save(stored, last)
+    with pytest.raises(CheckpointError, match=r"resampled to \[.*\] mm; this run resamples to"):
+        train(compose("train", [*cfg_overrides, *resume], tmp_path / "run3"))
     # the exported model's card says how to resample, and predict does it
     export_checkpoint(best, tmp_path / "exp", ("onnx",))
     card = json.loads((tmp_path / "exp" / "model.json").read_text())["deployment"]
