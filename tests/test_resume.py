@@ -8,6 +8,7 @@ import time
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from segnet.pipeline import train
 from tests.conftest import REPO, TINY_CAMVID, compose
@@ -30,8 +31,15 @@ def test_resume_continues_the_same_run(tiny_camvid, tmp_path):
         "trainer.max_epochs=4",
     ]
     # a 4-epoch run stopped after 2 epochs (as by a pre-emption at an epoch boundary)
+    first = compose("train", base, run)
+    composed = OmegaConf.to_container(first, resolve=False)
     with stopping_after(2):
-        train(compose("train", base, run))
+        train(first)
+    # the run's config as composed (monitor still null) is in every checkpoint: what a
+    # resume from a copy of it is compared with
+    stored = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["segnet"]
+    assert stored["settings"] == composed
+    assert stored["settings"]["monitor"] is None
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 6  # 2 epochs x 3 steps
     best_before = ckpt["state_dict"]["best.max_value"]
@@ -314,16 +322,3 @@ def test_a_checkpoint_copied_out_of_its_run_resumes_only_with_its_settings(tmp_p
     # a checkpoint from before checkpoints stored settings has nothing to compare with
     torch.save({"segnet": {"config": ".hydra"}}, ckpt)
     check_same_settings(changed, None, str(ckpt), None)
-
-
-def test_a_training_checkpoint_stores_the_runs_settings(tiny_camvid, tmp_path):
-    from omegaconf import OmegaConf
-
-    cfg = compose(
-        "train", TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false"], tmp_path / "run"
-    )
-    composed = OmegaConf.to_container(cfg, resolve=False)
-    train(cfg)
-    ckpt = torch.load(tmp_path / "run" / "checkpoints" / "last.ckpt", weights_only=False)
-    assert ckpt["segnet"]["settings"] == composed  # as composed: monitor still null
-    assert ckpt["segnet"]["settings"]["monitor"] is None

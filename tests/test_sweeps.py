@@ -51,6 +51,7 @@ def test_a_sweep_that_stops_at_a_failed_job_keeps_the_finished_jobs_summary(tiny
     assert rows["1"]["val/miou_best"] == ""  # failed before training
 
 
+@pytest.mark.slow  # a multirun from the command line (about 25 s); the check's logic is below
 def test_a_value_only_a_later_job_has_stops_the_sweep_before_the_first_job(tiny_camvid, tmp_path):
     """Every job's config is checked before the first job starts: a bad value in the last
     job is named, with its job, and nothing trains or is written."""

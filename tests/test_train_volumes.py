@@ -212,6 +212,7 @@ def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path, caplog):
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["tta"] is False
 
 
+@pytest.mark.parametrize("trained", ["hippocampus_unet3d"], indirect=True)  # one network
 def test_cases_of_another_voxel_size_are_named_where_nothing_resamples_them(
     trained, tmp_path, caplog
 ):
