@@ -44,7 +44,7 @@ train: install  ## train SegNet on CamVid (pass ARGS="key=value ..." for anythin
 test: install  ## run the default test suite (fast; slow tests are marked)
 	$(BIN)/python -m pytest $(ARGS)
 
-test-slow: install  ## run only the slow tests (real-data training runs)
+test-slow: install  ## run only the slow tests (real-data training, long command-line runs)
 	$(BIN)/python -m pytest -m slow $(ARGS)
 
 lint: install  ## ruff check + ruff format --check

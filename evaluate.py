@@ -4,7 +4,7 @@ import hydra
 from omegaconf import DictConfig
 
 from segnet.console import traceback_in_log
-from segnet.pipeline import evaluate
+from segnet.evaluation import evaluate
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")

@@ -153,3 +153,17 @@ def in_multirun() -> bool:
     from hydra.types import RunMode
 
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+def print_table(metrics: dict[str, float], title: str) -> None:
+    """A run's final scores as a table on the console, and as lines in its log file."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in metrics.items():
+        table.add_row(key, f"{value:.4f}")
+    Console().print(table)
+    to_log_file("\n  ".join([title, *(f"{k} {v:.4f}" for k, v in metrics.items())]), __name__)

@@ -131,6 +131,7 @@ def check_members(
                 "it), and evaluate recomputes them for one model only. Train with "
                 "recompute_bn=true, or leave it out here to use the statistics as stored."
             )
+    check_distinct([m.net for m in modules], paths)
     check_same_data([m.data_info for m in modules], paths)
     first_cfg = modules[0].hparams.get("data_cfg") or {}
     for module, path in zip(modules[1:], paths[1:], strict=True):
@@ -266,6 +267,32 @@ def unfinished(path: Path) -> str | None:
             "planned (interrupted, or failed?); it is averaged as it is"
         )
     return None
+
+
+def check_distinct(nets: Sequence[torch.nn.Module], paths: Sequence[Path]) -> None:
+    """No model twice under two names (a checkpoint and its ``.safetensors`` export, or a
+    copy): averaged with itself it would count double, and a single model's score would be
+    reported as an ensemble's. Exported programs (ONNX, pt2) hold no weights to compare."""
+    seen: list[tuple[dict[str, torch.Tensor], Path]] = []
+    for net, path in zip(nets, paths, strict=True):
+        state = net.state_dict()
+        if not state:
+            continue
+        for other, other_path in seen:
+            if same_weights(state, other):
+                raise ValueError(
+                    f"{path} and {other_path} hold the same weights: one model under two "
+                    "names (a checkpoint and its export, or a copy). An ensemble takes each "
+                    "model once: leave one of them out."
+                )
+        seen.append((state, path))
+
+
+def same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    # the first differing tensor ends it: for two trained models, the first one compared
+    return a.keys() == b.keys() and all(
+        a[k].shape == b[k].shape and torch.equal(a[k].cpu(), b[k].cpu()) for k in a
+    )
 
 
 def check_same_data(infos: Sequence[Any], paths: Sequence[Path]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import lightning as L
@@ -53,9 +53,10 @@ def full_resolution(net: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     return apply
 
 
-def check_monitor(monitor: str, scores: dict[str, float]) -> None:
+def check_monitor(monitor: str, scores: Iterable[str]) -> None:
     """The checkpoint with the highest ``monitor`` is kept, so it must be one of the scores
-    validation reports, and one where higher is better (not a loss or a distance)."""
+    validation reports (their names), and one where higher is better (not a loss or a
+    distance)."""
     choices = [k for k in scores if not k.startswith(("val/hd95", "val/loss"))]
     if monitor not in choices:
         why = (
@@ -216,6 +217,16 @@ class SegmentationModule(L.LightningModule):
         self.tested_batches: dict[str, int] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
         self._planned_schedule: dict[str, int] = {}
+
+    def validation_scores(self) -> list[str]:
+        """The names of the scores each validation reports (what ``monitor`` may name),
+        known before any data is read: train.py and a sweep's check refuse a monitor that
+        is not among them there, rather than at the first validation."""
+        names = ["val/loss", "val/global_acc", "val/class_acc", "val/miou"]
+        names += [f"val/iou/{name}" for name in self.class_names]
+        if self.per_case:  # per-case Dice; HD95 and NSD are measured at test time only
+            names += ["val/dice", *(f"val/dice/{name}" for name in self.class_names)]
+        return names
 
     def set_class_weights(self, class_weights: Sequence[float] | None) -> None:
         """The cross-entropy's weight per class (None: unweighted), recorded in the

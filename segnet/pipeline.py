@@ -1,9 +1,10 @@
-"""``train(cfg)`` and ``evaluate(cfg)``: what train.py / evaluate.py run, as plain functions
-that return ``(metrics, objects)`` so tests call them directly."""
+"""``train(cfg)``: what train.py runs, as a plain function that returns ``(metrics,
+objects)`` so tests call it directly; and what training and evaluation (segnet.evaluation)
+share: building the objects from the config, the checks made before any data is read, the
+trainer, the test stage and the files a run writes."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import math
@@ -23,7 +24,6 @@ from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from segnet.callbacks.predictions import PredictionWriter
 from segnet.callbacks.progress import EpochLog, progress_bar
 from segnet.checkpoints import (
     check_latest,
@@ -40,48 +40,19 @@ from segnet.commands import override
 from segnet.console import (
     log_config,
     log_summary,
+    print_table,
     quiet_library_noise,
     raised_here,
     rank_zero_speaks,
-    to_log_file,
 )
 from segnet.data.base import SegmentationDataModule, check_shareable
-from segnet.data.nifti import dataset_class_names
-from segnet.ensemble import (
-    check_members,
-    check_recorded_splits,
-    check_split,
-    checkpoint_paths,
-    scores_other_data,
-    unfinished,
-)
-from segnet.inference import check_mirroring
-from segnet.loading import SIZE_KEYS, ExportedNet, load_model
 from segnet.metrics import summarize_cases
 from segnet.models import batchnorm_layers
-from segnet.module import SegmentationModule, enable_tf32
+from segnet.module import SegmentationModule, check_monitor, enable_tf32
 from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
 from segnet.resume import check_same_settings, this_config_folder, training_starts
 
 log = logging.getLogger(__name__)
-
-# evaluate.py's data.* settings that change how a volume model is applied, and the
-# SlidingWindowInferer argument each sets
-# data settings that shape training alone: an evaluation given one refuses it rather than
-# leave the user believing it changed the scores
-TRAINING_ONLY_DATA = (
-    "flip", "hflip", "rotate90", "rotate", "zoom", "affine_prob", "intensity_scale",
-    "intensity_shift", "foreground_ratio", "samples_per_volume", "scale", "color_jitter",
-    "crop_size", "class_weights", "class_weights_power", "label_resize",
-)  # fmt: skip
-# how the network's input is normalised: part of the model, never changed by an evaluation
-NORMALIZATION = ("mean", "std", "clip")
-WINDOW_SETTINGS = {
-    "sw_roi_size": "roi_size",
-    "sw_overlap": "overlap",
-    "sw_mode": "mode",
-    "sw_batch_size": "sw_batch_size",
-}
 
 
 def build(node: Any, **kwargs: Any) -> Any:
@@ -111,6 +82,7 @@ def build_module(cfg: DictConfig, dm: SegmentationDataModule) -> SegmentationMod
     # instantiate would build a DataModule into the checkpoint instead of plain data.
     # evaluate.py rebuilds the DataModule from it (a module argument, so it reloads).
     module.hparams["data_cfg"] = OmegaConf.to_container(cfg.data, resolve=True)
+    check_monitor(module.monitor, module.validation_scores())
     return module
 
 
@@ -189,7 +161,8 @@ def check_job_config(cfg: DictConfig) -> None:
         return
     state = np.random.get_state(), random.getstate()
     with torch.random.fork_rng(devices=[]):
-        build(cfg.model, data=info.to_dict(), monitor=cfg.get("monitor") or info.monitor)
+        module = build(cfg.model, data=info.to_dict(), monitor=cfg.get("monitor") or info.monitor)
+    check_monitor(module.monitor, module.validation_scores())
     np.random.set_state(state[0])
     random.setstate(state[1])
 
@@ -543,231 +516,3 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True), metrics=final)
         logger.finalize("success")
     return metrics, objects
-
-
-def load_module(ckpt_path: str) -> SegmentationModule:
-    """A checkpoint (.ckpt) or an exported model (.safetensors/.onnx/.pt2 + model.json) as
-    a module that evaluates like the checkpoint it came from."""
-    path = Path(ckpt_path).expanduser()
-    if path.suffix != ".ckpt":
-        model = load_model(path)  # names a missing file or an unknown format
-        net = {k: v for k, v in model.spec.items() if k not in SIZE_KEYS}
-        module = SegmentationModule(net=net, data=model.info, **model.module_args)
-        module.net = model.net
-        return module.eval()
-    ckpt = read_checkpoint(path, "ckpt_path")  # an error that names a missing or bad file
-    hp = ckpt.get("hyper_parameters") or {}
-    if "data" not in hp or "state_dict" not in ckpt:
-        raise ValueError(
-            f"{path} holds no model description or weights; train.py did not write it."
-        )
-    # built from the (upgraded) hyperparameters, so earlier checkpoints load too
-    accepted = inspect.signature(SegmentationModule).parameters
-    module = SegmentationModule(**{k: v for k, v in hp.items() if k in accepted})
-    module.load_state_dict(ckpt["state_dict"])
-    module.on_load_checkpoint(ckpt)
-    return module
-
-
-def scored_names(dm: Any, split: str) -> list[str] | None:
-    """The names of the cases a split scores, where the data draws its splits (None for
-    fixed split files); ``all`` is every case, which the record leaves out as the union of
-    the others."""
-    names = dm.split_names()
-    if not names:
-        return None
-    if split == "all":
-        return sorted({name for cases in names.values() for name in cases})
-    return names.get(split)
-
-
-def refuse_fixed_batchnorm(modules: list[SegmentationModule], paths: list[Path]) -> None:
-    """``recompute_bn=true`` with an exported program (ONNX, pt2) of a BatchNorm network:
-    its statistics are part of the program and cannot be recomputed."""
-    for module, path in zip(modules, paths, strict=True):
-        fixed = isinstance(module.net, ExportedNet)
-        if fixed and (module.hparams.get("net") or {}).get("norm", "batch") == "batch":
-            raise ValueError(
-                f"recompute_bn=true: {path} is an exported program, whose BatchNorm "
-                "statistics are fixed in it and cannot be recomputed. Evaluate the checkpoint "
-                "it came from (or its .safetensors export) to recompute them, or leave "
-                "recompute_bn out to use them as exported."
-            )
-
-
-def print_table(metrics: dict[str, float], title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in metrics.items():
-        table.add_row(key, f"{value:.4f}")
-    Console().print(table)
-    to_log_file("\n  ".join([title, *(f"{k} {v:.4f}" for k, v in metrics.items())]), __name__)
-
-
-def set_mirroring(modules: list[SegmentationModule], paths: list[Path], tta: bool | None) -> None:
-    """Mirroring TTA on or off for every model of an evaluation alike (``tta`` None: as the
-    first checkpoint's recipe tested); each flips the axes it was trained flipping, and one
-    trained without flips is refused, named, before any data is read."""
-    tta = modules[0].tta if tta is None else bool(tta)
-    for module, path in zip(modules, paths, strict=True):
-        check_mirroring(tta, module.inference.mirror_axes, path)
-        module.tta = tta
-
-
-def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
-    """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
-    (what it was trained with), overridden by any ``data.*`` the user gives."""
-    quiet_library_noise()
-    rank_zero_speaks()
-    check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
-    check_switches(cfg)
-    out_dir = Path(cfg.paths.output_dir)
-    refuse_run_folder_in_use(out_dir, "evaluate")
-    paths = checkpoint_paths(cfg.ckpt_path)  # one checkpoint, or an ensemble's
-    ckpt = paths[0]
-    modules = [load_module(str(p)) for p in paths]
-    if cfg.get("recompute_bn"):
-        refuse_fixed_batchnorm(modules, paths)
-    module = modules[0]
-    as_trained = dict(module.hparams.get("data_cfg") or {})
-    trained = OmegaConf.create(as_trained)
-    overrides = {k: v for k, v in OmegaConf.to_container(cfg.data).items() if v is not None}
-    data_cfg = OmegaConf.merge(trained, overrides)
-    if "root" in overrides and data_cfg.get("csv") and "csv" not in overrides:
-        # the checkpoint's case list would win over the folder asked for (a CSV lists the
-        # cases wherever they are): the new folder's own cases are scored
-        log.info("data.root=%s: its cases, not the CSV %s trained from", data_cfg.root, ckpt)
-        data_cfg.csv = None
-    if "class_names" in data_cfg and not data_cfg.class_names:
-        trained_names = list(module.data_info.class_names)
-        # the folder's own dataset.json, where it has one, must name the label values as
-        # the checkpoint does, or every per-class score would carry another class's name
-        named = dataset_class_names(data_cfg.root, data_cfg.get("csv"))
-        if named is not None and named != trained_names:
-            where = (
-                f"data.csv={data_cfg.csv}" if data_cfg.get("csv") else f"data.root={data_cfg.root}"
-            )
-            raise ValueError(
-                f"the dataset.json of {where} names the label values {named}, and {ckpt} was "
-                f"trained on {trained_names}: relabel the data, or score data whose labels "
-                "mean what the checkpoint's do."
-            )
-        # e.g. a plain folder without dataset.json: the checkpoint knows its classes
-        data_cfg.class_names = trained_names
-    if "_target_" not in data_cfg:
-        raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
-    # before any data is read: members that cannot be averaged, or scored fairly, stop here
-    # scored on other data than the members trained on: another folder, or another CSV
-    new_cases = scores_other_data(overrides, modules)
-    check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn"), new_cases)
-    set_mirroring(modules, paths, cfg.get("tta"))
-    window = {k: WINDOW_SETTINGS[k] for k in overrides if k in WINDOW_SETTINGS}
-    if window and module.sliding_window is None:
-        raise ValueError(
-            f"{', '.join('data.' + k for k in window)}: {ckpt} takes whole images, "
-            "so there is no sliding window to set; leave these out."
-        )
-    if "patch_size" in overrides:
-        # the window follows the patch only when training; here it would change nothing
-        raise ValueError(
-            f"data.patch_size={overrides['patch_size']} does not change an evaluation: the "
-            "checkpoint is applied with the window it was validated with (volumes) or to "
-            "whole images. To evaluate a volume model with another window, set "
-            "data.sw_roi_size instead."
-        )
-    unused = [
-        f"data.{k}={json.dumps(v)}"
-        for k, v in overrides.items()
-        if k in TRAINING_ONLY_DATA and v != as_trained.get(k)
-    ]
-    if unused:
-        raise ValueError(
-            f"{', '.join(unused)}: settings of training (augmentation, patch sampling, the "
-            "loss's class weights), which an evaluation does not use: leave them out. "
-            "Mirroring at test time is tta=true or false."
-        )
-    renormalised = [
-        f"data.{k}={json.dumps(overrides[k])}"
-        for k in NORMALIZATION
-        if k in overrides and overrides[k] != as_trained.get(k)
-    ]
-    if renormalised:
-        raise ValueError(
-            f"{', '.join(renormalised)}: the network takes its input normalised as it was "
-            f"trained ({', '.join(f'{k}={as_trained[k]}' for k in NORMALIZATION if k in as_trained)})"
-            ", which the checkpoint keeps: leave these out."
-        )
-    if "image_size" in overrides and overrides["image_size"] != as_trained.get("image_size"):
-        log.warning(
-            "data.image_size=%s: the network sees the images at this size, not at the %s "
-            "it was trained at; scores are taken at the labels' own size either way",
-            overrides["image_size"],
-            as_trained.get("image_size") or "native size",
-        )
-    if data_cfg.get("crop_size"):
-        data_cfg.crop_size = None  # whole frames: the training crop must not limit image_size
-    if "spacing" in overrides:
-        trained_at = module.data_info.normalization.get("spacing")
-        raise ValueError(
-            f"data.spacing={overrides['spacing']} is refused: "
-            + (
-                "this checkpoint segments 2D images."
-                if module.data_info.spatial_dims == 2
-                else "a network is applied at the voxel spacing it was trained at ("
-                + (f"{trained_at} mm" if trained_at else "each case on its own grid")
-                + "), which the checkpoint keeps; scores are taken on each case's own grid."
-            )
-        )
-    if "spacing" in data_cfg:
-        # the spacing the network was trained at ("median" resolved then), not the median
-        # of whatever data this evaluation reads
-        data_cfg.spacing = module.data_info.normalization.get("spacing")
-    dm = build(data_cfg)  # refuses bad window settings, naming them
-    dm.prepare_data()
-    # the split the data resolves to (a NIfTI dataset without test cases falls back to val)
-    split = dm.test_split()
-    check_split(modules, paths, split, new_cases)
-    check_recorded_splits(modules, paths, split, scored_names(dm, split), new_cases)
-    if "root" in overrides and "split" not in overrides and "test_fraction" in data_cfg:
-        # the checkpoint's split settings re-split the new folder: say so, as a user who
-        # points evaluate at new cases usually wants every one of them scored
-        log.warning(
-            "data.root=%s with the checkpoint's split settings: scoring its '%s' split "
-            "(data.test_fraction=%s, seed %s), not every case; data.split=all scores them all.",
-            overrides["root"],
-            data_cfg.split,
-            data_cfg.test_fraction,
-            data_cfg.get("seed"),
-        )
-    if window:  # otherwise the window each checkpoint was validated with
-        for member in modules:
-            member.sliding_window = {
-                **member.sliding_window,
-                **{key: dm.sliding_window[key] for key in window.values()},
-            }
-        log.info("sliding window for this evaluation: %s", module.sliding_window)
-    if len(modules) > 1:
-        for warning in filter(None, map(unfinished, paths)):
-            log.warning(warning)
-        module.ensemble_members.extend(modules[1:])
-        log.info(
-            "an ensemble of %d models, probabilities averaged: %s",
-            len(paths),
-            ", ".join(map(str, paths)),
-        )
-    # the masks are written as the test step makes them: one pass over the split
-    writer = (PredictionWriter(dm, out_dir / "predictions"),) if cfg.get("save_predictions") else ()
-    trainer = build_trainer(cfg, extra_callbacks=writer)
-    metrics, split = run_test(trainer, module, dm, cfg)
-    if trainer.is_global_zero:  # every file, and the table, once
-        # absolute, as training writes it: metrics.json names the files wherever it is read
-        tested = [os.path.abspath(p) for p in paths]
-        tested = tested[0] if len(paths) == 1 else tested
-        write_outputs(out_dir, module, dm, metrics, split, tested, cfg)
-        title = Path(ckpt).name if len(paths) == 1 else f"ensemble of {len(paths)}"
-        print_table(dict(metrics), f"{title} on {split}")
-    return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}

@@ -32,7 +32,7 @@ from segnet.data import nifti
 from segnet.data.camvid import CamVidDataError, check_image, colorize, rgb_of
 from segnet.data.info import voxel_size_warning
 from segnet.data.transforms import normalize, resize_images
-from segnet.ensemble import average_probabilities, check_same_data
+from segnet.ensemble import average_probabilities, check_distinct, check_same_data
 from segnet.inference import check_mirroring
 from segnet.loading import load_model, model_files
 
@@ -89,6 +89,7 @@ class Predictor:
         if not paths:
             raise ValueError("no model given: give one, or several for an ensemble.")
         self.models = [load_model(p).to(device) for p in paths]
+        check_distinct([m.net for m in self.models], [Path(p) for p in paths])
         check_same_data([m.info for m in self.models], [Path(p) for p in paths])
         tta = self.models[0].inference.tta if tta is None else tta
         for model, path in zip(self.models, paths, strict=True):

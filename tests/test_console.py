@@ -77,7 +77,7 @@ def test_a_gpu_recipe_without_a_gpu_is_refused_before_the_data(experiment, monke
     import torch
 
     from segnet.console import is_refusal
-    from segnet.pipeline import evaluate
+    from segnet.evaluation import evaluate
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)

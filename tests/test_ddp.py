@@ -32,6 +32,7 @@ def test_two_process_evaluation_equals_one_process(tiny_camvid, tmp_path):
         assert results["ddp_cpu"][key] == pytest.approx(value, abs=1e-6), key
 
 
+@pytest.mark.slow  # the two-node test below also trains and tests under DDP
 def test_two_process_training_runs(tiny_camvid, tmp_path):
     run_cli(
         [
@@ -119,6 +120,5 @@ def test_two_nodes_under_torchrun_train_and_evaluate_like_one_process(tiny_camvi
     )
     two = json.loads((tmp_path / "ev2" / "metrics.json").read_text())["metrics"]
     one = json.loads((tmp_path / "ev1" / "metrics.json").read_text())["metrics"]
-    for key, value in one.items():
-        if key != "test/loss":  # a mean of per-batch means: the batches differ
-            assert two[key] == pytest.approx(value, abs=1e-6), key
+    for key, value in one.items():  # the loss too: a mean over images, however shared out
+        assert two[key] == pytest.approx(value, abs=1e-6), key

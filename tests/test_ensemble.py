@@ -13,7 +13,8 @@ import torch
 
 from segnet.data.info import DataInfo
 from segnet.ensemble import check_members, checkpoint_paths, unfinished
-from segnet.pipeline import evaluate, train
+from segnet.evaluation import evaluate
+from segnet.pipeline import train
 from tests.conftest import compose
 from tests.helpers import data_info, nifti_dataset
 
@@ -29,7 +30,7 @@ def volume_module(window: dict, seed: int, mirror_axes: list[int] | None = None)
 
 
 def test_members_mirror_their_own_axes_and_one_trained_without_flips_is_named():
-    from segnet.pipeline import set_mirroring
+    from segnet.evaluation import set_mirroring
 
     first, keeps_lr = volume_module(WINDOW, 0), volume_module(WINDOW, 1, mirror_axes=[1, 2])
     unflipped = volume_module(WINDOW, 2, mirror_axes=[])
@@ -456,7 +457,7 @@ def test_checkpoints_record_their_split_and_an_evaluation_refuses_their_training
     """A split drawn from a folder changes when cases are added to it: each checkpoint
     keeps its cases by name, and scoring one it trained or was validated on is refused."""
     from segnet.ensemble import check_recorded_splits
-    from segnet.pipeline import load_module
+    from segnet.evaluation import load_module
 
     paths = [two_folds / f / "checkpoints" / "best.ckpt" for f in ("0", "1")]
     modules = [load_module(str(p)) for p in paths]

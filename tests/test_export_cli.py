@@ -1,6 +1,7 @@
 """python -m segnet.export, evaluate.py on exported files, segnet.predict."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -9,7 +10,8 @@ import pytest
 import torch
 from PIL import Image
 
-from segnet.pipeline import evaluate, train
+from segnet.evaluation import evaluate
+from segnet.pipeline import train
 from segnet.predict import Predictor, model_paths
 from segnet.predict import main as predict_main
 from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
@@ -203,6 +205,14 @@ def test_predict_cli_and_api_match_evaluate(exported, tiny_camvid, tmp_path):
     evaluate(cfg)
     reference = np.asarray(Image.open(tmp_path / "ev" / "predictions" / "test_000.png"))
     assert (mask == reference).mean() > 0.999
+    # the checkpoint and its export, or an export and its copy, are one model: averaged
+    # with itself it would report one model's score as an ensemble's
+    both = [f"ckpt_path=[{ckpt},{out / 'model.safetensors'}]", "trainer.accelerator=cpu"]
+    with pytest.raises(ValueError, match=r"model\.safetensors and .*best\.ckpt hold the same"):
+        evaluate(compose("evaluate", both, tmp_path / "ev2"))
+    shutil.copytree(out, tmp_path / "copy")
+    with pytest.raises(ValueError, match="hold the same weights"):
+        Predictor([out / "model.safetensors", tmp_path / "copy" / "model.safetensors"])
     # API on an array, from safetensors
     predictor = Predictor(out / "model.safetensors")
     api = predictor.predict_image(np.asarray(Image.open(image)))

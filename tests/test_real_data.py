@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from segnet.data import camvid, nifti
-from segnet.pipeline import evaluate, train
+from segnet.evaluation import evaluate
+from segnet.pipeline import train
 from tests.conftest import compose, shared_dataset
 
 

@@ -4,8 +4,9 @@ optimizer settings torch would reject only later."""
 
 import pytest
 
+from segnet.evaluation import evaluate
 from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir, resume_into_its_run
-from segnet.pipeline import evaluate, train
+from segnet.pipeline import train
 from tests.conftest import TINY_CAMVID, compose, compose_config
 
 
@@ -150,7 +151,7 @@ def test_a_monitor_that_cannot_pick_the_best_checkpoint_is_refused_before_traini
         "train", [*TINY_CAMVID, f"data.root={tiny_camvid}", f"monitor={monitor}"], tmp_path
     )
     with pytest.raises(ValueError, match=rf"monitor={monitor}: .*{why}.*Choose one of: .*val/miou"):
-        train(cfg)  # at the sanity check
+        train(cfg)  # once the module is built, before the data is read
 
 
 def test_a_test_split_smaller_than_the_processes_is_refused_before_training(tmp_path):

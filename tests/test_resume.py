@@ -181,26 +181,41 @@ def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, t
     assert (run / ".hydra.2").is_dir() and not (tmp_path / "outputs").exists()
     # each checkpoint names the part whose settings trained it
     assert torch.load(last, weights_only=False)["segnet"]["config"] == ".hydra.2"
+
+
+@pytest.mark.slow  # nine runs of train.py; each refusal's logic is also tested in-process
+def test_command_line_resumes_that_cannot_go_on_are_refused_leaving_the_run_as_it_was(
+    tiny_camvid, tmp_path
+):
+    from tests.conftest import run_cli
+
+    run = tmp_path / "run"
+    args = [*TINY_CAMVID, f"data.root={tiny_camvid}", "test=false"]
+    script = str(REPO / "train.py")
+    last = f"{run}/checkpoints/last.ckpt"
+    run_cli([script, *args, "trainer.max_epochs=1", f"hydra.run.dir={run}"], cwd=tmp_path)
     # refused before any work, leaving the run's records as they were: a setting that
     # shapes training, another folder, a run with nothing left to train
     refusals = [
-        (["model.optimizer.lr=0.5", "data.class_weights=none", "trainer.max_epochs=4"],
+        (["model.optimizer.lr=0.5", "data.class_weights=none", "trainer.max_epochs=2"],
          r"data.class_weights: 'median_frequency' in the run, 'none' now\n"
          r"  model.optimizer.lr: 0.01 in the run, 0.5 now"),
-        ([f"hydra.run.dir={tmp_path / 'elsewhere'}", "trainer.max_epochs=4"],
+        ([f"hydra.run.dir={tmp_path / 'elsewhere'}", "trainer.max_epochs=2"],
          "a resume goes on in its own folder"),
-        ([], r"(?s)all 3 epochs of trainer.max_epochs=3 are trained.*python evaluate.py"),
+        ([], r"(?s)of trainer.max_epochs=1 are trained.*python evaluate.py"),
         # a setting a resume may change, which then fails before training
-        ([f"data.root={tmp_path / 'moved'}", "trainer.max_epochs=4"], "CamVid not found"),
+        ([f"data.root={tmp_path / 'moved'}", "trainer.max_epochs=2"], "CamVid not found"),
     ]  # fmt: skip
     for extra, message in refusals:
         with pytest.raises(AssertionError, match=message):
             run_cli([script, f"ckpt_path={last}", *extra], cwd=tmp_path)
-    assert not (run / ".hydra.3").exists() and not (tmp_path / "elsewhere").exists()
-    assert torch.load(last, weights_only=False)["epoch"] == 2
+    assert not (run / ".hydra.1").exists() and not (tmp_path / "elsewhere").exists()
+    assert torch.load(last, weights_only=False)["epoch"] == 0
     # none of them became the run's record: the next resume takes the run's own settings
-    run_cli([script, f"ckpt_path={last}", "trainer.max_epochs=4"], cwd=tmp_path)
-    assert torch.load(last, weights_only=False)["epoch"] == 3
+    run_cli([script, f"ckpt_path={last}", "trainer.max_epochs=2"], cwd=tmp_path)
+    assert torch.load(last, weights_only=False)["epoch"] == 1
+    resumed = (run / ".hydra.1" / "overrides.yaml").read_text()
+    assert "model.optimizer.lr=0.01" in resumed and "0.5" not in resumed
     # pointing a new run at a folder that holds a run's outputs is refused before any work,
     # however the folder is named
     for name in ("hydra.run.dir", "paths.output_dir"):

@@ -113,7 +113,7 @@ def test_a_checkpoint_of_another_model_is_refused_before_training(tiny_camvid, t
 
 
 def test_evaluate_names_an_unreadable_checkpoint(tmp_path):
-    from segnet.pipeline import evaluate
+    from segnet.evaluation import evaluate
 
     (tmp_path / "best.ckpt").write_bytes(b"")
     cfg = compose("evaluate", [f"ckpt_path={tmp_path}/best.ckpt"], tmp_path / "ev")

@@ -107,6 +107,10 @@ def test_the_checks_before_a_sweep_expand_its_jobs_and_leave_the_random_state(
     bad = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", "model.loss.ce=-1"], tmp_path)
     with pytest.raises(ValueError, match="model.loss="):
         check_job_config(bad)
+    # a monitor validation does not report (per-case Dice on CamVid): found before any job
+    bad = compose("train", [*TINY_CAMVID, f"data.root={tiny_camvid}", "monitor=val/dice"], tmp_path)
+    with pytest.raises(ValueError, match="monitor=val/dice: validation does not report it"):
+        check_job_config(bad)
 
 
 @pytest.mark.parametrize("storage", ["memory", "sqlite"])
@@ -264,10 +268,10 @@ def test_k_fold_sweep_of_one_setting(tmp_path, capsys):
     assert float(row["val/dice_best_mean"]) == pytest.approx(0.85)
 
 
-def parallel_fold_sweep(root, sweep, folds: str, epochs: int = 2, monitor: str = "val/dice"):
+def parallel_fold_sweep(root, sweep, folds: str, epochs: int = 2, *extra: str):
     return [
         "train.py", "-m", "hydra/launcher=parallel", "experiment=hippocampus_unet3d",
-        f"data.root={root}", f"data.fold={folds}", "data.num_folds=2", f"monitor={monitor}",
+        f"data.root={root}", f"data.fold={folds}", "data.num_folds=2", *extra,
         "data.patch_size=[16,16,16]", "data.batch_size=2", "data.num_workers=0",
         "data.test_fraction=0.2", "model.net.features=[4,8,8]", f"trainer.max_epochs={epochs}",
         "trainer.accelerator=cpu", f"hydra.sweep.dir='{sweep}'",
@@ -303,21 +307,22 @@ def test_parallel_launcher_names_a_failed_job_and_finishes_the_others(tmp_path):
     from tests.helpers import nifti_dataset
 
     root = nifti_dataset(tmp_path / "data", "msd", n=10)
-    sweep = tmp_path / "sweep"
+    sweep, missing = tmp_path / "sweep", tmp_path / "nope.ckpt"
     proc = subprocess.run(
-        # a monitor validation does not report: found at the job's first validation
-        [sys.executable, *parallel_fold_sweep(root, sweep, "0", monitor="val/dice,val/nope")],
+        # a file only the job looks for (the sweep's check reads no files): job 1 fails
+        [sys.executable, *parallel_fold_sweep(root, sweep, "0", 2, f"ckpt_path=null,{missing}")],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode != 0
     assert f"its output is in {sweep / '1' / 'console.log'}" in proc.stderr + proc.stdout
-    assert "monitor=val/nope: validation does not" in (sweep / "1" / "console.log").read_text()
+    assert f"ckpt_path='{missing}': no such file" in (sweep / "1" / "console.log").read_text()
     assert "Traceback" not in proc.stderr  # Hydra prints the message, not its own frames
     assert (sweep / "0" / "checkpoints" / "best.ckpt").is_file()
     (finished,) = [r for r in csv.DictReader((sweep / "summary.csv").open()) if r["job"] == "0"]
     assert 0 <= float(finished["val/dice_best"]) <= 1
 
 
+@pytest.mark.slow  # a parallel sweep stopped mid-training (about 40 s)
 def test_ctrl_c_reaches_each_parallel_job_once_and_each_saves(tmp_path):
     """Ctrl+C at the launcher: it passes the signal on to the running jobs, waits while
     each saves its last.ckpt, and says how to resume each with its own overrides."""

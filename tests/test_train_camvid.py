@@ -8,7 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
-from segnet.pipeline import evaluate, train
+from segnet.evaluation import evaluate
+from segnet.pipeline import train
 from tests.conftest import TINY_CAMVID, compose
 from tests.helpers import camvid_like
 
@@ -60,6 +61,9 @@ def test_tensorboard_has_scalars_images_confusion_and_hparams(trained):
     ):
         assert tag in scalars, f"{tag} missing from {sorted(scalars)}"
     assert len(acc.Scalars("val/miou")) == 2  # one per epoch
+    # the scores validation reports are the ones a monitor is checked against before data
+    reported = {t for t in scalars if t.startswith("val/") and not t.endswith("_best")}
+    assert reported == set(trained[3]["module"].validation_scores())
     images = set(acc.Tags()["images"])
     assert {"val/predictions", "val/confusion_matrix", "test/confusion_matrix"} <= images
     panel = acc.Images("val/predictions")[-1]

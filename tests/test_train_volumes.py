@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from segnet.pipeline import evaluate, train
+from segnet.evaluation import evaluate
+from segnet.pipeline import train
 from tests.conftest import compose
 from tests.helpers import ODD_AFFINE, data_info, nifti_dataset
 
@@ -147,8 +148,11 @@ def inference_padded(x: torch.Tensor, size: int) -> torch.Tensor:
 def test_volume_tensorboard_shows_three_orientations(trained):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    _, out, _, _ = trained
+    _, out, _, objects = trained
     acc = EventAccumulator(str(out / "tensorboard"), size_guidance={"images": 0}).Reload()
+    # per-case Dice too: the scores a monitor is checked against before any data is read
+    reported = {t for t in acc.Tags()["scalars"] if t.startswith("val/") and "_best" not in t}
+    assert reported == set(objects["module"].validation_scores())
     panel = acc.Images("val/predictions")[-1]
     # 2 val cases x 3 orientations (axial, coronal, sagittal), each input | truth | prediction
     assert panel.height > 2 * 3 * 17
