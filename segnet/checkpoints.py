@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from segnet.commands import override
+from segnet.models import without_init_only
 
 # Scheduler state keys that fix the length of the schedule at creation time.
 SCHEDULE_LENGTH_KEYS = ("total_steps", "total_iters", "T_max")
@@ -89,7 +90,7 @@ def upgrade_hparams(hp: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe(hp: dict[str, Any]) -> dict[str, Any]:
-    net = {k: v for k, v in dict(hp.get("net") or {}).items() if k != "encoder_weights"}
+    net = without_init_only(hp.get("net") or {})
     data = hp.get("data") or {}
     return {
         "net": net,

@@ -34,6 +34,7 @@ from segnet.pipeline import (
     build,
     build_trainer,
     check_accelerator,
+    check_datamodule_provides,
     check_switches,
     run_test,
     write_outputs,
@@ -254,6 +255,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     set_mirroring(modules, paths, cfg.get("tta"))
     window = check_overrides(overrides, as_trained, data_cfg, module, ckpt)
     dm = build(data_cfg)  # refuses bad window settings, naming them
+    check_datamodule_provides(cfg, dm, module)
     dm.prepare_data()
     # the split the data resolves to (a NIfTI dataset without test cases falls back to val)
     split = dm.test_split()

@@ -24,7 +24,7 @@ from segnet.checkpoints import clean_state_dict, net_weights, read_checkpoint  #
 from segnet.data.info import DataInfo
 from segnet.inference import Inference
 from segnet.model_card import CARD_NAME, MODULE_KEYS, read_card
-from segnet.models import create_model
+from segnet.models import create_model, without_init_only
 
 SPEC_KEY = "segnet_spec"  # the network spec in a safetensors file's metadata
 SUFFIX = {"safetensors": ".safetensors", "onnx": ".onnx", "pt2": ".pt2"}
@@ -210,7 +210,7 @@ def _from_checkpoint(path: Path) -> LoadedModel:
         raise ValueError(f"{path} holds no network spec or weights; it was not made by train.py.")
     info = DataInfo.from_dict(hp["data"])
     spec = {
-        **{k: v for k, v in dict(hp["net"]).items() if k != "encoder_weights"},
+        **without_init_only(hp["net"]),
         "spatial_dims": info.spatial_dims,
         "in_channels": info.in_channels,
         "out_channels": info.num_classes,

@@ -26,7 +26,7 @@ from segnet.losses import (
     top_k_cross_entropy,
 )
 from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
-from segnet.models import batchnorm_layers, create_model
+from segnet.models import batchnorm_layers, create_model, without_init_only
 from segnet.resume import this_config_folder
 
 STAGES = ("val", "test")
@@ -144,7 +144,7 @@ class SegmentationModule(L.LightningModule):
         )
         # Reloading a checkpoint must not fetch the initial weights again: its own weights
         # replace them anyway.
-        self.hparams["net"] = {k: v for k, v in dict(net).items() if k != "encoder_weights"}
+        self.hparams["net"] = without_init_only(net)
         self.num_classes, self.ignore_index = num_classes, ignore_index
         self.class_names = list(info.class_names)
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler

@@ -47,7 +47,7 @@ from segnet.console import (
 )
 from segnet.data.base import SegmentationDataModule, check_shareable
 from segnet.metrics import summarize_cases
-from segnet.models import batchnorm_layers
+from segnet.models import batchnorm_layers, init_only_settings
 from segnet.module import SegmentationModule, check_monitor, enable_tf32
 from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
 from segnet.resume import check_same_settings, this_config_folder, training_starts
@@ -152,8 +152,8 @@ def check_job_config(cfg: DictConfig) -> None:
     check_switches(cfg)
     cfg = cfg.copy()
     with open_dict(cfg):
-        if OmegaConf.select(cfg, "model.net.encoder_weights") is not None:
-            cfg.model.net.encoder_weights = None
+        for key in init_only_settings(cfg.model.net):  # e.g. encoder_weights: no download
+            cfg.model.net[key] = None
     dm = build_datamodule(cfg)
     try:
         info = dm.describe()
@@ -165,6 +165,27 @@ def check_job_config(cfg: DictConfig) -> None:
     check_monitor(module.monitor, module.validation_scores())
     np.random.set_state(state[0])
     random.setstate(state[1])
+
+
+def check_datamodule_provides(
+    cfg: DictConfig, dm: SegmentationDataModule, module: SegmentationModule
+) -> None:
+    """The optional parts of the DataModule contract this run will call on, checked before
+    any data is read: a DataModule without them would otherwise fail after training."""
+    name = type(dm).__name__
+    recomputes = cfg.get("recompute_bn") and cfg.get("test", True) and not module.bn_recomputed
+    if recomputes and batchnorm_layers(module.net) and not dm.provides("bn_dataloader"):
+        raise ValueError(
+            f"recompute_bn=true: {name} has no bn_dataloader() (its training split, "
+            "unaugmented, at the network's input size) to recompute the BatchNorm "
+            "statistics over before testing. Implement it, or set recompute_bn=false to "
+            "test with the statistics training kept."
+        )
+    if cfg.get("save_predictions") and not dm.provides("save_prediction"):
+        raise ValueError(
+            f"save_predictions=true: {name} has no save_prediction() to write a mask in "
+            "its data's format. Implement it, or leave save_predictions out."
+        )
 
 
 def build_trainer(
@@ -436,6 +457,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     init_ckpt = check_start_checkpoints(cfg, dm)
     # before any data is read: a model setting the module refuses stops the run now
     module = build_module(cfg, dm)
+    check_datamodule_provides(cfg, dm, module)
     module.run_settings = settings
     if init_ckpt is not None:
         load_weights(module, init_ckpt, cfg.init_from)

@@ -54,7 +54,10 @@ class SegmentationDataModule(L.LightningDataModule):
       ``"spacing"`` for volumes) and which have ``names`` (one per sample).
     * optionally ``fetch()`` (download the data when asked and absent),
       ``compute_class_weights()`` (loss weights from the training labels),
-      ``has_split(split)``, ``bn_dataloader()`` and ``save_prediction(...)``.
+      ``has_split(split)``, ``split_names()``, ``read_split(split)`` (the default reads
+      the test split's samples once), ``test_input_warning(info)``, ``bn_dataloader()``
+      (``recompute_bn=true``, the default, needs it for a network with BatchNorm) and
+      ``save_prediction(...)`` (``save_predictions=true`` needs it).
 
     Disk work happens in the hooks, never in ``__init__``: ``prepare_data`` fetches and
     describes, ``setup`` describes (on processes where ``prepare_data`` did not run),
@@ -105,8 +108,13 @@ class SegmentationDataModule(L.LightningDataModule):
         """Read (and so check) every file of a split now, keeping it for later where it
         fits in memory: training reads its test split before the first step, so a bad
         file stops the run before training rather than at its end. Returns its number of
-        items."""
-        raise NotImplementedError
+        items. This default builds the test datasets (``split`` is the one testing uses)
+        and reads each sample once; a DataModule that caches its data overrides it."""
+        self.build_datasets("test")
+        dataset = self.datasets["test"]
+        for i in range(len(dataset)):
+            dataset[i]
+        return len(dataset)
 
     def test_input_warning(self, info: DataInfo) -> str | None:
         """A warning about the test split's inputs, for a model described by ``info``
@@ -122,6 +130,12 @@ class SegmentationDataModule(L.LightningDataModule):
 
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot save predictions")
+
+    def provides(self, method: str) -> bool:
+        """Whether this DataModule implements an optional part of the contract
+        (``bn_dataloader``, ``save_prediction``): checked before any data is read by what
+        needs it, rather than failing after training."""
+        return getattr(type(self), method) is not getattr(SegmentationDataModule, method)
 
     # -- Lightning hooks --------------------------------------------------------------------
     def prepare_data(self) -> None:

@@ -8,6 +8,8 @@ Example:
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from torch import nn
@@ -21,10 +23,46 @@ def create_model(name: str, **kwargs: Any) -> SegmentationNet:
         cls = MODELS[name]
     except KeyError:
         raise ValueError(f"Unknown model {name!r}; registered models: {sorted(MODELS)}.") from None
+    takes = inspect.signature(cls).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes.values()):
+        # a setting of another network left in the config (model.net.name changed alone)
+        unknown = sorted(set(kwargs) - set(takes))
+        if unknown:
+            raise ValueError(
+                f"model.net: the network {name!r} takes no {', '.join(unknown)} (it takes "
+                f"{', '.join(k for k in takes if k not in ('spatial_dims', 'in_channels', 'out_channels'))}"
+                "): choose a network by its config (model/net=<a file of configs/model/net>), "
+                f"which sets only its own settings, or remove them: "
+                f"{' '.join('~model.net.' + k for k in unknown)}."
+            )
     return cls(**kwargs)
 
 
-__all__ = ["MODELS", "SegNet", "SegNetBasic", "SegmentationNet", "UNet", "create_model"]
+def init_only_settings(net: Mapping[str, Any]) -> tuple[str, ...]:
+    """The settings of a network config that only initialise it (pretrained weights, which
+    a network declares in ``init_only``): a checkpoint leaves them out, so that reloading
+    it never fetches them, and a sweep's check sets them to null so that it downloads
+    nothing."""
+    cls = MODELS.get(net.get("name"))
+    return cls.init_only if cls is not None else ()
+
+
+def without_init_only(net: Mapping[str, Any]) -> dict[str, Any]:
+    """A network config as a checkpoint keeps it: without :func:`init_only_settings`."""
+    drop = init_only_settings(net)
+    return {k: v for k, v in dict(net).items() if k not in drop}
+
+
+__all__ = [
+    "MODELS",
+    "SegNet",
+    "SegNetBasic",
+    "SegmentationNet",
+    "UNet",
+    "create_model",
+    "init_only_settings",
+    "without_init_only",
+]
 
 
 def batchnorm_layers(net: nn.Module) -> list[nn.Module]:

@@ -148,6 +148,8 @@ def test_registry_lists_all_nets():
         (dict(name="segnet", norm="group"), r"norm='group'.*batch"),
         (dict(name="segnet", act="swishy"), r"act='swishy'.*relu"),
         (dict(name="resnet"), r"Unknown model 'resnet'.*segnet"),
+        # another network's setting left in the config when model.net.name changed alone
+        (dict(name="unet", space_to_depth=2), r"'unet' takes no space_to_depth .*~model.net.space"),
         (dict(name="segnet", out_channels=0), "out_channels must be a positive integer"),
     ],
 )
@@ -180,6 +182,34 @@ def test_nets_register_themselves_under_their_name():
     assert spec["name"] == "segnet_basic" and spec["kernel_size"] == 7
     assert spec["features"] == [4, 4, 4, 4] and spec["head_kernel_size"] == 1
     assert "encoder_weights" not in create_model("segnet", out_channels=3).spec()
+
+
+def test_a_network_written_outside_the_package_needs_only_the_base_class():
+    """The least a new network does: register, call the base __init__, check its input and
+    return ``supervised(logits, [])``; without deep supervision it needs no heads."""
+    from segnet.models.nets.base import SegmentationNet, register
+
+    class Tiny(SegmentationNet):
+        def __init__(self, spatial_dims=2, in_channels=3, out_channels=2, width: int = 4):
+            super().__init__(spatial_dims, in_channels, out_channels, num_pools=1)
+            self.body = torch.nn.Sequential(
+                torch.nn.Conv2d(in_channels, width, 3, padding=1),
+                torch.nn.ReLU(),
+                torch.nn.Conv2d(width, out_channels, 1),
+            )
+
+        def forward(self, x):
+            self.check_input(x)
+            return self.supervised(self.body(x), [])
+
+    if "tiny_example" not in MODELS:
+        register("tiny_example")(Tiny)
+    net = create_model("tiny_example", out_channels=5, width=6).train()
+    assert net(torch.zeros(2, 3, 9, 11)).shape == (2, 5, 9, 11)
+    assert net.spec() == {"name": "tiny_example", "spatial_dims": 2, "in_channels": 3,
+                          "out_channels": 5, "width": 6}  # fmt: skip
+    with pytest.raises(ValueError, match=r"'tiny_example' takes no features \(it takes width\)"):
+        create_model("tiny_example", features=[4, 8])
 
 
 @pytest.mark.parametrize("size", [(17, 23), (32, 32), (45, 61)])

@@ -84,6 +84,7 @@ class SegmentationNet(nn.Module):
         # Each 2x pool (ceil mode) needs at least 2 voxels along every axis at its input.
         self.min_size = 2 ** max(num_pools - 1, 0) + 1
         self._spec: dict[str, Any] = {}
+        self.aux_heads = nn.ModuleList()  # none unless init_deep_supervision adds them
 
     def init_deep_supervision(self, k: int, coarser_channels: Sequence[int]) -> None:
         """1x1 heads on the first ``k`` of the decoder stages before the last
