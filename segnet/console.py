@@ -13,11 +13,18 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 # Lightning's info lines that advertise products or narrate internals
-_QUIET_INFO = ("💡 Tip:", "Loading `train_dataloader` to estimate number of stepping batches")
+_QUIET_INFO = (
+    "💡 Tip:",
+    "Loading `train_dataloader` to estimate number of stepping batches",
+    # the callbacks config's own summary (segnet.callbacks.summary) replaces Lightning's
+    "Trainer already configured with model summary callbacks",
+)
 # Warnings about how Lightning or its dependencies are written, not about the user's run
 _QUIET_WARNINGS = (
     r".*isinstance\(treespec, LeafSpec\)` is deprecated.*",
     r".*overridden `on_after_batch_transfer` in `LightningModule` but have passed in a.*",
+    # a resume goes on in its run's folder; a new run into a used one is refused before
+    r"Checkpoint directory .* exists and is not empty.*",
 )
 
 

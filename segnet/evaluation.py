@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from segnet.callbacks.predictions import PredictionWriter
 from segnet.checkpoints import read_checkpoint
-from segnet.console import print_table, quiet_library_noise, rank_zero_speaks
+from segnet.console import log_summary, print_table, quiet_library_noise, rank_zero_speaks
 from segnet.data.nifti import dataset_class_names
 from segnet.ensemble import (
     check_members,
@@ -36,6 +36,7 @@ from segnet.pipeline import (
     check_accelerator,
     check_datamodule_provides,
     check_switches,
+    check_trainer,
     run_test,
     write_outputs,
 )
@@ -239,6 +240,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     rank_zero_speaks()
     check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
     check_switches(cfg)
+    check_trainer(cfg)
     out_dir = Path(cfg.paths.output_dir)
     refuse_run_folder_in_use(out_dir, "evaluate")
     paths = checkpoint_paths(cfg.ckpt_path)  # one checkpoint, or an ensemble's
@@ -257,7 +259,15 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     dm = build(data_cfg)  # refuses bad window settings, naming them
     check_datamodule_provides(cfg, dm, module)
     dm.prepare_data()
-    # the split the data resolves to (a NIfTI dataset without test cases falls back to val)
+    if overrides.get("split") == "test" and not dm.has_split("test"):
+        # asked for by name: val figures under test/* names would pass for held-out ones
+        raise ValueError(
+            f"data.split=test: {data_cfg.get('root') or 'this data'} has no test split. "
+            "Score its validation split by name (data.split=val), or give data.root a copy "
+            "with test data."
+        )
+    # the split the data resolves to (without test data, a checkpoint's own split falls
+    # back to val, with a warning)
     split = dm.test_split()
     check_split(modules, paths, split, new_cases)
     check_recorded_splits(modules, paths, split, scored_names(dm, split), new_cases)
@@ -299,4 +309,6 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         write_outputs(out_dir, module, dm, metrics, split, tested, cfg)
         title = Path(ckpt).name if len(paths) == 1 else f"ensemble of {len(paths)}"
         print_table(dict(metrics), f"{title} on {split}")
+        # where the files went (metrics.json, per_case.csv, predictions/): the run folder
+        log_summary(out_dir, None, split, dict(metrics), limited=bool(module.tested_batches))
     return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}

@@ -141,6 +141,35 @@ def check_optimizer(cfg: DictConfig) -> None:
             raise ValueError(f"model.optimizer.{key}={value}: use a number {bound}.")
 
 
+# Trainer settings that are whole numbers, with their smallest value (-1: no limit), and
+# those that are a count or a fraction: a word (trainer.max_epochs=two) is refused here, not
+# by a comparison inside Lightning after the data is read
+TRAINER_COUNTS = {
+    "max_epochs": -1, "min_epochs": 0, "max_steps": -1, "check_val_every_n_epoch": 1,
+    "accumulate_grad_batches": 1, "num_nodes": 1, "log_every_n_steps": 1,
+}  # fmt: skip
+TRAINER_FRACTIONS = (
+    "limit_train_batches", "limit_val_batches", "limit_test_batches", "val_check_interval",
+    "gradient_clip_val",
+)  # fmt: skip
+
+
+def check_trainer(cfg: DictConfig) -> None:
+    trainer = cfg.get("trainer") or {}
+    for key, minimum in TRAINER_COUNTS.items():
+        value = trainer.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"trainer.{key}={value!r}: expected a whole number.")
+        if value is not None and value < minimum:
+            raise ValueError(f"trainer.{key}={value}: use a whole number >= {minimum}.")
+    for key in TRAINER_FRACTIONS:
+        value = trainer.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ValueError(f"trainer.{key}={value!r}: expected a number (a count or a fraction).")
+        if value is not None and value < 0:
+            raise ValueError(f"trainer.{key}={value}: use 0 or a positive number.")
+
+
 def check_job_config(cfg: DictConfig) -> None:
     """What ``train`` refuses from its config alone, for a multirun to check every job's
     before the first one starts: the switches, the optimizer, the data settings the
@@ -150,6 +179,7 @@ def check_job_config(cfg: DictConfig) -> None:
     as they were, so the jobs train as they would without it."""
     check_optimizer(cfg)
     check_switches(cfg)
+    check_trainer(cfg)
     cfg = cfg.copy()
     with open_dict(cfg):
         for key in init_only_settings(cfg.model.net):  # e.g. encoder_weights: no download
@@ -432,6 +462,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     )
     check_optimizer(cfg)
     check_switches(cfg)
+    check_trainer(cfg)
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     if resumed is not None:
@@ -481,7 +512,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         except SIGTERMException:
             # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested. The
             # command is said once (rank 0); the other ranks stop with the same failure code
-            said = "training interrupted; resume with " + override(
+            said = "training interrupted; resume with python train.py " + override(
                 "ckpt_path", out_dir / "checkpoints" / "last.ckpt"
             )
             raise SystemExit(said if trainer.is_global_zero else 1) from None

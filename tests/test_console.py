@@ -28,7 +28,7 @@ def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     assert all("train/loss" in line and "val/miou" in line for line in epoch_lines)
     assert epoch_lines[-1].endswith("| eta 0s")
     assert "summary" in out and f"run folder: {run}" in out and "best.ckpt" in out
-    for noise in ("Tip:", "LeafSpec", "on_after_batch_transfer", "| FLOPs"):
+    for noise in ("Tip:", "LeafSpec", "on_after_batch_transfer", "| FLOPs", "already configured"):
         assert noise not in out, noise
     # the log file has it too
     log = (run / "train.log").read_text()

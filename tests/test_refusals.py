@@ -187,6 +187,11 @@ def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid,
         # a word is a string, which Python takes for true
         ("model.tta=off", r"model.tta='off': use true or false"),
         ("data.hflip=no", r"data.hflip='no': use true or false"),
+        # a word or a single number where Lightning or torch would fail later, naming nothing
+        ("trainer.max_epochs=two", r"trainer.max_epochs='two': expected a whole number"),
+        ("trainer.limit_train_batches=all", r"limit_train_batches='all': expected a number"),
+        ("data.image_size=48", r"data.image_size=48: give a list, e.g. data.image_size=\["),
+        ("data.scale=1.5", r"data.scale=1.5: give a list"),
     ],
 )
 def test_optimizer_settings_are_checked_before_the_data(tmp_path, override, message):

@@ -104,7 +104,7 @@ def test_signal_saves_a_checkpoint_that_resumes(tiny_camvid, tmp_path, signum):
     proc.wait(timeout=120)
     text = log.read_text()
     assert proc.returncode != 0  # stopped, not finished
-    assert "resume with ckpt_path=" in text, text[-3000:]
+    assert "resume with python train.py ckpt_path=" in text, text[-3000:]
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] >= 6  # at least the two epochs the log showed
     # not marked as a stop on purpose: an ensemble with this member warns that it is short
@@ -264,7 +264,7 @@ def test_a_stop_during_validation_saves_the_training_weights_not_the_average(tin
         "+callbacks.ema.decay=0.5",
         "+callbacks.halt._target_=tests.helpers.SigtermDuringValidation",
     ]
-    with pytest.raises(SystemExit, match="resume with ckpt_path="):
+    with pytest.raises(SystemExit, match="resume with python train.py ckpt_path="):
         train(compose("train", overrides, run))
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
 

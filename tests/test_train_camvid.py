@@ -116,6 +116,24 @@ def test_evaluate_reproduces_the_test_metrics_and_saves_predictions(trained, tmp
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+def test_evaluate_refuses_test_by_name_on_data_without_it(trained, tmp_path, caplog):
+    """A copy without a test split: the checkpoint's own split falls back to val with a
+    warning, but data.split=test asked for by name is refused, not scored on val."""
+    _, out, _, _ = trained
+    root = camvid_like(tmp_path / "CamVid", counts={"train": 2, "val": 2})  # as the shared copy
+    ckpt = f"ckpt_path={out}/checkpoints/best.ckpt"
+    asked = [ckpt, f"data.root={root}", "data.split=test", "trainer.accelerator=cpu"]
+    with pytest.raises(ValueError, match=r"data.split=test: .*CamVid has no test split.*split=val"):
+        evaluate(compose("evaluate", asked, tmp_path / "refused"))
+    with caplog.at_level(logging.INFO):
+        scored, objects = evaluate(compose("evaluate", asked[:2] + asked[3:], tmp_path / "ev"))
+    assert "testing on 'val' instead" in caplog.text
+    # the summary says where the files went
+    assert f"metrics: {tmp_path / 'ev' / 'metrics.json'}" in caplog.text
+    saved = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert saved["split"] == "val" and 0 <= scored["test/miou"] <= 1
+
+
 def test_evaluate_with_missing_checkpoint_says_so(tmp_path):
     cfg = compose("evaluate", [f"ckpt_path={tmp_path}/nope.ckpt"], tmp_path)
     with pytest.raises(FileNotFoundError, match="nope.ckpt.*no such file"):

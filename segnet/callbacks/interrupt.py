@@ -10,6 +10,8 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+from segnet.commands import override
+
 log = logging.getLogger(__name__)
 
 
@@ -73,7 +75,11 @@ class CheckpointOnInterrupt(L.Callback):
         # pending best.ckpt) before the process goes on to exit.
         trainer.strategy.checkpoint_io.teardown()
         if trainer.is_global_zero:
-            log.warning("interrupted: saved %s; resume with ckpt_path=%s", path, path)
+            log.warning(
+                "interrupted: saved %s; resume with python train.py %s",
+                path,
+                override("ckpt_path", path),
+            )
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if self._previous_sigint is not None:

@@ -43,13 +43,18 @@ class EpochTimer(L.Callback):
     def __init__(self):
         self._train = _FirstStepExcess()
         self._val = _FirstStepExcess()
-        self._epoch_start = 0.0
+        self._epoch_start: float | None = None
+        self._first_batch: int | None = None  # of this epoch in this process
         self._startup_reported = False
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         self._epoch_start = time.perf_counter()
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self._epoch_start is None:  # an epoch resumed part-way may skip the hook above
+            self._epoch_start = time.perf_counter()
+        if self._first_batch is None:
+            self._first_batch = batch_idx
         if not self._startup_reported:
             self._train.begin()
 
@@ -68,7 +73,11 @@ class EpochTimer(L.Callback):
             self._val.end()
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
-        elapsed = time.perf_counter() - self._epoch_start
+        started, first_batch = self._epoch_start, self._first_batch
+        self._epoch_start = self._first_batch = None
+        if started is None:  # no training step ran in this epoch
+            return
+        elapsed = time.perf_counter() - started
         if not self._startup_reported:
             startup = self._train.excess() + self._val.excess()
             self._startup_reported = True
@@ -82,4 +91,14 @@ class EpochTimer(L.Callback):
                     "data workers), left out of time/epoch_s",
                     startup,
                 )
+        if first_batch:
+            # resumed part-way (from a checkpoint saved mid-epoch): the time of a part of an
+            # epoch is not an epoch's time, and would read as a faster one
+            if trainer.is_global_zero:
+                log.info(
+                    "epoch %d was resumed at its batch %d: its time is left out of time/epoch_s",
+                    trainer.current_epoch,
+                    first_batch,
+                )
+            return
         pl_module.log("time/epoch_s", elapsed, on_epoch=True, on_step=False, rank_zero_only=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import logging
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch
@@ -28,6 +30,17 @@ def check_count(setting: str, value, minimum: int = 1, allow_none: bool = False)
             + "."
         )
     return value
+
+
+def as_list(setting: str, value: Any, example: str) -> list | None:
+    """A list setting (a size, a mean per channel, a range) as a list, or None for null: a
+    single value (``data.image_size=48``) is refused here, naming the setting, rather than
+    failing inside torch later."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ValueError(f"{setting}={value!r}: give a list, e.g. {setting}={example}.")
+    return list(value)
 
 
 def check_shareable(items: int, processes: int, what: str) -> None:

@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 
 from segnet.data import camvid
-from segnet.data.base import SegmentationDataModule, check_count
+from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.download import download_dataset, exclusive
 from segnet.data.info import DataInfo, rgb_normalization
 from segnet.data.transforms import (
@@ -122,9 +122,11 @@ class CamVidDataModule(SegmentationDataModule):
         check_count("eval_batch_size", eval_batch_size, allow_none=True)
         check_count("num_workers", num_workers, minimum=0)
         self.root = Path(root).expanduser()
-        self.image_size = tuple(image_size) if image_size else None
-        self.crop_size = tuple(crop_size) if crop_size else None
-        check_size("image_size", self.image_size)
+        self.image_size = as_size("image_size", image_size, "[360,480]")
+        self.crop_size = as_size("crop_size", crop_size, "[240,320]")
+        as_list("data.mean", mean, "[0.485,0.456,0.406]")
+        as_list("data.std", std, "[0.229,0.224,0.225]")
+        as_list("data.scale", scale, "[0.75,1.5]")
         check_crop_size(self.crop_size, self.image_size)
         check_preprocessing(mean, std, scale, color_jitter, self.in_channels)
         # Evaluation keeps no activations for backward, so a GPU takes twice the batch.
@@ -351,6 +353,15 @@ def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
         )
     if not 0 < power <= 4:
         raise ValueError(f"data.class_weights_power={power}: use a number in (0, 4].")
+
+
+def as_size(setting: str, value: Sequence[int] | None, example: str) -> tuple[int, ...] | None:
+    """``data.<setting>`` as an (H, W) tuple, or None for null (or an empty list)."""
+    size = as_list(f"data.{setting}", value, example)
+    if not size:
+        return None
+    check_size(setting, tuple(size))
+    return tuple(size)
 
 
 def check_size(setting: str, size: tuple[int, ...] | None) -> None:

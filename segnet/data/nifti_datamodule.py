@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from segnet.data import nifti
-from segnet.data.base import SegmentationDataModule, check_count
+from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 
 log = logging.getLogger(__name__)
@@ -370,6 +370,9 @@ class NiftiDataModule(SegmentationDataModule):
         check_count("sw_batch_size", sw_batch_size)
         if split not in SPLITS:
             raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
+        as_list("data.patch_size", patch_size, "[32,48,32]")
+        as_list("data.zoom", zoom, "[0.7,1.4]")
+        as_list("data.sw_roi_size", sw_roi_size, "[48,64,48]")
         check_sampling(
             list(patch_size), foreground_ratio, val_fraction, test_fraction, num_folds, clip,
             intensity_scale, intensity_shift,
