@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from segnet.callbacks.predictions import PredictionWriter
@@ -43,13 +44,6 @@ from segnet.pipeline import (
 
 log = logging.getLogger(__name__)
 
-# data settings that shape training alone: an evaluation given one refuses it rather than
-# leave the user believing it changed the scores
-TRAINING_ONLY_DATA = (
-    "flip", "hflip", "rotate90", "rotate", "zoom", "affine_prob", "intensity_scale",
-    "intensity_shift", "foreground_ratio", "samples_per_volume", "scale", "color_jitter",
-    "crop_size", "class_weights", "class_weights_power", "label_resize",
-)  # fmt: skip
 # how the network's input is normalised: part of the model, never changed by an evaluation
 NORMALIZATION = ("mean", "std", "clip")
 # the data.* settings that change how a volume model is applied, and the sliding-window
@@ -183,10 +177,11 @@ def check_overrides(
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
         )
+    training_only = getattr(get_class(data_cfg._target_), "training_only", ())
     unused = [
         f"data.{k}={json.dumps(v)}"
         for k, v in overrides.items()
-        if k in TRAINING_ONLY_DATA and v != as_trained.get(k)
+        if k in training_only and v != as_trained.get(k)
     ]
     if unused:
         raise ValueError(

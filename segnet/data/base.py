@@ -88,6 +88,10 @@ class SegmentationDataModule(L.LightningDataModule):
 
     worker_init_fn = None
     split = "test"
+    # the data settings that shape training alone (augmentation, patch sampling, the loss's
+    # class weights): evaluate.py refuses one given with another value than the checkpoint's,
+    # rather than leave the user believing it changed the scores
+    training_only: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         super().__init__()

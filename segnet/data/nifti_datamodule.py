@@ -327,6 +327,11 @@ class NiftiDataModule(SegmentationDataModule):
         ['background', 'Anterior', 'Posterior']
     """
 
+    training_only = (
+        "flip", "rotate90", "rotate", "zoom", "affine_prob", "intensity_scale",
+        "intensity_shift", "foreground_ratio", "samples_per_volume",
+    )  # fmt: skip
+
     worker_init_fn = staticmethod(_seed_worker)
 
     def __init__(
@@ -372,7 +377,6 @@ class NiftiDataModule(SegmentationDataModule):
             raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
         as_list("data.patch_size", patch_size, "[32,48,32]")
         as_list("data.zoom", zoom, "[0.7,1.4]")
-        as_list("data.sw_roi_size", sw_roi_size, "[48,64,48]")
         check_sampling(
             list(patch_size), foreground_ratio, val_fraction, test_fraction, num_folds, clip,
             intensity_scale, intensity_shift,
