@@ -19,5 +19,8 @@ if __name__ == "__main__":
     from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir
 
     sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
+    from segnet.typos import hint_on_failure
+
     refuse_existing_run_dir(sys.argv[1:])
-    main()
+    with hint_on_failure("evaluate", sys.argv[1:]):
+        main()

@@ -25,6 +25,8 @@ if __name__ == "__main__":
     import sys
 
     from segnet.outputs import output_dir_as_run_dir, resume_into_its_run
+    from segnet.typos import hint_on_failure
 
     sys.argv[1:] = resume_into_its_run(output_dir_as_run_dir(sys.argv[1:]))
-    main()
+    with hint_on_failure("train", sys.argv[1:]):
+        main()

@@ -5,6 +5,8 @@ trainer, the test stage and the files a run writes."""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import json
 import logging
 import math
@@ -17,7 +19,7 @@ import lightning as L
 import numpy as np
 import torch
 from hydra.errors import InstantiationException
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from lightning.pytorch.accelerators import CUDAAccelerator
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
@@ -65,6 +67,15 @@ def build(node: Any, **kwargs: Any) -> Any:
         cause = err.__cause__
         if isinstance(cause, ValueError) or (cause is not None and raised_here(cause)):
             raise cause from None
+        target = str(node.get("_target_")).rsplit(".", 1)[-1]
+        unexpected = f"{target}.__init__() got an unexpected keyword argument"
+        if isinstance(cause, TypeError) and str(cause).startswith(unexpected):
+            # a setting added with + that the class does not take (often a typo); not a
+            # TypeError from deeper inside its __init__
+            raise ValueError(
+                f"{cause}: a setting {node.get('_target_')} does not take. Check its "
+                "spelling, or remove it."
+            ) from None
         raise
 
 
@@ -155,7 +166,17 @@ TRAINER_FRACTIONS = (
 
 
 def check_trainer(cfg: DictConfig) -> None:
+    """The trainer settings, before any data is read: a name the Trainer does not take (a
+    typo given with +, as Hydra suggests for a key it does not know) and values of the
+    wrong kind, each named."""
     trainer = cfg.get("trainer") or {}
+    target = trainer.get("_target_")
+    takes = inspect.signature(get_class(target)).parameters if target else {}
+    for key in trainer:
+        if takes and key != "_target_" and key not in takes:
+            close = difflib.get_close_matches(key, list(takes), n=1)
+            hint = f"; did you mean trainer.{close[0]}?" if close else "."
+            raise ValueError(f"trainer.{key}: {target} has no such setting{hint}")
     for key, minimum in TRAINER_COUNTS.items():
         value = trainer.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

@@ -190,6 +190,13 @@ def test_training_refuses_a_split_it_cannot_test_on_before_training(tiny_camvid,
         # a word or a single number where Lightning or torch would fail later, naming nothing
         ("trainer.max_epochs=two", r"trainer.max_epochs='two': expected a whole number"),
         ("trainer.limit_train_batches=all", r"limit_train_batches='all': expected a number"),
+        # a typo given with +, as Hydra advises for a key it does not know
+        (
+            "+trainer.max_epoch=1",
+            r"trainer.max_epoch: .*Trainer has no such setting; did you mean "
+            r"trainer.max_epochs\?",
+        ),
+        ("+data.img_size=[24,32]", r"unexpected keyword argument 'img_size': a setting .*Cam"),
         ("data.image_size=48", r"data.image_size=48: give a list, e.g. data.image_size=\["),
         ("data.scale=1.5", r"data.scale=1.5: give a list"),
     ],
@@ -293,3 +300,19 @@ def test_a_resume_command_as_printed_is_recognised_whatever_the_folder_name(tmp_
     run_dirs = [a for a in argv if a.startswith("hydra.run.dir=")]
     assert OverridesParser.create().parse_override(run_dirs[0]).value() == str(run)
     assert "hydra.output_subdir=.hydra.1" in argv
+
+
+def test_a_mistyped_setting_is_given_the_one_meant():
+    """Hydra refuses trainer.max_epoch=1 and advises +trainer.max_epoch=1; the hint names
+    trainer.max_epochs. Settings a group or a + override adds are no typos."""
+    from segnet.typos import setting_hints
+
+    argv = ["experiment=camvid_quick", "trainer.max_epoch=1", "model.optimizer.lr=0.1",
+            "+callbacks.ema._target_=x", "callbacks.ema.decay=0.5"]  # fmt: skip
+    assert setting_hints("train", argv) == [
+        "trainer.max_epoch is not a setting; did you mean trainer.max_epochs?"
+    ]
+    assert setting_hints("evaluate", ["ckpt_path=x", "data.splt=val", "tta=true"]) == [
+        "data.splt is not a setting; did you mean data.split?"
+    ]
+    assert setting_hints("train", ["trainer.max_epochs=1", "experiment=nope"]) == []

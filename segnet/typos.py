@@ -1,0 +1,57 @@
+"""A hint for a mistyped setting: Hydra refuses ``trainer.max_epoch=1`` and advises
+``+trainer.max_epoch=1``, which would add a setting nothing reads; this names the setting
+that was most likely meant instead."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def setting_hints(config_name: str, argv: Sequence[str]) -> list[str]:
+    """For each ``a.b.c=value`` in ``argv`` that the config (composed with the other
+    overrides) does not have, a line naming the closest existing setting, if any."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import DictConfig, OmegaConf
+
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    plain = [a for a in overrides if not a.startswith(("+", "~", "hydra."))]
+    asked = [a.split("=", 1)[0] for a in plain if "." in a.split("=", 1)[0]]
+    if not asked:
+        return []
+    # the groups and added settings shape the config the dotted settings are looked up in
+    others = [a for a in overrides if a.split("=", 1)[0] not in asked]
+    try:
+        with initialize_config_dir(str(CONFIGS), version_base="1.3"):
+            cfg = compose(config_name, overrides=others)
+    except Exception:  # noqa: BLE001 - one of those is wrong too: Hydra's message says which
+        return []
+    hints = []
+    for key in asked:
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent)
+        if not isinstance(node, DictConfig) or leaf in node:
+            continue
+        close = difflib.get_close_matches(leaf, [str(k) for k in node], n=1)
+        if close:
+            hints.append(f"{key} is not a setting; did you mean {parent}.{close[0]}?")
+    return hints
+
+
+@contextmanager
+def hint_on_failure(config_name: str, argv: Sequence[str]) -> Iterator[None]:
+    """Around a Hydra app: when Hydra itself stops it (exit status 1, as it does for a
+    setting it does not know), print the hints after its message."""
+    import sys
+
+    try:
+        yield
+    except SystemExit as stop:
+        if stop.code == 1:
+            for hint in setting_hints(config_name, argv):
+                print(f"hint: {hint}", file=sys.stderr)
+        raise
