@@ -150,7 +150,14 @@ def traceback_in_log(what: str) -> Iterator[None]:
         )
         files = log_files()
         if is_refusal(err) and not in_multirun():
+            from segnet.outputs import discard_refused_run
+
             where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
+            if discard_refused_run([Path(h.baseFilename) for h in files]) is not None:
+                where = ""  # nothing ran: no run folder is kept, nor its log
+                for handler in files:
+                    logging.getLogger().removeHandler(handler)
+                    handler.close()
             raise SystemExit(f"{what} refused: {err}{where}") from None
         raise
 

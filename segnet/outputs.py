@@ -135,6 +135,29 @@ def output_dir_as_run_dir(argv: Sequence[str]) -> list[str]:
     return rest if run_dirs else [*rest, f"hydra.run.dir={folder}"]
 
 
+def discard_refused_run(log_files: Sequence[Path]) -> Path | None:
+    """After a refusal, before any work: remove the new timestamped run folder when it holds
+    nothing but Hydra's config record and the log of the refusal (``log_files``), so that
+    refused commands leave no folders that look like runs. A folder the user named
+    (``hydra.run.dir``, ``paths.output_dir``, a resume's run) is kept, as is one with
+    anything else in it. Returns the folder removed, or None."""
+    import shutil
+
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized() or launched_rank():
+        return None
+    hydra = HydraConfig.get()
+    if any(o.split("=", 1)[0].lstrip("+~") == "hydra.run.dir" for o in hydra.overrides.hydra):
+        return None
+    folder = Path(hydra.runtime.output_dir)
+    logs = {Path(f).name for f in log_files if Path(f).parent == folder}
+    if not folder.is_dir() or {p.name for p in folder.iterdir()} - logs - {".hydra"}:
+        return None
+    shutil.rmtree(folder)
+    return folder
+
+
 def refuse_untrained_resume(ckpt_path: str | None, train: bool) -> None:
     """A resume that does not train would test the untrained network and write its scores
     over the checkpoint's run: testing a checkpoint is evaluate.py's job."""

@@ -52,6 +52,15 @@ def test_a_crash_leaves_its_traceback_in_the_run_log(tmp_path):
     # a refusal on the console: its message, and where the traceback is, not the frames
     assert "training refused: CamVid not found" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and str(run / "train.log") in proc.stderr
+    # a new timestamped run folder holding only the refusal is not kept: refused commands
+    # leave nothing that looks like a run (the folder named above was the user's, and stays)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), f"data.root={tmp_path}/nowhere",
+         "model.net.encoder_weights=null"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "training refused: CamVid not found" in proc.stderr, proc.stderr
+    assert not [p for p in (tmp_path / "outputs").rglob("*") if p.is_file()]
 
 
 def test_early_stopping_ends_a_run_that_stops_improving(tiny_camvid, tmp_path):

@@ -49,6 +49,7 @@ def test_two_process_training_runs(tiny_camvid, tmp_path):
     assert 0 <= saved["metrics"]["test/miou"] <= 1
 
 
+@pytest.mark.slow  # two DDP runs from the command line (about 45 s)
 def test_two_process_training_resumes_in_its_run_folder(tiny_camvid, tmp_path):
     """A resume under DDP: rank 0 moves the run's config aside and names the run folder;
     the rank Lightning starts gets that folder (quoted) and must neither refuse it nor move

@@ -229,6 +229,7 @@ def test_command_line_resumes_that_cannot_go_on_are_refused_leaving_the_run_as_i
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow  # two runs of train.py (about 25 s); resumes are tested in-process too
 def test_a_run_without_a_logger_trains_and_resumes_in_its_folder(tiny_camvid, tmp_path):
     """logger=none: no learning-rate monitor to stop the run, and a resume still finds the
     run by its config, without TensorBoard logs to go by."""
