@@ -29,8 +29,9 @@ from PIL import Image
 from torchvision import tv_tensors
 
 from segnet.data import nifti
-from segnet.data.camvid import CamVidDataError, check_image, colorize, rgb_of
+from segnet.data.camvid import CamVidDataError, check_image, rgb_of
 from segnet.data.info import voxel_size_warning
+from segnet.data.palette import colorize
 from segnet.data.transforms import normalize, resize_images
 from segnet.ensemble import average_probabilities, check_distinct, check_same_data
 from segnet.inference import check_mirroring

@@ -2,7 +2,7 @@
 orientations per volume), with column titles and a colour legend of the classes.
 
 Layout is torchvision's ``make_grid``; class colours are a palette lookup
-(``segnet.data.camvid.colorize``): exact, and one indexing operation where
+(``segnet.data.palette.colorize``): exact, and one indexing operation where
 ``draw_segmentation_masks`` would take one boolean mask per class.
 """
 
@@ -15,7 +15,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 from torchvision.utils import make_grid
 
-from segnet.data.camvid import colorize
+from segnet.data.palette import colorize
 
 GAP = 4  # white pixels between panels
 TITLES = ("input", "truth", "prediction")

@@ -176,10 +176,3 @@ def median_frequency_weights(labels: torch.Tensor, num_classes: int = VOID) -> t
     freq = torch.where(seen > 0, total / seen.clamp(min=1), torch.nan)
     weights = freq.nanquantile(0.5) / freq  # the usual median: mean of the middle two
     return torch.nan_to_num(weights, nan=0.0).float()
-
-
-def colorize(label: np.ndarray | torch.Tensor, palette=PALETTE) -> np.ndarray:
-    """(H, W) class indices -> (H, W, 3) uint8 colours; values past the palette are black."""
-    lut = np.zeros((256, 3), dtype=np.uint8)
-    lut[: len(palette)] = np.asarray(palette, dtype=np.uint8)
-    return lut[np.asarray(label, dtype=np.int64).clip(0, 255)]

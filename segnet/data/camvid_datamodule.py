@@ -19,6 +19,7 @@ from segnet.data import camvid
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.download import download_dataset, exclusive
 from segnet.data.info import DataInfo, rgb_normalization
+from segnet.data.palette import colorize
 from segnet.data.transforms import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -277,7 +278,7 @@ class CamVidDataModule(SegmentationDataModule):
         stem = Path(self.datasets["test"].names[index]).stem
         for path, array in (
             (out_dir / f"{stem}.png", pred.numpy().astype("uint8")),
-            (out_dir / f"{stem}_color.png", camvid.colorize(pred, self.palette)),
+            (out_dir / f"{stem}_color.png", colorize(pred, self.palette)),
         ):
             if path.exists():
                 raise FileExistsError(f"{path} exists; predictions are never overwritten.")

@@ -19,26 +19,10 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from segnet.data import nifti
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
+from segnet.data.palette import label_palette
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
-
-
-def label_palette(num_classes: int) -> list[tuple[int, int, int]]:
-    """Background black, then well-separated colours."""
-    base = [
-        (0, 0, 0),
-        (230, 25, 75),
-        (60, 180, 75),
-        (255, 225, 25),
-        (0, 130, 200),
-        (245, 130, 48),
-        (145, 30, 180),
-        (70, 240, 240),
-        (240, 50, 230),
-        (210, 245, 60),
-    ]
-    return [base[i % len(base)] for i in range(num_classes)]
 
 
 def split_cases(
