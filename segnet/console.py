@@ -136,6 +136,9 @@ def traceback_in_log(what: str) -> Iterator[None]:
     why the run failed. On the console, a refusal (``REFUSALS``) of a single run shows as
     its message alone, with where the traceback is; anything else as Hydra shows it, with
     its traceback (in a multirun, Hydra reports each failed job itself)."""
+    from segnet.outputs import WORK, discard_refused_run
+
+    WORK["started"] = False
     try:
         yield
     except (KeyboardInterrupt, SystemExit):
@@ -150,8 +153,6 @@ def traceback_in_log(what: str) -> Iterator[None]:
         )
         files = log_files()
         if is_refusal(err) and not in_multirun():
-            from segnet.outputs import discard_refused_run
-
             where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
             if discard_refused_run([Path(h.baseFilename) for h in files]) is not None:
                 where = ""  # nothing ran: no run folder is kept, nor its log

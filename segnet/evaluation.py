@@ -246,8 +246,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     module = modules[0]
     data_cfg, overrides, as_trained = data_config(cfg, module, ckpt)
     # before any data is read: members that cannot be averaged, or scored fairly, stop here
-    # scored on other data than the members trained on: another folder, or another CSV
-    new_cases = scores_other_data(overrides, modules)
+    new_cases = scores_other_data(overrides, modules)  # another folder or CSV than trained on
     check_members(modules, paths, data_cfg.get("split"), cfg.get("recompute_bn"), new_cases)
     set_mirroring(modules, paths, cfg.get("tta"))
     window = check_overrides(overrides, as_trained, data_cfg, module, ckpt)

@@ -54,6 +54,7 @@ from segnet.loading import (  # noqa: F401  (the loaders are part of this module
     read_safetensors_metadata,
 )
 from segnet.model_card import CARD_NAME, make_card
+from segnet.outputs import work_starts
 
 FORMATS = ("safetensors", "onnx", "pt2")
 
@@ -233,6 +234,7 @@ def write_model(
     difference per format."""
     out_dir = Path(out_dir)
     check_free(out_dir, formats)
+    work_starts()  # a failure from here on keeps the run folder and its log
     out_dir.mkdir(parents=True, exist_ok=True)
     net = model.net
     card = make_card(

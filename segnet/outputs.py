@@ -135,8 +135,18 @@ def output_dir_as_run_dir(argv: Sequence[str]) -> list[str]:
     return rest if run_dirs else [*rest, f"hydra.run.dir={folder}"]
 
 
+# Whether this command has begun its work (training, a test, writing an export): a refusal
+# after that keeps its run folder, whose log tells what was done
+WORK = {"started": False}
+
+
+def work_starts() -> None:
+    WORK["started"] = True
+
+
 def discard_refused_run(log_files: Sequence[Path]) -> Path | None:
-    """After a refusal, before any work: remove the new timestamped run folder when it holds
+    """After a refusal before any work (:func:`work_starts`): remove the new timestamped run
+    folder when it holds
     nothing but Hydra's config record and the log of the refusal (``log_files``), so that
     refused commands leave no folders that look like runs. A folder the user named
     (``hydra.run.dir``, ``paths.output_dir``, a resume's run) is kept, as is one with
@@ -145,7 +155,7 @@ def discard_refused_run(log_files: Sequence[Path]) -> Path | None:
 
     from hydra.core.hydra_config import HydraConfig
 
-    if not HydraConfig.initialized() or launched_rank():
+    if WORK["started"] or not HydraConfig.initialized() or launched_rank():
         return None
     hydra = HydraConfig.get()
     if any(o.split("=", 1)[0].lstrip("+~") == "hydra.run.dir" for o in hydra.overrides.hydra):

@@ -51,7 +51,7 @@ from segnet.data.base import SegmentationDataModule, check_shareable
 from segnet.metrics import summarize_cases
 from segnet.models import batchnorm_layers, init_only_settings
 from segnet.module import SegmentationModule, check_monitor, enable_tf32
-from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume
+from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume, work_starts
 from segnet.resume import check_same_settings, this_config_folder, training_starts
 
 log = logging.getLogger(__name__)
@@ -157,11 +157,11 @@ def check_optimizer(cfg: DictConfig) -> None:
 # by a comparison inside Lightning after the data is read
 TRAINER_COUNTS = {
     "max_epochs": -1, "min_epochs": 0, "max_steps": -1, "check_val_every_n_epoch": 1,
-    "accumulate_grad_batches": 1, "num_nodes": 1, "log_every_n_steps": 1,
+    "accumulate_grad_batches": 1, "num_nodes": 1, "log_every_n_steps": 0,
 }  # fmt: skip
+# (val_check_interval is left to Lightning: it also takes a time, "00:00:30:00")
 TRAINER_FRACTIONS = (
-    "limit_train_batches", "limit_val_batches", "limit_test_batches", "val_check_interval",
-    "gradient_clip_val",
+    "limit_train_batches", "limit_val_batches", "limit_test_batches", "gradient_clip_val",
 )  # fmt: skip
 
 
@@ -375,6 +375,7 @@ def run_test(
     (training does it once and stores them in ``store_in``, its best checkpoint), so that
     evaluating a checkpoint gives the numbers its training run reported.
     """
+    work_starts()  # a failure from here on keeps the run folder and its log
     split = dm.test_split()
     warning = dm.test_input_warning(module.data_info)
     if warning:

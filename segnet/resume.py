@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from segnet.checkpoints import CheckpointError
 from segnet.commands import override
-from segnet.outputs import checkpoint_record, is_resume_record, latest_config
+from segnet.outputs import checkpoint_record, is_resume_record, latest_config, work_starts
 
 # Settings (and groups, by prefix) a resume may set differently from the run's record.
 MAY_CHANGE = (
@@ -138,6 +138,7 @@ TRAINING = {"started": False}
 def training_starts() -> None:
     """Called as ``trainer.fit`` begins: from here on, this part of the run is a record."""
     TRAINING["started"] = True
+    work_starts()
 
 
 @contextmanager

@@ -141,12 +141,17 @@ def test_every_rank_of_a_resume_composes_the_settings_that_trained_the_checkpoin
 def test_a_monitor_that_cannot_pick_the_best_checkpoint_is_refused_before_training(
     tiny_camvid, tmp_path, monkeypatch, monitor, why
 ):
+    from segnet.data.base import SegmentationDataModule
     from segnet.module import SegmentationModule
 
     def no_training(*args):
         raise AssertionError("a training step ran before the refusal")
 
+    def no_data(*args):
+        raise AssertionError("the data was read before the refusal")
+
     monkeypatch.setattr(SegmentationModule, "training_step", no_training)
+    monkeypatch.setattr(SegmentationDataModule, "setup", no_data)
     cfg = compose(
         "train", [*TINY_CAMVID, f"data.root={tiny_camvid}", f"monitor={monitor}"], tmp_path
     )
@@ -316,3 +321,38 @@ def test_a_mistyped_setting_is_given_the_one_meant():
         "data.splt is not a setting; did you mean data.split?"
     ]
     assert setting_hints("train", ["trainer.max_epochs=1", "experiment=nope"]) == []
+
+
+def test_only_a_new_run_folder_of_a_refusal_before_any_work_is_removed(tmp_path, monkeypatch):
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from segnet.outputs import WORK, discard_refused_run
+    from tests.conftest import compose_config
+
+    def refused_run(name: str, run_dir_given: bool = False, extra: str | None = None):
+        folder = tmp_path / name
+        (folder / ".hydra").mkdir(parents=True)
+        (folder / ".hydra" / "config.yaml").write_text("{}")
+        (folder / "train.log").write_text("training refused")
+        if extra:
+            (folder / extra).write_text("a user's file")
+        cfg = compose_config("train", [], hydra=True)
+        with open_dict(cfg):
+            cfg.hydra.runtime.output_dir = str(folder)
+            cfg.hydra.overrides.hydra = [f"hydra.run.dir={folder}"] if run_dir_given else []
+        HydraConfig.instance().set_config(cfg)
+        return folder, [folder / "train.log"]
+
+    monkeypatch.setitem(WORK, "started", False)
+    try:
+        folder, logs = refused_run("new")
+        assert discard_refused_run(logs) == folder and not folder.exists()
+        for folder, logs in (refused_run("named", run_dir_given=True),
+                             refused_run("more", extra="notes.txt")):  # fmt: skip
+            assert discard_refused_run(logs) is None and (folder / "train.log").is_file()
+        folder, logs = refused_run("worked")
+        WORK["started"] = True  # e.g. an export that failed its reload check: its log stays
+        assert discard_refused_run(logs) is None and (folder / "train.log").is_file()
+    finally:
+        HydraConfig.instance().cfg = None

@@ -127,6 +127,11 @@ class SegmentationDataModule(L.LightningDataModule):
         file stops the run before training rather than at its end. Returns its number of
         items. This default builds the test datasets (``split`` is the one testing uses)
         and reads each sample once; a DataModule that caches its data overrides it."""
+        if split != self.split:
+            raise NotImplementedError(
+                f"{type(self).__name__}.read_split({split!r}): the default reads only the split "
+                f"testing uses ({self.split!r}); override read_split to read another."
+            )
         self.build_datasets("test")
         dataset = self.datasets["test"]
         for i in range(len(dataset)):

@@ -23,8 +23,8 @@ def create_model(name: str, **kwargs: Any) -> SegmentationNet:
         cls = MODELS[name]
     except KeyError:
         raise ValueError(f"Unknown model {name!r}; registered models: {sorted(MODELS)}.") from None
-    takes = inspect.signature(cls).parameters
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes.values()):
+    takes = accepted_settings(cls)
+    if takes is not None:
         # a setting of another network left in the config (model.net.name changed alone)
         unknown = sorted(set(kwargs) - set(takes))
         if unknown:
@@ -36,6 +36,20 @@ def create_model(name: str, **kwargs: Any) -> SegmentationNet:
                 f"{' '.join('~model.net.' + k for k in unknown)}."
             )
     return cls(**kwargs)
+
+
+def accepted_settings(cls: type) -> list[str] | None:
+    """The keyword arguments a network class takes: those of the first ``__init__`` in its
+    MRO that names them all (SegNet-Basic passes ``**kwargs`` on to SegNet's); None when
+    every ``__init__`` takes any."""
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return [k for k in params if k != "self"]
+    return None
 
 
 def init_only_settings(net: Mapping[str, Any]) -> tuple[str, ...]:

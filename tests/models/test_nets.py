@@ -150,6 +150,8 @@ def test_registry_lists_all_nets():
         (dict(name="resnet"), r"Unknown model 'resnet'.*segnet"),
         # another network's setting left in the config when model.net.name changed alone
         (dict(name="unet", space_to_depth=2), r"'unet' takes no space_to_depth .*~model.net.space"),
+        # SegNet-Basic passes **kwargs on to SegNet: SegNet's own arguments decide
+        (dict(name="segnet_basic", upsample="transpose"), r"'segnet_basic' takes no upsample"),
         (dict(name="segnet", out_channels=0), "out_channels must be a positive integer"),
     ],
 )
