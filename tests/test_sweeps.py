@@ -338,6 +338,9 @@ def test_ctrl_c_reaches_each_parallel_job_once_and_each_saves(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, *parallel_fold_sweep(root, sweep, "0,1", epochs=500)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # as from a terminal: a test run started in the background (`cmd &` in a script)
+        # ignores SIGINT, and a process inherits that, so Ctrl+C would never reach Python
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     consoles = [sweep / job / "console.log" for job in ("0", "1")]
     deadline = time.time() + 300
