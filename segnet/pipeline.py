@@ -191,6 +191,14 @@ def check_trainer(cfg: DictConfig) -> None:
             raise ValueError(f"trainer.{key}={value}: use 0 or a positive number.")
 
 
+def check_training_values(cfg: DictConfig) -> None:
+    """The values train.py checks from its config alone: the optimizer, the on/off switches
+    and the trainer settings (also run by a sweep's check, for every job)."""
+    check_optimizer(cfg)
+    check_switches(cfg)
+    check_trainer(cfg)
+
+
 def check_job_config(cfg: DictConfig) -> None:
     """What ``train`` refuses from its config alone, for a multirun to check every job's
     before the first one starts: the switches, the optimizer, the data settings the
@@ -198,9 +206,7 @@ def check_job_config(cfg: DictConfig) -> None:
     fetching it, the model settings (the network built once with random weights, without
     downloading any). Reads no images, writes nothing, and leaves the random generators
     as they were, so the jobs train as they would without it."""
-    check_optimizer(cfg)
-    check_switches(cfg)
-    check_trainer(cfg)
+    check_training_values(cfg)
     cfg = cfg.copy()
     with open_dict(cfg):
         for key in init_only_settings(cfg.model.net):  # e.g. encoder_weights: no download
@@ -482,9 +488,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         "with trainer=cpu (the CPU recipes: experiment=camvid_quick, "
         "experiment=hippocampus_unet3d)",
     )
-    check_optimizer(cfg)
-    check_switches(cfg)
-    check_trainer(cfg)
+    check_training_values(cfg)
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     if resumed is not None:
