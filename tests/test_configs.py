@@ -65,3 +65,48 @@ def test_default_is_the_paper_recipe():
     assert cfg.recompute_bn is True and cfg.data.batch_size == 12
     assert cfg.monitor is None  # the dataset's own: val/miou for CamVid
     assert cfg.model.optimizer._target_ == "torch.optim.SGD" and cfg.model.optimizer.lr == 0.1
+
+
+TRAINER_OPTIONS = {p.stem for p in (CONFIGS / "trainer").glob("*.yaml")}
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "export", "bench"])
+def test_help_offers_the_groups_the_command_takes(command):
+    """``--help`` of evaluate, export and bench must not list train.py's groups (experiment,
+    data, model...), which Hydra would otherwise show for every command from the shared
+    config folder; evaluate and bench take the trainer group, with its options as they are."""
+    help_cfg = compose_config(command, hydra=True).hydra.help
+    template = help_cfg.template
+    assert help_cfg.header.splitlines()[0].startswith("python ")  # a usage line first
+    assert "$CONFIG" in template
+    if command == "train":
+        assert "$APP_CONFIG_GROUPS" in template
+        return
+    assert "$APP_CONFIG_GROUPS" not in template
+    offered = [line for line in template.splitlines() if line.startswith("trainer:")]
+    if command == "export":
+        assert not offered
+        return
+    options = {o.strip() for o in offered[0].split(":", 1)[1].split(",")}
+    if command == "evaluate":
+        assert options == TRAINER_OPTIONS
+    else:  # the bench times one device
+        assert options == {"auto", "cpu", "gpu"} <= TRAINER_OPTIONS
+
+
+def test_evaluate_help_shows_its_own_settings():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    shown = subprocess.run(
+        [sys.executable, "evaluate.py", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert shown.startswith("python evaluate.py ckpt_path=")
+    assert "ckpt_path: ???" in shown and "tta: null" in shown
+    assert "experiment:" not in shown and "hparams_search" not in shown
