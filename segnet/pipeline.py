@@ -48,6 +48,7 @@ from segnet.console import (
     rank_zero_speaks,
 )
 from segnet.data.base import SegmentationDataModule, check_shareable
+from segnet.data.info import DataInfo
 from segnet.metrics import summarize_cases
 from segnet.models import batchnorm_layers, init_only_settings
 from segnet.module import SegmentationModule, check_monitor, enable_tf32
@@ -86,13 +87,19 @@ def build_datamodule(cfg: DictConfig) -> SegmentationDataModule:
 def build_module(cfg: DictConfig, dm: SegmentationDataModule) -> SegmentationModule:
     """The model config holds the architecture and optimisation; everything about the data
     comes from the DataModule's ``info()`` (and its class weights, when training)."""
-    module = build(
-        cfg.model, data=dm.info().to_dict(), class_weights=dm.class_weights, monitor=cfg.monitor
-    )
+    module = module_for(cfg, dm.info(), class_weights=dm.class_weights)
     # Set after instantiation: the data config has a _target_, and passing it through
     # instantiate would build a DataModule into the checkpoint instead of plain data.
     # evaluate.py rebuilds the DataModule from it (a module argument, so it reloads).
     module.hparams["data_cfg"] = OmegaConf.to_container(cfg.data, resolve=True)
+    return module
+
+
+def module_for(cfg: DictConfig, info: DataInfo, class_weights=None) -> SegmentationModule:
+    """``cfg.model`` built for data described by ``info``, its ``monitor`` (null: the
+    dataset's own) checked against the scores validation reports."""
+    monitor = cfg.get("monitor") or info.monitor
+    module = build(cfg.model, data=info.to_dict(), class_weights=class_weights, monitor=monitor)
     check_monitor(module.monitor, module.validation_scores())
     return module
 
@@ -218,8 +225,7 @@ def check_job_config(cfg: DictConfig) -> None:
         return
     state = np.random.get_state(), random.getstate()
     with torch.random.fork_rng(devices=[]):
-        module = build(cfg.model, data=info.to_dict(), monitor=cfg.get("monitor") or info.monitor)
-    check_monitor(module.monitor, module.validation_scores())
+        module_for(cfg, info)
     np.random.set_state(state[0])
     random.setstate(state[1])
 
