@@ -3,12 +3,13 @@
 import hydra
 from omegaconf import DictConfig
 
-from segnet.console import traceback_in_log
-from segnet.evaluation import evaluate
-
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
+    # imported after Hydra, as in train.py: --help and refused overrides answer at once
+    from segnet.console import traceback_in_log
+    from segnet.evaluation import evaluate
+
     with traceback_in_log("evaluation"):
         evaluate(cfg)
 

@@ -3,13 +3,15 @@
 import hydra
 from omegaconf import DictConfig
 
-from segnet.console import traceback_in_log
-from segnet.pipeline import train
-from segnet.resume import forget_config_of_refused_resume
-
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    # imported here, after Hydra: --help, --cfg and a refused override answer in a second
+    # or two instead of waiting for torch and Lightning to import
+    from segnet.console import traceback_in_log
+    from segnet.pipeline import train
+    from segnet.resume import forget_config_of_refused_resume
+
     if cfg.get("optuna"):  # hparams_search=...: a study of many training runs
         from segnet.tune import run_study
 
