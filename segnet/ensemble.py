@@ -282,8 +282,9 @@ def check_distinct(nets: Sequence[torch.nn.Module], paths: Sequence[Path]) -> No
             if same_weights(state, other):
                 raise ValueError(
                     f"{path} and {other_path} hold the same weights: one model under two "
-                    "names (a checkpoint and its export, or a copy). An ensemble takes each "
-                    "model once: leave one of them out."
+                    "names (a checkpoint and its export, or a copy), or two trainings that "
+                    "ended identically (e.g. folds that saw the same batches). An ensemble "
+                    "takes each model once: leave one of them out."
                 )
         seen.append((state, path))
 

@@ -215,6 +215,32 @@ def check_formats(formats: tuple[str, ...]) -> None:
         raise ValueError(f"formats {sorted(unknown)} unknown; choose from {list(FORMATS)}.")
 
 
+def check_example_size(size: Any, spatial_dims: int, min_input: int) -> None:
+    """``example_size``: one whole number per spatial axis, none below the smallest input
+    the network takes (the card's ``min_size``). Refused before anything is written:
+    torch.export would fail deep inside its trace instead."""
+    if size is None:
+        return
+    example = f"example_size=[{','.join([str(max(min_input, 64))] * spatial_dims)}]"
+    fits = (
+        isinstance(size, list | tuple)
+        and len(size) == spatial_dims
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in size)
+    )
+    if not fits:
+        raise ValueError(
+            f"example_size={size!r}: give one whole number per spatial axis of this "
+            f"{spatial_dims}D network, e.g. {example}, or leave it out (null: the size the "
+            "network was trained at)."
+        )
+    if min(size) < min_input:
+        raise ValueError(
+            f"example_size={list(size)}: this network takes inputs of at least {min_input} "
+            f"per axis (min_size in model.json), e.g. {example}, or leave it out (null: the "
+            "size the network was trained at)."
+        )
+
+
 def check_free(out_dir: Path, formats: tuple[str, ...]) -> None:
     """Exports are never overwritten: none of the files ``formats`` would write may exist."""
     check_formats(formats)
@@ -233,10 +259,11 @@ def write_model(
     """A loaded checkpoint's network in each format plus ``model.json``; the largest reload
     difference per format."""
     out_dir = Path(out_dir)
+    net = model.net
+    check_example_size(example_size, net.spatial_dims, model.inference.min_input)
     check_free(out_dir, formats)
     work_starts()  # a failure from here on keeps the run folder and its log
     out_dir.mkdir(parents=True, exist_ok=True)
-    net = model.net
     card = make_card(
         model.spec, model.module_args, model.info, model.metrics, model.inference.min_input
     )
@@ -301,7 +328,7 @@ def export_ensemble(
     them, in the order given; return each member's reload differences. Members that could
     not be averaged (other classes or preprocessing) are refused before anything is
     written."""
-    from segnet.ensemble import check_same_data
+    from segnet.ensemble import check_distinct, check_same_data
 
     out_dir = Path(out_dir)
     members = [f"member_{i}" for i in range(len(ckpt_paths))]
@@ -312,6 +339,7 @@ def export_ensemble(
     check_rebuildable(ckpt_paths)
     models = [load_model(p) for p in ckpt_paths]  # a bad member stops the export here
     check_same_data([m.info for m in models], ckpt_paths)
+    check_distinct([m.net for m in models], ckpt_paths)  # as evaluate and predict would
     for model, path in zip(models, ckpt_paths, strict=True):
         # the ensemble mirrors as its first member's recipe tested: each member must have
         # axes to flip then, as segnet.predict would refuse the folder
@@ -353,7 +381,7 @@ def _main() -> None:
     import sys
 
     import hydra
-    from omegaconf import DictConfig
+    from omegaconf import DictConfig, OmegaConf
 
     from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir
 
@@ -373,7 +401,7 @@ def _main() -> None:
                 cfg.paths.output_dir,
                 # formats=onnx (one, without brackets) as formats=[onnx]
                 (cfg.formats,) if isinstance(cfg.formats, str) else tuple(cfg.formats),
-                list(cfg.example_size) if cfg.example_size else None,
+                OmegaConf.to_container(cfg, resolve=True)["example_size"],
             )
 
     run()

@@ -9,13 +9,20 @@ from pathlib import Path
 
 from segnet.commands import hydra_value, override
 
-# What a finished train/evaluate/export run leaves in its folder.
-RUN_PRODUCTS = ("metrics.json", "predictions", "checkpoints", "tensorboard", "model.json")
+# What a train/evaluate/export run leaves in its folder: a single model's export and an
+# ensemble's (ensemble.json and a member_<i>/ folder per model) included.
+RUN_PRODUCTS = (
+    "metrics.json", "per_case.csv", "predictions", "checkpoints", "tensorboard",
+    "model.json", "model.safetensors", "model.onnx", "model.pt2", "ensemble.json",
+)  # fmt: skip
 
 
 def existing_products(folder: str | Path) -> list[str]:
     folder = Path(folder)
-    return [name for name in RUN_PRODUCTS if (folder / name).exists()]
+    found = [name for name in RUN_PRODUCTS if (folder / name).exists()]
+    if folder.is_dir():  # an ensemble export's members, also one stopped part-way
+        found += sorted(p.name for p in folder.glob("member_*") if p.is_dir())[:1]
+    return found
 
 
 def refuse_run_folder_in_use(folder: str | Path, what: str, also: str = "") -> None:

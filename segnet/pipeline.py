@@ -206,6 +206,23 @@ def check_training_values(cfg: DictConfig) -> None:
     check_trainer(cfg)
 
 
+def never_validates(trainer: Any) -> str | None:
+    """Why a training run with these trainer settings would end before its first validation
+    (no val metrics, no best.ckpt), or None: known before any data is read."""
+    if trainer.get("fast_dev_run"):  # Lightning validates its one batch anyway
+        return None
+    if trainer.get("limit_val_batches") == 0:
+        return "trainer.limit_val_batches=0 turns validation off"
+    epochs, every = trainer.get("max_epochs"), trainer.get("check_val_every_n_epoch")
+    if isinstance(epochs, int) and isinstance(every, int) and 0 <= epochs < every:
+        return (
+            f"trainer.max_epochs={epochs} ends before the first validation "
+            f"(trainer.check_val_every_n_epoch={every}; add trainer.check_val_every_n_epoch=1 "
+            "to validate every epoch)"
+        )
+    return None
+
+
 def check_job_config(cfg: DictConfig) -> None:
     """What ``train`` refuses from its config alone, for a multirun to check every job's
     before the first one starts: the switches, the optimizer, the data settings the
@@ -427,10 +444,16 @@ def run_test(
     # trainer.limit_test_batches (a debug setting) may leave part of the split untested
     module.tested_batches = {"tested": ran, "of": whole} if ran < whole else None
     if module.tested_batches:
+        # fast_dev_run (debug=fdr) sets the limit itself: name the setting the user gave
+        limit = (
+            "trainer.fast_dev_run (debug=fdr)"
+            if trainer.fast_dev_run
+            else f"trainer.limit_test_batches={trainer.limit_test_batches}"
+        )
         log.warning(
-            "trainer.limit_test_batches=%s: the test metrics cover %d of the '%s' split's %d "
+            "%s: the test metrics cover %d of the '%s' split's %d "
             "batches, not the whole split (metrics.json records it: tested_batches)",
-            trainer.limit_test_batches,
+            limit,
             ran,
             split,
             whole,
@@ -495,6 +518,13 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         "experiment=hippocampus_unet3d)",
     )
     check_training_values(cfg)
+    unvalidated = never_validates(cfg.trainer) if cfg.get("train", True) else None
+    if unvalidated:  # said now, not only after training when the test finds no best.ckpt
+        log.warning(
+            "%s: no val metrics and no best.ckpt; %s",
+            unvalidated,
+            "the test scores the last weights" if cfg.get("test", True) else "only last.ckpt",
+        )
     if cfg.get("seed") is not None:
         L.seed_everything(cfg.seed, workers=True)
     if resumed is not None:
@@ -566,7 +596,11 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             module.bn_recomputed = ckpt.get("bn_recomputed")
             log.info("testing the best checkpoint %s", best)
         else:
-            log.warning("no best checkpoint was saved: testing the weights as they are now")
+            log.warning(
+                "no best checkpoint was saved (no validation reported %s): testing the "
+                "weights as they are now",
+                module.monitor,
+            )
         test_metrics, split = run_test(trainer, module, dm, cfg, store_in=best or None)
         metrics.update(test_metrics)
         if trainer.is_global_zero:

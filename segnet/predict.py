@@ -236,8 +236,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "model",
-        help=".ckpt, or an exported .safetensors/.onnx/.pt2 with model.json; several, "
-        "comma-separated (a.onnx,b.onnx), predict as an ensemble",
+        help=".ckpt, or an exported .safetensors/.onnx/.pt2 with model.json, or an "
+        "export folder (an exported ensemble's included); several, comma-separated "
+        "(a.onnx,b.onnx), predict as an ensemble",
     )
     parser.add_argument(
         "inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes, or folders of them"

@@ -2,6 +2,7 @@
 every experiment recipe, BatchNorm recomputation and per-case outputs included."""
 
 import json
+import logging
 
 import pytest
 
@@ -21,7 +22,7 @@ def volumes(tmp_path_factory):
 
 @pytest.mark.parametrize("debug", ["fdr", "limit"])
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes, tmp_path):
+def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes, tmp_path, caplog):
     overrides = [f"experiment={experiment}", f"debug={debug}", *CPU]
     if experiment.startswith("camvid"):
         overrides += [f"data.root={tiny_camvid}", "data.batch_size=2", "data.eval_batch_size=2"]
@@ -30,8 +31,13 @@ def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes
     cfg = compose("train", overrides, tmp_path)
     if cfg.model.net.get("encoder_weights"):  # VGG encoders: no ImageNet download here
         cfg.model.net.encoder_weights = None
-    metrics, objects = train(cfg)
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        metrics, objects = train(cfg)
     assert any(k.startswith("test/") for k in metrics), sorted(metrics)
+    if debug == "fdr":
+        # the warning names what was given (debug=fdr), not a limit Lightning set from it
+        assert "trainer.fast_dev_run (debug=fdr): the test metrics cover 1" in caplog.text
+        assert "limit_test_batches" not in caplog.text
     if objects["cfg"].recompute_bn and objects["module"].bn_recomputed:
         # one batch per training batch the debug run allows, not the whole training set
         assert objects["module"].bn_recomputed["batches"] <= 4

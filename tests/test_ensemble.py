@@ -14,6 +14,7 @@ import torch
 from segnet.data.info import DataInfo
 from segnet.ensemble import check_members, checkpoint_paths, unfinished
 from segnet.evaluation import evaluate
+from segnet.outputs import refuse_existing_run_dir
 from segnet.pipeline import train
 from tests.conftest import compose
 from tests.helpers import data_info, nifti_dataset
@@ -418,6 +419,18 @@ def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_
         export_ensemble(ckpts, out, ("safetensors",))
     with pytest.raises(ValueError, match="exported ensemble of 2 models"):
         load_model(out)
+    # no other command takes the folder as its run folder (a single model's export there
+    # would sit beside the ensemble that predict reads, with the folder's record rewritten)
+    with pytest.raises(SystemExit, match=r"already holds a run's outputs \(ensemble\.json"):
+        refuse_existing_run_dir([f"ckpt_path={ckpts[0]}", f"hydra.run.dir={out}"])
+    (out / "ensemble.json").unlink()  # an ensemble export stopped before its listing
+    with pytest.raises(SystemExit, match=r"outputs \(member_0\)"):
+        refuse_existing_run_dir([f"hydra.run.dir={out}"])
+    (out / "ensemble.json").write_text(json.dumps(listing))
+    # the same model twice is one model, whichever command meets it first
+    with pytest.raises(ValueError, match="hold the same weights"):
+        export_ensemble([ckpts[0], ckpts[0]], tmp_path / "twice", ("safetensors",))
+    assert not (tmp_path / "twice").exists()
 
     images = sorted((two_folds.parent / "data" / "imagesTr").glob("*.nii.gz"))[:2]
     inputs = [str(p) for p in images]

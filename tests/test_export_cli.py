@@ -128,6 +128,26 @@ def test_one_format_named_without_brackets_is_that_format_and_none_is_refused(ex
     assert not (tmp_path / "none").exists()
 
 
+@pytest.mark.parametrize(
+    "size,message",
+    [
+        ([8, 8], "at least"),  # below the smallest input: torch.export failed in its trace
+        (64, "one whole number per spatial axis"),
+        ([64, 64, 64], "one whole number per spatial axis of this 2D network"),
+        ([64.5, 64], "one whole number"),
+    ],
+)
+def test_an_example_size_the_network_cannot_take_is_refused_before_writing(
+    exported, tmp_path, size, message
+):
+    from segnet.export import export_checkpoint
+
+    ckpt, _, _, _ = exported
+    with pytest.raises(ValueError, match=rf"example_size=.*{message}"):
+        export_checkpoint(ckpt, tmp_path / "out", ("onnx",), size)
+    assert not (tmp_path / "out").exists()
+
+
 def test_export_into_a_run_folder_is_refused_before_hydra_writes_there(exported):
     """The training run's folder keeps its own config: an export named into it stops
     before Hydra would replace .hydra/ with the export's."""

@@ -363,3 +363,34 @@ def test_a_test_of_part_of_the_split_says_so_and_records_it(tiny_camvid, tmp_pat
         train(cfg)
     assert "limit_test_batches" not in caplog.text
     assert "tested_batches" not in json.loads((tmp_path / "run2" / "metrics.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "trainer,reason",
+    [
+        ({"max_epochs": 1, "check_val_every_n_epoch": 2}, "max_epochs=1 ends before the first"),
+        ({"max_epochs": 4, "check_val_every_n_epoch": 2, "limit_val_batches": 0}, "=0 turns"),
+        ({"max_epochs": 2, "check_val_every_n_epoch": 2}, None),
+        ({"max_epochs": 1, "check_val_every_n_epoch": 2, "fast_dev_run": True}, None),
+        ({"max_epochs": -1, "check_val_every_n_epoch": 2}, None),  # unlimited
+    ],
+)
+def test_settings_that_never_validate_are_known_before_training(trainer, reason):
+    from segnet.pipeline import never_validates
+
+    said = never_validates(trainer)
+    assert (said is None) if reason is None else (reason in said)
+
+
+def test_a_run_that_will_not_validate_says_so_before_training(tiny_camvid, tmp_path, caplog):
+    """A recipe that validates every 2 epochs, cut to 1 for a quick try: no best.ckpt will
+    exist, which the run says before it trains, not only when its test finds none."""
+    overrides = [*TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1"]
+    cfg = compose("train", [*overrides, "trainer.check_val_every_n_epoch=2"], tmp_path / "run")
+    with caplog.at_level(logging.INFO):
+        train(cfg)
+    said = caplog.text
+    warned = said.index("ends before the first validation")
+    assert warned < said.index("testing") and "no best.ckpt" in said
+    assert "no validation reported val/miou" in said
+    assert not (tmp_path / "run" / "checkpoints" / "best.ckpt").exists()
