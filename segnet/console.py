@@ -71,12 +71,18 @@ def log_summary(
     metrics: dict,
     best_epoch: int | None = None,
     limited: bool = False,
+    monitor: str | None = None,
 ) -> None:
     """The end of a run in a few lines: where everything went and the headline numbers
-    (``limited``: of part of the split, by ``trainer.limit_test_batches``)."""
+    (``limited``: of part of the split, by ``trainer.limit_test_batches``; ``monitor``:
+    the validation metric that picked the best checkpoint, whose best value is shown)."""
     lines = [f"run folder: {out_dir}"]
     if best_ckpt:
-        saved = "" if best_epoch is None else f" (epoch {best_epoch})"
+        about = [] if best_epoch is None else [f"epoch {best_epoch}"]
+        score = metrics.get(f"{monitor}_best") if monitor else None
+        if score is not None:
+            about.append(f"{monitor} {score:.4f}")
+        saved = f" ({', '.join(about)})" if about else ""
         lines.append(f"best checkpoint: {best_ckpt}{saved}")
     if split:
         headline = {k: v for k, v in metrics.items() if k.startswith("test/") and k.count("/") == 1}

@@ -581,6 +581,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         metrics.update({k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1})
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+    objects["best_ckpt"] = best
     # the train/* and val/* values in metrics.json are the last epoch's: it says which
     # epochs (rank 0, which writes it, has waited for its checkpoint writes when fit ends)
     epochs = {}
@@ -606,7 +607,6 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         if trainer.is_global_zero:
             print_table(test_metrics, f"{Path(best).name if best else 'final weights'} on {split}")
             write_outputs(out_dir, module, dm, metrics, split, best, cfg, **epochs)
-        objects["best_ckpt"] = best
     elif cfg.get("train", True) and trainer.is_global_zero:
         # untested (test=false, as in a search on val): the best validation score is still
         # what a sweep's summary, a search or the parallel launcher read from the run
@@ -627,6 +627,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             metrics,
             epochs.get("best_epoch"),
             limited=bool(module.tested_batches),
+            monitor=module.monitor,
         )
     for logger in trainer.loggers:
         # "hp/" names: the logger also writes these as scalars at step 0, which must not

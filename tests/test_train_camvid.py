@@ -394,3 +394,15 @@ def test_a_run_that_will_not_validate_says_so_before_training(tiny_camvid, tmp_p
     assert warned < said.index("testing") and "no best.ckpt" in said
     assert "no validation reported val/miou" in said
     assert not (tmp_path / "run" / "checkpoints" / "best.ckpt").exists()
+
+
+def test_an_untested_run_still_names_its_best_checkpoint_and_score(tiny_camvid, tmp_path, caplog):
+    """test=false (choosing on val, a search): the summary names the best checkpoint, its
+    epoch and the monitored score, as metrics.json records them."""
+    overrides = [*TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1", "test=false"]
+    with caplog.at_level(logging.INFO, logger="segnet.console"):
+        train(compose("train", overrides, tmp_path / "run"))
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    best = tmp_path / "run" / "checkpoints" / "best.ckpt"
+    shown = f"best checkpoint: {best} (epoch 0, val/miou {saved['metrics']['val/miou_best']:.4f})"
+    assert shown in caplog.text and "tested on" not in caplog.text
