@@ -219,8 +219,9 @@ class CamVidDataModule(SegmentationDataModule):
             )
         raise FileNotFoundError(
             f"CamVid not found at {self.root.resolve()} (expected train/ trainannot/ val/ "
-            "valannot/ ...). Either set data.download=true to fetch it (from data.url), or "
-            "put the SegNet-layout CamVid folder there, or point data.root= at it."
+            "valannot/ ...). Either set data.download=true to fetch it (from data.url; in "
+            "evaluate.py with a leading +: +data.download=true), or put the SegNet-layout "
+            "CamVid folder there, or point data.root= at it."
         )
 
     def raw(self, split: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:

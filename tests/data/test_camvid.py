@@ -401,3 +401,10 @@ def test_a_copy_of_some_splits_says_which_it_has_and_what_to_set(tmp_path):
     dm = CamVidDataModule(str(only_train), num_workers=0)
     with pytest.raises(ValueError, match=r"neither that split nor val .*give training a val"):
         dm.test_split()
+
+
+def test_missing_camvid_names_the_download_as_each_command_takes_it(tmp_path):
+    """train.py takes data.download=true; evaluate.py (whose data keys are its own) needs
+    the leading +, and the message says both rather than advise what evaluate refuses."""
+    with pytest.raises(FileNotFoundError, match=r"data\.download=true .*\+data\.download=true"):
+        CamVidDataModule(str(tmp_path / "nothing"), num_workers=0).prepare_data()
