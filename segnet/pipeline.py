@@ -318,6 +318,21 @@ def saved_epoch(ckpt_path: str | Path | None) -> int | None:
     return (peek_checkpoint(ckpt_path) or {}).get("epoch") if ckpt_path else None
 
 
+def record_split(out_dir: Path, dm: SegmentationDataModule) -> None:
+    """The cases of each split, where the split is drawn from the data (volumes): counted
+    in the log and listed by name in ``splits.json``, which a paper's methods section and
+    a later run on the same cases can read. A resumed run keeps its first record."""
+    names = dm.split_names()
+    if not names:  # fixed split files (CamVid): the files are the record
+        return
+    path = out_dir / "splits.json"
+    counts = ", ".join(f"{len(cases)} {split}" for split, cases in names.items())
+    log.info("cases: %s (by name in %s)", counts, path)
+    if not path.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(names, indent=2) + "\n")
+
+
 def write_outputs(
     out_dir: Path,
     module: SegmentationModule,
@@ -566,6 +581,8 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         check_shareable(test_items, trainer.world_size, f"'{test_split}'")
     objects = {"cfg": cfg, "datamodule": dm, "module": module, "trainer": trainer}
     metrics: dict[str, float] = {}
+    if cfg.get("train", True) and trainer.is_global_zero:
+        record_split(out_dir, dm)
 
     if cfg.get("train", True):
         try:

@@ -49,6 +49,12 @@ def test_volume_run_reports_per_case_dice(trained):
         assert 0.0 <= saved["metrics"][key] <= 1.0, key
     assert "val/dice_best" in metrics
     rows = list(csv.DictReader((out / "per_case.csv").open()))
+    # the split drawn from the folder, by name, as the checkpoint records it
+    split = json.loads((out / "splits.json").read_text())
+    best = torch.load(out / "checkpoints" / "best.ckpt", map_location="cpu", weights_only=False)
+    assert split == best["segnet"]["splits"] and sorted(split) == ["test", "train", "val"]
+    assert sorted(sum(split.values(), [])) == sorted(p.name[:-7] for p in root.glob("imagesTr/*"))
+    assert sorted(r["case"] for r in rows) == sorted(split["test"])
     assert len(rows) == 2 and set(rows[0]) == {
         "case",
         *("dice_background", "dice_one", "dice_two"),
@@ -71,7 +77,6 @@ def test_volume_run_reports_per_case_dice(trained):
     assert set(saved["cases"]["foreground_mean"]) == {"dice", "hd95", "nsd"}
     # val/* are the last epoch's (epoch 1 of 2); best.ckpt is from one of the two epochs
     assert saved["epochs_trained"] == 2 and saved["best_epoch"] in (0, 1)
-    best = torch.load(out / "checkpoints" / "best.ckpt", map_location="cpu", weights_only=False)
     assert saved["best_epoch"] == best["epoch"]
 
 
