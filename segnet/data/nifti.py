@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import re
 import zlib
 from collections.abc import Sequence
@@ -26,6 +27,8 @@ import nibabel as nib
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+log = logging.getLogger(__name__)
 
 NIFTI_SUFFIXES = (".nii.gz", ".nii")
 
@@ -162,10 +165,16 @@ def find_cases(
                 labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()
             ]
             if not match:
-                raise NiftiDataError(
-                    f"image {image} has no label: expected {labels / (name + '.nii.gz')}."
-                )
+                raise NiftiDataError(missing_label(image, labels, name))
             cases.append(Case(name, image, match[0]))
+        unmatched = sorted({p.name for p in nifti_files(labels)} - {c.label.name for c in cases})
+        if unmatched:  # left out: said, as it may be a case whose image is misnamed
+            log.warning(
+                "%d label file(s) in %s have no image of their name and are left out: %s",
+                len(unmatched),
+                labels,
+                ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else ""),
+            )
     if not cases:
         raise NiftiDataError(f"no NIfTI cases found under {root}.")
     check_unique_names(cases)
@@ -174,6 +183,27 @@ def find_cases(
             if path is not None and not path.is_file():
                 raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
     return cases
+
+
+def missing_label(image: Path, labels: Path, name: str) -> str:
+    """Why ``image`` has no label, with what to do: the label folder is not there, or holds
+    files named otherwise (e.g. ``<case>_seg.nii.gz``)."""
+    expected = labels / f"{name}.nii.gz"
+    if not labels.is_dir():
+        return (
+            f"image {image} has no label: the label folder {labels} does not exist; set "
+            "data.label_dir to the folder beside the images that holds the labels."
+        )
+    alike = sorted(p.name for p in nifti_files(labels) if p.name.startswith(name))[:3]
+    hint = (
+        f" {labels} holds {', '.join(alike)}: name each label as its image ({expected.name})"
+        if alike
+        else f" Each label is named as its image ({expected.name})"
+    )
+    return (
+        f"image {image} has no label: expected {expected}.{hint}, or list the image and "
+        "label of each case in a CSV file (data.csv=, columns image,label)."
+    )
 
 
 def nnunet_v2_case(image: Path, labels: Path) -> str | None:
@@ -308,21 +338,26 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
                 f"{img.shape}{in_ras}; the label must be 3D with the image's spatial shape."
             )
         if not same_grid or not np.allclose(lab.affine, canonical.affine, atol=1e-3):
-            raise NiftiDataError(
-                f"label {case.label} and image {case.image} have different affines (voxel "
-                "positions in space); resample the label onto the image grid first."
-            )
+            raise NiftiDataError(affine_mismatch(case, lab.affine, canonical))
         values = np.asarray(lab.dataobj)
         # some labels are stored as floats holding 0/1/2: accept those, refuse real fractions
-        if not np.all(np.isfinite(values)) or not np.array_equal(values, np.round(values)):
-            raise NiftiDataError(f"label {case.label} holds non-integer values.")
+        fractions = ~np.isfinite(values) | (values != np.round(values))
+        if fractions.any():
+            some = ", ".join(f"{v:g}" for v in np.unique(values[fractions])[:3])
+            raise NiftiDataError(
+                f"label {case.label} holds {int(fractions.sum())} voxel(s) that are not a "
+                f"class index (e.g. {some}): a label holds one whole class number per voxel; "
+                "a label resampled with linear interpolation needs nearest-neighbour instead."
+            )
         label = values.astype(np.int64)
         if label.min() < 0 or (num_classes is not None and label.max() >= num_classes):
             bad = sorted(
                 int(v) for v in np.unique(label) if v < 0 or (num_classes and v >= num_classes)
             )
             raise NiftiDataError(
-                f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}."
+                f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}, "
+                f"one per class name (data.class_names, or dataset.json's labels): name "
+                "every label value there, background first."
             )
         label = compact_labels(label)
     return Volume(
@@ -333,6 +368,27 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
         header=img.header.copy(),
         source_shape=tuple(img.shape[:3]),
         spacing=ras_zooms(img.affine),
+    )
+
+
+def affine_mismatch(case: Case, label_affine: np.ndarray, image: nib.Nifti1Image) -> str:
+    """A label and image on different grids, with how far apart: the farthest a corner
+    voxel lies from its image counterpart, in mm and in voxels, so that rounding in a
+    header (a fraction of a voxel) reads differently from a misregistered label."""
+    corners = np.array([[i, j, k, 1] for i in (0, 1) for j in (0, 1) for k in (0, 1)], float)
+    corners[:, :3] *= np.array(image.shape[:3]) - 1
+    apart = np.linalg.norm((corners @ label_affine.T - corners @ image.affine.T)[:, :3], axis=1)
+    mm = float(apart.max())
+    voxels = mm / float(min(ras_zooms(image.affine)))
+    advice = (
+        "header rounding, most likely: save the label with the image's affine "
+        "(nib.Nifti1Image(label, image.affine, label.header))"
+        if voxels < 0.1
+        else "resample the label onto the image grid first"
+    )
+    return (
+        f"label {case.label} and image {case.image} have different affines (voxel positions "
+        f"in space, up to {mm:.3g} mm or {voxels:.2g} voxel apart at the corners); {advice}."
     )
 
 

@@ -132,11 +132,14 @@ def test_a_label_stored_in_another_axis_order_on_the_same_voxels_is_the_same_lab
     "breakage,match",
     [
         ("shape", r"label .*case_000.nii.gz has shape \(19, 23, 16\) but image"),
-        ("affine", r"different affines"),
+        # how far apart, and what to do: a misregistration is resampled...
+        ("affine", r"different affines .*up to 18 mm or 18 voxel.*resample the label"),
+        # ...a header rounded differently (a hundredth of a voxel) takes the image's affine
+        ("rounded", r"different affines .*up to 0.01 mm.*save the label with the image's"),
         # the image's shape as stored, but its first two axes swapped in space
         ("swapped", r"different affines"),
-        ("value", r"holds values \[7\]; the classes are 0..2"),
-        ("fraction", r"holds non-integer values"),
+        ("value", r"holds values \[7\]; the classes are 0..2, one per class name"),
+        ("fraction", r"holds \d+ voxel\(s\) that are not a class index \(e.g. 0.5, 1.5"),
         ("truncated", r"cannot read .*imagesTr/case_000.nii.gz"),
         ("ndim", r"has 2 dimensions"),
         ("nan", r"image .*case_000.nii.gz holds 1 NaN or infinite voxel value"),
@@ -149,6 +152,8 @@ def test_bad_volumes_name_the_file(one_case, breakage, match):
         write(case.label, label[:, :, :16])
     elif breakage == "affine":
         write(case.label, label, np.diag([2.0, 1, 1, 1]))
+    elif breakage == "rounded":
+        write(case.label, label, np.diag([1.0, 1, 1, 1]) + np.diag([0.0, 0, 0, 0.01])[[3, 0, 1, 2]])
     elif breakage == "swapped":
         write(case.label, label, np.eye(4)[[1, 0, 2, 3]])
     elif breakage == "value":
@@ -176,11 +181,30 @@ def test_garbage_gzip_is_reported(one_case):
         nifti.load_volume(case, 3)
 
 
-def test_image_without_label_in_folder_layout(tmp_path):
-    root = nifti_dataset(tmp_path / "d", "folders", n=2)
+def test_image_without_label_in_folder_layout(tmp_path, caplog):
+    root = nifti_dataset(tmp_path / "d", "folders", n=3)
     (root / "labels" / "case_001.nii.gz").unlink()
     with pytest.raises(nifti.NiftiDataError, match=r"case_001.nii.gz has no label"):
         nifti.find_cases(root)
+    # a label named otherwise is pointed at, with the two ways to pair them
+    (root / "labels" / "case_002.nii.gz").rename(root / "labels" / "case_002_seg.nii.gz")
+    (root / "labels" / "case_001_seg.nii.gz").write_bytes(b"")
+    with pytest.raises(
+        nifti.NiftiDataError,
+        match=r"case_001.nii.gz has no label: .* holds case_001_seg.nii.gz: name each label as "
+        r"its image \(case_001.nii.gz\), or .* \(data.csv=",
+    ):
+        nifti.find_cases(root)
+    # a label folder that is not there is said to be missing
+    with pytest.raises(nifti.NiftiDataError, match=r"the label folder .*segs does not exist"):
+        nifti.find_cases(root, image_dir="images", label_dir="segs")
+    # a label without an image is left out, and said to be
+    (root / "labels" / "case_001_seg.nii.gz").rename(root / "labels" / "case_001.nii.gz")
+    (root / "labels" / "case_002_seg.nii.gz").rename(root / "labels" / "case_002.nii.gz")
+    (root / "images" / "case_002.nii.gz").unlink()
+    with caplog.at_level(logging.WARNING, logger="segnet.data.nifti"):
+        assert [c.name for c in nifti.find_cases(root)] == ["case_000", "case_001"]
+    assert "1 label file(s) in" in caplog.text and "left out: case_002.nii.gz" in caplog.text
 
 
 def test_a_csv_row_without_a_label_is_refused_naming_its_line(tmp_path):
