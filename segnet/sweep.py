@@ -102,13 +102,18 @@ def cross_validation(rows: list[dict[str, Any]], monitor: str) -> list[dict[str,
 
 
 def plain_cells(row: dict[str, Any]) -> dict[str, str]:
-    """A row for printing: numbers to four places, nothing where a job has no value (failed
-    or unfinished), the job folder left out."""
-    return {
+    """A row for printing: numbers to four places, the job folder left out; a job without
+    a best score (failed, or stopped before it validated) says so in that cell, the other
+    cells it has no value for left blank."""
+    cells = {
         c: "" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
         for c, v in row.items()
         if c != "dir"
     }
+    for column, value in row.items():
+        if column.endswith("_best") and value is None:
+            cells[column] = "none: failed or unfinished"
+    return cells
 
 
 def mean_and_spread(row: dict[str, Any]) -> dict[str, str]:

@@ -239,6 +239,9 @@ def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
     # the per-job table still lists every job, with its fold
     per_job = list(csv.DictReader((sweep / "summary.csv").open()))
     assert len(per_job) == 6 and {r["fold"] for r in per_job} == {"0", "1", "2"}
+    # the job without a result says so in the printed table (blank in the CSV)
+    assert printed.count("none: failed or unfinished") == 1
+    assert sum(r["val/dice_best"] == "" for r in per_job) == 1
 
 
 def test_sweep_without_folds_writes_no_cross_validation(tmp_path):
