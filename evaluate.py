@@ -7,10 +7,12 @@ from omegaconf import DictConfig
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
     # imported after Hydra, as in train.py: --help and refused overrides answer at once
-    from segnet.console import traceback_in_log
-    from segnet.evaluation import evaluate
+    from segnet.console import lightning_logs_on_their_own, traceback_in_log
 
+    lightning_logs_on_their_own()
     with traceback_in_log("evaluation"):
+        from segnet.evaluation import evaluate
+
         evaluate(cfg)
 
 

@@ -6,18 +6,21 @@ from omegaconf import DictConfig
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    # imported here, after Hydra: --help, --cfg and a refused override answer in a second
-    # or two instead of waiting for torch and Lightning to import
-    from segnet.console import traceback_in_log
-    from segnet.pipeline import train
-    from segnet.resume import forget_config_of_refused_resume
+    # torch and Lightning are imported here, after Hydra: --help, --cfg and a refused
+    # override answer in a second or two instead of waiting for them
+    from segnet.console import lightning_logs_on_their_own, traceback_in_log
 
+    lightning_logs_on_their_own()
     if cfg.get("optuna"):  # hparams_search=...: a study of many training runs
         from segnet.tune import run_study
 
         return float(run_study(cfg).best_value)
-    with traceback_in_log("training"), forget_config_of_refused_resume():
-        metrics, _ = train(cfg)
+    with traceback_in_log("training"):  # an import that fails is in the run's log too
+        from segnet.pipeline import train
+        from segnet.resume import forget_config_of_refused_resume
+
+        with forget_config_of_refused_resume():
+            metrics, _ = train(cfg)
     # returned for Hydra sweepers (Optuna): the value they optimise
     value = metrics.get(f"{cfg.monitor}_best")
     return None if value is None else float(value)

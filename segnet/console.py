@@ -33,6 +33,20 @@ class _DropInfo(logging.Filter):
         return not str(record.msg).startswith(_QUIET_INFO)
 
 
+def lightning_logs_on_their_own() -> None:
+    """Lightning's loggers as Lightning sets them up when it is imported before logging is
+    configured: their own console handler, nothing passed on. The commands import it after
+    Hydra has configured logging (so that --help answers at once); without this, each of
+    its lines would print twice, once through Lightning's package handler and once in
+    Hydra's format."""
+    for name in ("lightning.pytorch", "lightning.fabric"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.setLevel(logging.INFO)
+            logger.addHandler(logging.StreamHandler())
+            logger.propagate = False
+
+
 def quiet_library_noise() -> None:
     """Drop Lightning's "Tip" adverts and the known deprecation warnings that every run
     printed. Idempotent."""

@@ -30,6 +30,8 @@ def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     assert "summary" in out and f"run folder: {run}" in out and "best.ckpt" in out
     for noise in ("Tip:", "LeafSpec", "on_after_batch_transfer", "| FLOPs", "already configured"):
         assert noise not in out, noise
+    # Lightning's own lines once each, in its plain form (imported after Hydra set logging up)
+    assert out.count("Seed set to 42") == 1 and out.count("`Trainer.fit` stopped") == 1, out
     # the log file has it too
     log = (run / "train.log").read_text()
     assert "resolved config:" in log and "tested on 'test'" in log
