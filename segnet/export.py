@@ -340,6 +340,8 @@ def export_ensemble(
     models = [load_model(p) for p in ckpt_paths]  # a bad member stops the export here
     check_same_data([m.info for m in models], ckpt_paths)
     check_distinct([m.net for m in models], ckpt_paths)  # as evaluate and predict would
+    for model in models:  # each member's smallest input, before the first is written
+        check_example_size(example_size, model.net.spatial_dims, model.inference.min_input)
     for model, path in zip(models, ckpt_paths, strict=True):
         # the ensemble mirrors as its first member's recipe tested: each member must have
         # axes to flip then, as segnet.predict would refuse the folder

@@ -214,6 +214,8 @@ def never_validates(trainer: Any) -> str | None:
     if trainer.get("limit_val_batches") == 0:
         return "trainer.limit_val_batches=0 turns validation off"
     epochs, every = trainer.get("max_epochs"), trainer.get("check_val_every_n_epoch")
+    if epochs == 0:
+        return "trainer.max_epochs=0 trains no epoch"
     if isinstance(epochs, int) and isinstance(every, int) and 0 <= epochs < every:
         return (
             f"trainer.max_epochs={epochs} ends before the first validation "
@@ -318,19 +320,27 @@ def saved_epoch(ckpt_path: str | Path | None) -> int | None:
     return (peek_checkpoint(ckpt_path) or {}).get("epoch") if ckpt_path else None
 
 
-def record_split(out_dir: Path, dm: SegmentationDataModule) -> None:
+def record_split(out_dir: Path, dm: SegmentationDataModule, resumed: bool = False) -> None:
     """The cases of each split, where the split is drawn from the data (volumes): counted
     in the log and listed by name in ``splits.json``, which a paper's methods section and
-    a later run on the same cases can read. A resumed run keeps its first record."""
+    a later run on the same cases can read. A resumed run keeps the record of the run it
+    continues, and says so where its cases differ from it."""
     names = dm.split_names()
     if not names:  # fixed split files (CamVid): the files are the record
         return
     path = out_dir / "splits.json"
     counts = ", ".join(f"{len(cases)} {split}" for split, cases in names.items())
     log.info("cases: %s (by name in %s)", counts, path)
-    if not path.exists():
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(names, indent=2) + "\n")
+    if resumed and path.is_file():
+        if json.loads(path.read_text()) != names:
+            log.warning(
+                "the cases of each split differ from those this run started with (%s): "
+                "cases were added, removed or renamed since; that record is kept",
+                path,
+            )
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(names, indent=2) + "\n")
 
 
 def write_outputs(
@@ -582,7 +592,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     objects = {"cfg": cfg, "datamodule": dm, "module": module, "trainer": trainer}
     metrics: dict[str, float] = {}
     if cfg.get("train", True) and trainer.is_global_zero:
-        record_split(out_dir, dm)
+        record_split(out_dir, dm, resumed=resumed is not None)
 
     if cfg.get("train", True):
         try:
@@ -614,11 +624,12 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             module.bn_recomputed = ckpt.get("bn_recomputed")
             log.info("testing the best checkpoint %s", best)
         else:
-            log.warning(
-                "no best checkpoint was saved (no validation reported %s): testing the "
-                "weights as they are now",
-                module.monitor,
+            why = (
+                f" (no validation reported {module.monitor})"
+                if cfg.get("train", True) and trainer.checkpoint_callback
+                else ""
             )
+            log.warning("no best checkpoint was saved%s: testing the weights as they are now", why)
         test_metrics, split = run_test(trainer, module, dm, cfg, store_in=best or None)
         metrics.update(test_metrics)
         if trainer.is_global_zero:

@@ -112,7 +112,7 @@ def plain_cells(row: dict[str, Any]) -> dict[str, str]:
     }
     for column, value in row.items():
         if column.endswith("_best") and value is None:
-            cells[column] = "none: failed or unfinished"
+            cells[column] = "none: failed, unfinished or never validated"
     return cells
 
 

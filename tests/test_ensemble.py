@@ -431,6 +431,9 @@ def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_
     with pytest.raises(ValueError, match="hold the same weights"):
         export_ensemble([ckpts[0], ckpts[0]], tmp_path / "twice", ("safetensors",))
     assert not (tmp_path / "twice").exists()
+    with pytest.raises(ValueError, match=r"example_size=\[4, 4, 4\]: this network takes"):
+        export_ensemble(ckpts, tmp_path / "small", ("onnx",), [4, 4, 4])
+    assert not (tmp_path / "small").exists()
 
     images = sorted((two_folds.parent / "data" / "imagesTr").glob("*.nii.gz"))[:2]
     inputs = [str(p) for p in images]

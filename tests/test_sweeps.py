@@ -240,7 +240,7 @@ def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
     per_job = list(csv.DictReader((sweep / "summary.csv").open()))
     assert len(per_job) == 6 and {r["fold"] for r in per_job} == {"0", "1", "2"}
     # the job without a result says so in the printed table (blank in the CSV)
-    assert printed.count("none: failed or unfinished") == 1
+    assert printed.count("none: failed, unfinished or never validated") == 1
     assert sum(r["val/dice_best"] == "" for r in per_job) == 1
 
 

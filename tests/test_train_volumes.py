@@ -482,3 +482,23 @@ def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path
         metrics, _ = train(compose("train", overrides, tmp_path / name))
         dice[name] = metrics["test/dice"]
     assert dice["all"] < 0.6 and dice["keep_lr"] > 0.9, dice
+
+
+def test_the_split_record_is_the_runs_first_and_a_resume_says_when_cases_changed(tmp_path, caplog):
+    from types import SimpleNamespace
+
+    from segnet.pipeline import record_split
+
+    first = {"train": ["a", "b"], "val": ["c"], "test": ["d"]}
+    data = lambda names: SimpleNamespace(split_names=lambda: names)  # noqa: E731
+    (tmp_path / "splits.json").write_text('{"left": ["by a run that failed"]}')
+    record_split(tmp_path, data(first))  # a new run: its own split, whatever was there
+    assert json.loads((tmp_path / "splits.json").read_text()) == first
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        record_split(tmp_path, data(first), resumed=True)
+        assert "differ" not in caplog.text
+        record_split(tmp_path, data({**first, "train": ["a", "b", "e"]}), resumed=True)
+    assert "differ from those this run started with" in caplog.text
+    assert json.loads((tmp_path / "splits.json").read_text()) == first  # kept
+    record_split(tmp_path / "camvid", SimpleNamespace(split_names=lambda: None))
+    assert not (tmp_path / "camvid").exists()  # fixed split files: nothing to record

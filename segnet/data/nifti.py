@@ -159,15 +159,18 @@ def find_cases(
     else:
         images, labels = _folders(root, image_dir, label_dir)
         cases = []
-        for image in nifti_files(images):
+        image_files = nifti_files(images)
+        for image in image_files:
             name = nnunet_v2_case(image, labels) or case_name(image)
             match = [
                 labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()
             ]
             if not match:
-                raise NiftiDataError(missing_label(image, labels, name))
+                others = {case_name(p) for p in image_files} - {name}
+                raise NiftiDataError(missing_label(image, labels, name, others))
             cases.append(Case(name, image, match[0]))
-        unmatched = sorted({p.name for p in nifti_files(labels)} - {c.label.name for c in cases})
+        label_files = nifti_files(labels) if labels.is_dir() else []
+        unmatched = sorted({p.name for p in label_files} - {c.label.name for c in cases})
         if unmatched:  # left out: said, as it may be a case whose image is misnamed
             log.warning(
                 "%d label file(s) in %s have no image of their name and are left out: %s",
@@ -185,16 +188,20 @@ def find_cases(
     return cases
 
 
-def missing_label(image: Path, labels: Path, name: str) -> str:
+def missing_label(image: Path, labels: Path, name: str, others: set[str]) -> str:
     """Why ``image`` has no label, with what to do: the label folder is not there, or holds
-    files named otherwise (e.g. ``<case>_seg.nii.gz``)."""
+    its label named otherwise (``<case>_seg.nii.gz``; not another image's, ``others``)."""
     expected = labels / f"{name}.nii.gz"
     if not labels.is_dir():
         return (
             f"image {image} has no label: the label folder {labels} does not exist; set "
             "data.label_dir to the folder beside the images that holds the labels."
         )
-    alike = sorted(p.name for p in nifti_files(labels) if p.name.startswith(name))[:3]
+    alike = sorted(
+        p.name
+        for p in nifti_files(labels)
+        if re.match(rf"{re.escape(name)}[_.-]", p.name) and case_name(p) not in others
+    )[:3]
     hint = (
         f" {labels} holds {', '.join(alike)}: name each label as its image ({expected.name})"
         if alike

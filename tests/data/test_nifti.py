@@ -195,9 +195,21 @@ def test_image_without_label_in_folder_layout(tmp_path, caplog):
         r"its image \(case_001.nii.gz\), or .* \(data.csv=",
     ):
         nifti.find_cases(root)
-    # a label folder that is not there is said to be missing
+    # a label folder that is not there is said to be missing (also with no image at all)
     with pytest.raises(nifti.NiftiDataError, match=r"the label folder .*segs does not exist"):
         nifti.find_cases(root, image_dir="images", label_dir="segs")
+    (root / "none").mkdir()
+    with pytest.raises(nifti.NiftiDataError, match=r"no NIfTI cases found"):
+        nifti.find_cases(root, image_dir="none", label_dir="segs")
+    # another image's label is not offered as this one's (case_001_b's is not case_001's)
+    (root / "labels" / "case_002_seg.nii.gz").rename(root / "labels" / "case_001_b.nii.gz")
+    (root / "images" / "case_002.nii.gz").rename(root / "images" / "case_001_b.nii.gz")
+    (root / "labels" / "case_001_seg.nii.gz").unlink()
+    with pytest.raises(nifti.NiftiDataError, match=r"case_001.nii.gz has no label: .*\. Each"):
+        nifti.find_cases(root)
+    (root / "labels" / "case_001_b.nii.gz").rename(root / "labels" / "case_002_seg.nii.gz")
+    (root / "images" / "case_001_b.nii.gz").rename(root / "images" / "case_002.nii.gz")
+    (root / "labels" / "case_001_seg.nii.gz").write_bytes(b"")
     # a label without an image is left out, and said to be
     (root / "labels" / "case_001_seg.nii.gz").rename(root / "labels" / "case_001.nii.gz")
     (root / "labels" / "case_002_seg.nii.gz").rename(root / "labels" / "case_002.nii.gz")
