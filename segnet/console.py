@@ -84,11 +84,11 @@ def log_summary(
     split: str | None,
     metrics: dict,
     best_epoch: int | None = None,
-    limited: bool = False,
+    limited: str | None = None,
     monitor: str | None = None,
 ) -> None:
     """The end of a run in a few lines: where everything went and the headline numbers
-    (``limited``: of part of the split, by ``trainer.limit_test_batches``; ``monitor``:
+    (``limited``: the setting that left part of the split untested; ``monitor``:
     the validation metric that picked the best checkpoint, whose best value is shown)."""
     lines = [f"run folder: {out_dir}"]
     if best_ckpt:
@@ -101,7 +101,7 @@ def log_summary(
     if split:
         headline = {k: v for k, v in metrics.items() if k.startswith("test/") and k.count("/") == 1}
         shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(headline.items()))
-        part = " (part of it: trainer.limit_test_batches)" if limited else ""
+        part = f" (part of it: {limited})" if limited else ""
         lines.append(f"tested on '{split}'{part}: {shown}")
     if (out_dir / "metrics.json").is_file():
         lines.append(f"metrics: {out_dir / 'metrics.json'}")

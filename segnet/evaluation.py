@@ -304,5 +304,7 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         title = Path(ckpt).name if len(paths) == 1 else f"ensemble of {len(paths)}"
         print_table(dict(metrics), f"{title} on {split}")
         # where the files went (metrics.json, per_case.csv, predictions/): the run folder
-        log_summary(out_dir, None, split, dict(metrics), limited=bool(module.tested_batches))
+        log_summary(
+            out_dir, None, split, dict(metrics), limited=(module.tested_batches or {}).get("by")
+        )
     return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}

@@ -9,11 +9,13 @@ from pathlib import Path
 
 from segnet.commands import hydra_value, override
 
-# What a train/evaluate/export run leaves in its folder: a single model's export and an
-# ensemble's (ensemble.json and a member_<i>/ folder per model) included.
+# What a train/evaluate/export run leaves in its folder: a volume run's split record, a
+# single model's export and an ensemble's (ensemble.json and a member_<i>/ folder per
+# model) included.
 RUN_PRODUCTS = (
     "metrics.json", "per_case.csv", "predictions", "checkpoints", "tensorboard",
-    "model.json", "model.safetensors", "model.onnx", "model.pt2", "ensemble.json",
+    "splits.json", "model.json", "model.safetensors", "model.onnx", "model.pt2",
+    "ensemble.json",
 )  # fmt: skip
 
 

@@ -324,21 +324,26 @@ def record_split(out_dir: Path, dm: SegmentationDataModule, resumed: bool = Fals
     """The cases of each split, where the split is drawn from the data (volumes): counted
     in the log and listed by name in ``splits.json``, which a paper's methods section and
     a later run on the same cases can read. A resumed run keeps the record of the run it
-    continues, and says so where its cases differ from it."""
+    continues; where its cases differ from it, it says so and lists its own beside it
+    (``splits.<n>.json`` for the part whose config is in ``.hydra.<n>``), as its
+    checkpoints record them."""
     names = dm.split_names()
     if not names:  # fixed split files (CamVid): the files are the record
         return
     path = out_dir / "splits.json"
+    if resumed and path.is_file():
+        if json.loads(path.read_text()) == names:
+            return
+        part = (this_config_folder() or ".hydra.resumed").removeprefix(".hydra").strip(".")
+        first, path = path, out_dir / f"splits.{part or 'resumed'}.json"
+        log.warning(
+            "the cases of each split differ from those this run started with (%s): cases "
+            "were added, removed or renamed since; this part's are in %s",
+            first,
+            path,
+        )
     counts = ", ".join(f"{len(cases)} {split}" for split, cases in names.items())
     log.info("cases: %s (by name in %s)", counts, path)
-    if resumed and path.is_file():
-        if json.loads(path.read_text()) != names:
-            log.warning(
-                "the cases of each split differ from those this run started with (%s): "
-                "cases were added, removed or renamed since; that record is kept",
-                path,
-            )
-        return
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(names, indent=2) + "\n")
 
@@ -415,6 +420,15 @@ def store_recomputed_bn(ckpt_path: str | Path, module: SegmentationModule) -> No
     os.replace(tmp, path)
 
 
+def partial_test_setting(trainer: L.Trainer) -> str:
+    """The setting that left part of the test split untested, as the user gave it:
+    fast_dev_run (``debug=fdr`` sets it) limits the batches itself, and Lightning's own
+    limit_test_batches then reads 1.0."""
+    if trainer.fast_dev_run:
+        return f"trainer.fast_dev_run={trainer.fast_dev_run}"
+    return f"trainer.limit_test_batches={trainer.limit_test_batches}"
+
+
 def run_test(
     trainer: L.Trainer,
     module: SegmentationModule,
@@ -467,18 +481,14 @@ def run_test(
     results = trainer.test(module, datamodule=dm, verbose=False)
     ran, whole = sum(trainer.num_test_batches), len(dm.test_dataloader())
     # trainer.limit_test_batches (a debug setting) may leave part of the split untested
-    module.tested_batches = {"tested": ran, "of": whole} if ran < whole else None
+    module.tested_batches = (
+        {"tested": ran, "of": whole, "by": partial_test_setting(trainer)} if ran < whole else None
+    )
     if module.tested_batches:
-        # fast_dev_run (debug=fdr) sets the limit itself: name the setting the user gave
-        limit = (
-            "trainer.fast_dev_run (debug=fdr)"
-            if trainer.fast_dev_run
-            else f"trainer.limit_test_batches={trainer.limit_test_batches}"
-        )
         log.warning(
             "%s: the test metrics cover %d of the '%s' split's %d "
             "batches, not the whole split (metrics.json records it: tested_batches)",
-            limit,
+            module.tested_batches["by"],
             ran,
             split,
             whole,
@@ -654,7 +664,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             split if cfg.get("test", True) else None,
             metrics,
             epochs.get("best_epoch"),
-            limited=bool(module.tested_batches),
+            limited=(module.tested_batches or {}).get("by"),
             monitor=module.monitor,
         )
     for logger in trainer.loggers:

@@ -31,13 +31,20 @@ def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes
     cfg = compose("train", overrides, tmp_path)
     if cfg.model.net.get("encoder_weights"):  # VGG encoders: no ImageNet download here
         cfg.model.net.encoder_weights = None
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.INFO):  # the warning and the run's summary
         metrics, objects = train(cfg)
     assert any(k.startswith("test/") for k in metrics), sorted(metrics)
     if debug == "fdr":
-        # the warning names what was given (debug=fdr), not a limit Lightning set from it
-        assert "trainer.fast_dev_run (debug=fdr): the test metrics cover 1" in caplog.text
-        assert "limit_test_batches" not in caplog.text
+        # the warning and the summary name what was given (debug=fdr sets fast_dev_run),
+        # not a limit Lightning set from it
+        assert "trainer.fast_dev_run=True: the test metrics cover 1" in caplog.text
+        assert "(part of it: trainer.fast_dev_run=True)" in caplog.text
+        said = [
+            r.getMessage()
+            for r in caplog.records  # the warnings and the summary (the config lists it)
+            if r.levelno >= logging.WARNING or r.getMessage().startswith("summary")
+        ]
+        assert not any("limit_test_batches" in message for message in said), said
     if objects["cfg"].recompute_bn and objects["module"].bn_recomputed:
         # one batch per training batch the debug run allows, not the whole training set
         assert objects["module"].bn_recomputed["batches"] <= 4

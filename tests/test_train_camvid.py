@@ -352,11 +352,13 @@ def test_a_test_of_part_of_the_split_says_so_and_records_it(tiny_camvid, tmp_pat
 
     overrides = [*TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1"]
     cfg = compose("train", [*overrides, "trainer.limit_test_batches=1"], tmp_path / "run")
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.INFO):  # the warning and the run's summary
         train(cfg)
     assert "the test metrics cover 1 of the 'test' split's 2 batches" in caplog.text
+    assert "(part of it: trainer.limit_test_batches=1)" in caplog.text
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert saved["split"] == "test" and saved["tested_batches"] == {"tested": 1, "of": 2}
+    limit = {"tested": 1, "of": 2, "by": "trainer.limit_test_batches=1"}
+    assert saved["split"] == "test" and saved["tested_batches"] == limit
     caplog.clear()  # a limit above the split's batches tests it whole: nothing to say
     cfg = compose("train", [*overrides, "trainer.limit_test_batches=5"], tmp_path / "run2")
     with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):

@@ -487,18 +487,24 @@ def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path
 def test_the_split_record_is_the_runs_first_and_a_resume_says_when_cases_changed(tmp_path, caplog):
     from types import SimpleNamespace
 
+    from segnet.outputs import refuse_run_folder_in_use
     from segnet.pipeline import record_split
 
     first = {"train": ["a", "b"], "val": ["c"], "test": ["d"]}
     data = lambda names: SimpleNamespace(split_names=lambda: names)  # noqa: E731
-    (tmp_path / "splits.json").write_text('{"left": ["by a run that failed"]}')
-    record_split(tmp_path, data(first))  # a new run: its own split, whatever was there
+    record_split(tmp_path, data(first))
     assert json.loads((tmp_path / "splits.json").read_text()) == first
+    # a new run is never started over a folder holding one (a run's, or the user's own)
+    with pytest.raises(FileExistsError, match="splits.json"):
+        refuse_run_folder_in_use(tmp_path, "a new training run")
     with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
         record_split(tmp_path, data(first), resumed=True)
         assert "differ" not in caplog.text
-        record_split(tmp_path, data({**first, "train": ["a", "b", "e"]}), resumed=True)
+        changed = {**first, "train": ["a", "b", "e"]}
+        record_split(tmp_path, data(changed), resumed=True)
     assert "differ from those this run started with" in caplog.text
     assert json.loads((tmp_path / "splits.json").read_text()) == first  # kept
+    # the resumed part's own cases beside it, as its checkpoints record them
+    assert json.loads((tmp_path / "splits.resumed.json").read_text()) == changed
     record_split(tmp_path / "camvid", SimpleNamespace(split_names=lambda: None))
     assert not (tmp_path / "camvid").exists()  # fixed split files: nothing to record

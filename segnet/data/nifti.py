@@ -345,7 +345,7 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
                 f"{img.shape}{in_ras}; the label must be 3D with the image's spatial shape."
             )
         if not same_grid or not np.allclose(lab.affine, canonical.affine, atol=1e-3):
-            raise NiftiDataError(affine_mismatch(case, lab.affine, canonical))
+            raise NiftiDataError(affine_mismatch(case, lab.affine, canonical, stored, img))
         values = np.asarray(lab.dataobj)
         # some labels are stored as floats holding 0/1/2: accept those, refuse real fractions
         fractions = ~np.isfinite(values) | (values != np.round(values))
@@ -363,8 +363,9 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
             )
             raise NiftiDataError(
                 f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}, "
-                f"one per class name (data.class_names, or dataset.json's labels): name "
-                "every label value there, background first."
+                "one per class name. To train: name every label value in data.class_names "
+                "or dataset.json's labels, background first. To evaluate: the classes are "
+                "the checkpoint's, and these labels hold classes it was not trained on."
             )
         label = compact_labels(label)
     return Volume(
@@ -378,21 +379,39 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
     )
 
 
-def affine_mismatch(case: Case, label_affine: np.ndarray, image: nib.Nifti1Image) -> str:
-    """A label and image on different grids, with how far apart: the farthest a corner
-    voxel lies from its image counterpart, in mm and in voxels, so that rounding in a
-    header (a fraction of a voxel) reads differently from a misregistered label."""
+def affine_mismatch(
+    case: Case,
+    label_affine: np.ndarray,
+    image: nib.Nifti1Image,
+    stored_label: nib.Nifti1Image,
+    stored_image: nib.Nifti1Image,
+) -> str:
+    """A label and image on different grids (``label_affine`` and ``image`` in RAS), with
+    how far apart: the farthest a corner voxel lies from its image counterpart, in mm and in
+    voxels, so that rounding in a header (a fraction of a voxel) reads differently from a
+    misregistered label. Copying the image's affine into the label is advised only where
+    both files store their voxels in the same axis order and direction: into a label
+    stored otherwise (LPS against RAS, say) it would mirror or transpose the label."""
     corners = np.array([[i, j, k, 1] for i in (0, 1) for j in (0, 1) for k in (0, 1)], float)
     corners[:, :3] *= np.array(image.shape[:3]) - 1
     apart = np.linalg.norm((corners @ label_affine.T - corners @ image.affine.T)[:, :3], axis=1)
     mm = float(apart.max())
     voxels = mm / float(min(ras_zooms(image.affine)))
-    advice = (
-        "header rounding, most likely: save the label with the image's affine "
-        "(nib.Nifti1Image(label, image.affine, label.header))"
-        if voxels < 0.1
-        else "resample the label onto the image grid first"
-    )
+    label_axes = "".join(nib.aff2axcodes(stored_label.affine))
+    image_axes = "".join(nib.aff2axcodes(stored_image.affine))
+    if voxels >= 0.1:
+        advice = "resample the label onto the image grid first"
+    elif label_axes == image_axes:
+        advice = (
+            "header rounding, most likely: save the label with the image's affine "
+            "(nib.Nifti1Image(label, image.affine, label.header))"
+        )
+    else:
+        advice = (
+            f"header rounding, most likely, but the label is stored in {label_axes} order "
+            f"and the image in {image_axes}: resample the label onto the image grid "
+            "(nearest neighbour), as the image's affine alone would mirror it"
+        )
     return (
         f"label {case.label} and image {case.image} have different affines (voxel positions "
         f"in space, up to {mm:.3g} mm or {voxels:.2g} voxel apart at the corners); {advice}."

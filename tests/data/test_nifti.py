@@ -136,6 +136,8 @@ def test_a_label_stored_in_another_axis_order_on_the_same_voxels_is_the_same_lab
         ("affine", r"different affines .*up to 18 mm or 18 voxel.*resample the label"),
         # ...a header rounded differently (a hundredth of a voxel) takes the image's affine
         ("rounded", r"different affines .*up to 0.01 mm.*save the label with the image's"),
+        # ...but not into a label stored in another axis order: that would mirror it
+        ("rounded_lps", r"up to 0.01 mm.*stored in LPS order and the image in RAS: resample"),
         # the image's shape as stored, but its first two axes swapped in space
         ("swapped", r"different affines"),
         ("value", r"holds values \[7\]; the classes are 0..2, one per class name"),
@@ -154,6 +156,10 @@ def test_bad_volumes_name_the_file(one_case, breakage, match):
         write(case.label, label, np.diag([2.0, 1, 1, 1]))
     elif breakage == "rounded":
         write(case.label, label, np.diag([1.0, 1, 1, 1]) + np.diag([0.0, 0, 0, 0.01])[[3, 0, 1, 2]])
+    elif breakage == "rounded_lps":  # LPS, on the image's voxels but for 0.01 mm
+        x, y = label.shape[0] - 1 + 0.01, label.shape[1] - 1
+        lps = np.array([[-1.0, 0, 0, x], [0, -1, 0, y], [0, 0, 1, 0], [0, 0, 0, 1]])
+        write(case.label, label[::-1, ::-1].copy(), lps)
     elif breakage == "swapped":
         write(case.label, label, np.eye(4)[[1, 0, 2, 3]])
     elif breakage == "value":
