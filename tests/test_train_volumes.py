@@ -508,3 +508,33 @@ def test_the_split_record_is_the_runs_first_and_a_resume_says_when_cases_changed
     assert json.loads((tmp_path / "splits.resumed.json").read_text()) == changed
     record_split(tmp_path / "camvid", SimpleNamespace(split_names=lambda: None))
     assert not (tmp_path / "camvid").exists()  # fixed split files: nothing to record
+
+
+@pytest.mark.parametrize("units", [True, False])
+def test_bf16_on_a_cpu_trains_and_warns_only_without_bf16_units(
+    units, tmp_path, caplog, monkeypatch
+):
+    """trainer.precision=bf16-mixed on the CPU (README "Performance": 1.7x faster 3D
+    training where the CPU has bf16 units) trains, validates and tests through the same
+    code; on a CPU without bf16 units, which would emulate it, the run says so first."""
+    from segnet import pipeline
+
+    monkeypatch.setattr(pipeline, "cpu_has_bf16_units", lambda: units)
+    root = nifti_dataset(tmp_path / "data", "msd", n=6, shape=(19, 23, 17))
+    overrides = [
+        "experiment=hippocampus_unet3d",
+        f"data.root={root}",
+        "data.patch_size=[16,16,16]",
+        "data.batch_size=2",
+        "data.num_workers=0",
+        "trainer.max_epochs=1",
+        "trainer.check_val_every_n_epoch=1",
+        "trainer.accelerator=cpu",
+        "trainer.precision=bf16-mixed",
+        "model.tta=false",
+    ]  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        metrics, objects = train(compose("train", overrides, tmp_path / "run"))
+    assert 0.0 <= metrics["test/dice"] <= 1.0 and "val/dice_best" in metrics
+    assert str(objects["trainer"].precision) == "bf16-mixed"
+    assert ("CPU without bf16 units" in caplog.text) is not units
