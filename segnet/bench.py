@@ -359,13 +359,27 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     return r
 
 
-def trainer_choice(cfg: DictConfig) -> str:
-    """The trainer option the bench was given (``trainer=gpu``), passed on to each recipe."""
+def hydra_of(cfg: DictConfig) -> DictConfig:
+    """The Hydra part of the bench's config: in it (composed with it, as in tests) or the
+    running app's."""
     if "hydra" in cfg:
-        return cfg.hydra.runtime.choices.trainer
+        return cfg.hydra
     from hydra.core.hydra_config import HydraConfig
 
-    return HydraConfig.get().runtime.choices.trainer
+    return HydraConfig.get()
+
+
+def trainer_choice(cfg: DictConfig) -> str:
+    """The trainer option the bench was given (``trainer=gpu``), passed on to each recipe."""
+    return hydra_of(cfg).runtime.choices.trainer
+
+
+def trainer_settings(cfg: DictConfig) -> list[str]:
+    """The trainer settings the bench was given (``trainer.precision=bf16-mixed``), passed
+    on to each recipe after its own, as train.py takes them: the recipes are composed
+    anew, so without this they would be measured at their own settings in silence."""
+    task = hydra_of(cfg).overrides.task
+    return [o for o in task if o.lstrip("+~").startswith("trainer.")]
 
 
 def recipes_to_run(cfg: DictConfig) -> list[str]:
@@ -379,7 +393,12 @@ def recipes_to_run(cfg: DictConfig) -> list[str]:
 
 
 def recipe_overrides(cfg: DictConfig, name: str) -> list[str]:
-    return [*cfg.recipes[name], f"trainer={trainer_choice(cfg)}", *cfg.extra_overrides]
+    return [
+        *cfg.recipes[name],
+        f"trainer={trainer_choice(cfg)}",
+        *trainer_settings(cfg),
+        *cfg.extra_overrides,
+    ]
 
 
 def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:

@@ -19,6 +19,7 @@ def compose_bench(overrides):
         ["trainer=gpu"],
         ["trainer=gpu", "run=[camvid_full]"],
         ["'extra_overrides=[\"data.num_workers=8\"]'"],
+        ["trainer.precision=bf16-mixed", "trainer.max_epochs=3"],
     ],
 )
 def test_readme_commands_compose_every_recipe(command):
@@ -28,6 +29,8 @@ def test_readme_commands_compose_every_recipe(command):
     for name in names:
         recipe = compose_config("train", bench.recipe_overrides(cfg, name))
         assert recipe.trainer.accelerator == ("gpu" if "trainer=gpu" in command else "auto")
+        if "trainer.precision=bf16-mixed" in command:  # the bench's own trainer settings
+            assert recipe.trainer.precision == "bf16-mixed" and recipe.trainer.max_epochs == 3
     if "run=[camvid_full]" in command:
         assert cfg.recipes.camvid_full[0] == "experiment=camvid_segnet"
 
