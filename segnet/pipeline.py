@@ -443,8 +443,8 @@ def store_recomputed_bn(ckpt_path: str | Path, module: SegmentationModule) -> No
 
 def partial_test_setting(trainer: L.Trainer) -> str:
     """The setting that left part of the test split untested, as the user gave it:
-    fast_dev_run (``debug=fdr`` sets it) limits the batches itself, and Lightning's own
-    limit_test_batches then reads 1.0."""
+    fast_dev_run (``debug=fdr`` sets it), which sets Lightning's limit_test_batches itself,
+    or limit_test_batches."""
     if trainer.fast_dev_run:
         return f"trainer.fast_dev_run={trainer.fast_dev_run}"
     return f"trainer.limit_test_batches={trainer.limit_test_batches}"
