@@ -355,8 +355,8 @@ def record_split(out_dir: Path, dm: SegmentationDataModule, resumed: bool = Fals
     if resumed and path.is_file():
         if json.loads(path.read_text()) == names:
             return
-        part = (this_config_folder() or ".hydra.resumed").removeprefix(".hydra").strip(".")
-        first, path = path, out_dir / f"splits.{part or 'resumed'}.json"
+        part = (this_config_folder() or "").removeprefix(".hydra").strip(".") or "resumed"
+        first, path = path, out_dir / f"splits.{part}.json"
         log.warning(
             "the cases of each split differ from those this run started with (%s): cases "
             "were added, removed or renamed since; this part's are in %s",
