@@ -73,7 +73,7 @@ def test_volume_run_reports_per_case_dice(trained):
     assert saved["metrics"]["test/hd95_infinite"] == sum(np.isinf(hd))
     assert saved["cases"]["surface_tolerance_mm"] == 1.0
     assert saved["tta"] is True  # the Hippocampus recipes test with mirroring, as nnU-Net
-    assert saved["mirror_axes"] == [0, 1, 2]  # data.flip: true
+    assert saved["mirror_axes"] == [0]  # the recipes flip left-right only
     assert set(saved["cases"]["foreground_mean"]) == {"dice", "hd95", "nsd"}
     # val/* are the last epoch's (epoch 1 of 2); best.ckpt is from one of the two epochs
     assert saved["epochs_trained"] == 2 and saved["best_epoch"] in (0, 1)
