@@ -298,7 +298,7 @@ def test_evaluate_applies_the_window_it_is_given(trained, tmp_path):
     assert ev["test/loss"] != pytest.approx(metrics["test/loss"], abs=1e-7)
     # without them, the checkpoint's window and its training's test figures (a training
     # setting given as it was trained is accepted: it changes nothing)
-    ev, _ = evaluate(compose("evaluate", [*common, "+data.flip=true"], tmp_path / "as_trained"))
+    ev, _ = evaluate(compose("evaluate", [*common, "+data.flip=[0]"], tmp_path / "as_trained"))
     window = json.loads((tmp_path / "as_trained" / "metrics.json").read_text())["sliding_window"]
     assert window["roi_size"] == [16, 16, 16] and window["overlap"] == 0.5
     assert ev["test/loss"] == pytest.approx(metrics["test/loss"], abs=1e-6)
