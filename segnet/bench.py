@@ -187,7 +187,7 @@ class BareLoop:
         hand-written loop that reports it computes it (the bare epochs do)."""
         x, y = self._to(batch)
         with self.amp:
-            # single-pass, as validation predicts: a recipe's mirroring TTA (8 passes per
+            # single-pass, as validation predicts: a recipe's mirroring TTA (up to 8 passes per
             # volume) belongs to its test stage only
             logits = self.module.predict_logits(x, y.shape[1:], tta=False)
             logits.argmax(1)
