@@ -4,6 +4,8 @@ with a message that names the file and says what to do."""
 
 from __future__ import annotations
 
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,10 @@ def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, A
     if not path.is_file():
         raise FileNotFoundError(f"{setting}={str(path)!r}: no such file.")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # EOFError, zip "central directory" errors, unpickling errors
+        ckpt = safe_load(path)
+    except CheckpointError as err:
+        raise CheckpointError(f"{setting}={str(path)!r} {err}") from None
+    except Exception as err:  # EOFError, zip "central directory" errors
         others = sorted(p.name for p in path.parent.glob("*.ckpt") if p.name != path.name)
         # torch's first sentence says what failed; what follows is advice of its own
         said = (str(err).strip().splitlines() or [""])[0].split(". ")[0].rstrip(".")
@@ -45,12 +49,35 @@ def read_checkpoint(path: str | Path, setting: str = "ckpt_path") -> dict[str, A
     return ckpt
 
 
+def safe_load(path: str | Path, mmap: bool = False) -> Any:
+    """``torch.load`` restricted to tensors and plain containers (``weights_only``), the
+    one way this project reads a checkpoint: a file whose unpickling would build any other
+    object (and so could run code) is refused before anything in it runs, with
+    :class:`CheckpointError` saying so. Other failures (a truncated file) are raised as
+    torch raises them."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+    except pickle.UnpicklingError as err:
+        said = str(err)
+        if "weights_only" not in said.lower().replace(" ", "_"):
+            raise
+        found = re.search(r"GLOBAL ([\w.]+)|global '?([\w.]+)", said)
+        what = f" ({next(g for g in found.groups() if g)})" if found else ""
+        raise CheckpointError(
+            f"holds a Python object{what} that only full unpickling could rebuild, and "
+            "unpickling can run any code, so it was not loaded. The checkpoints this "
+            "project writes hold only tensors and plain values: this one was altered or "
+            "written by other code."
+        ) from None
+
+
 def peek_checkpoint(path: str | Path) -> dict[str, Any] | None:
     """A checkpoint's counters and records (epoch, step, ``segnet``), memory-mapped so that
-    its weights are not read; None when it cannot be read (a caller that needs the file
-    reads it with :func:`read_checkpoint`, which says what is wrong)."""
+    its weights are not read; None when it cannot be read, or would need full unpickling
+    (a caller that needs the file reads it with :func:`read_checkpoint`, which says what is
+    wrong). Never runs code from the file."""
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+        ckpt = safe_load(path, mmap=True)
     except Exception:
         return None
     return ckpt if isinstance(ckpt, dict) else None

@@ -156,6 +156,7 @@ def traceback_in_log(what: str) -> Iterator[None]:
     why the run failed. On the console, a refusal (``REFUSALS``) of a single run shows as
     its message alone, with where the traceback is; anything else as Hydra shows it, with
     its traceback (in a multirun, Hydra reports each failed job itself)."""
+    from segnet.files import OutOfSpaceError
     from segnet.outputs import WORK, discard_refused_run
 
     WORK["started"] = False
@@ -172,6 +173,10 @@ def traceback_in_log(what: str) -> Iterator[None]:
             )
         )
         files = log_files()
+        if isinstance(err, OutOfSpaceError) and not in_multirun():
+            # a full disk is no bug to trace: what is kept and what to do is the message
+            where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
+            raise SystemExit(f"{what} stopped: {err}{where}") from None
         if is_refusal(err) and not in_multirun():
             where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
             if discard_refused_run([Path(h.baseFilename) for h in files]) is not None:

@@ -149,6 +149,9 @@ def data_config(
         data_cfg.class_names = trained_names
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
+    fixed = get_class(data_cfg._target_).settings_from_info(module.data_info)
+    for key, value in fixed.items():
+        data_cfg[key] = value
     return data_cfg, overrides, as_trained
 
 

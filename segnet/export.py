@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from segnet.console import to_log_file, traceback_in_log
+from segnet.files import staged, write_text
 from segnet.loading import (  # noqa: F401  (the loaders are part of this module's API)
     ENSEMBLE_NAME,
     LOADERS,
@@ -277,10 +278,11 @@ def write_model(
         for fmt in formats:
             path = out_dir / f"model{SUFFIX[fmt]}"
             started.append(path)
-            if fmt == "safetensors":
-                save_safetensors(net, path)
-            else:
-                WRITERS[fmt](net, path, example)
+            with staged(path) as tmp:  # whole or not at all, even on a full disk
+                if fmt == "safetensors":
+                    save_safetensors(net, tmp)
+                else:
+                    WRITERS[fmt](net, tmp, example)
             normal_permissions(path)
             diffs[fmt], scale = reload_difference(net, path, fmt, example)
             say(f"{fmt:12s} {path}  largest difference on reload: {diffs[fmt]:.3g}")
@@ -291,22 +293,20 @@ def write_model(
                     f"other files of this export. Export without it (formats=[...] without "
                     f"{fmt}), or report the model and torch version."
                 )
+        card = {
+            **card,
+            "files": {f: f"model{SUFFIX[f]}" for f in formats},
+            "verified_max_abs_diff": diffs,
+        }
+        started.append(out_dir / CARD_NAME)
+        write_text(out_dir / CARD_NAME, json.dumps(card, indent=2))
     except BaseException:
-        # whatever stopped it (a failed write, a reload that disagrees, Ctrl+C): the files
-        # of this export go, none of them a verified model, and the cause is raised
+        # whatever stopped it (a failed write, a full disk, a reload that disagrees,
+        # Ctrl+C): the files of this export go, none of them a verified model, and the
+        # cause is raised
         for written in started:
             written.unlink(missing_ok=True)
         raise
-    (out_dir / CARD_NAME).write_text(
-        json.dumps(
-            {
-                **card,
-                "files": {f: f"model{SUFFIX[f]}" for f in formats},
-                "verified_max_abs_diff": diffs,
-            },
-            indent=2,
-        )
-    )
     normal_permissions(out_dir / CARD_NAME)
     say(f"model card   {out_dir / CARD_NAME}")
     return diffs
@@ -356,24 +356,24 @@ def export_ensemble(
         for member, path, model in zip(members, ckpt_paths, models, strict=True):
             say(f"{member}: {path}")
             diffs[member] = write_model(model, out_dir / member, formats, example_size)
+        listing = {
+            "members": members,
+            "checkpoints": [str(p) for p in ckpt_paths],
+            # what segnet.predict does, spelt out for a runtime without this package
+            "combine": (
+                "run each member as its model.json describes (its own window; mirroring on or off "
+                "as the first member's says, each member flipping its own axes), average the "
+                "members' softmax probabilities, then take the argmax"
+            ),
+        }
+        write_text(out_dir / ENSEMBLE_NAME, json.dumps(listing, indent=2))
     except BaseException:
-        # a member that failed (its file's check, a write, Ctrl+C): no ensemble, so none of
+        # a member that failed (its file's check, a write, Ctrl+C) or the listing: no ensemble, so none of
         # its members either (each folder new, as checked above), and the folder free for
         # the next try
         for member in members:
             shutil.rmtree(out_dir / member, ignore_errors=True)
         raise
-    listing = {
-        "members": members,
-        "checkpoints": [str(p) for p in ckpt_paths],
-        # what segnet.predict does, spelt out for a runtime without this package
-        "combine": (
-            "run each member as its model.json describes (its own window; mirroring on or off "
-            "as the first member's says, each member flipping its own axes), average the "
-            "members' softmax probabilities, then take the argmax"
-        ),
-    }
-    (out_dir / ENSEMBLE_NAME).write_text(json.dumps(listing, indent=2))
     normal_permissions(out_dir / ENSEMBLE_NAME)
     say(f"ensemble     {out_dir / ENSEMBLE_NAME} ({len(members)} members)")
     return diffs

@@ -11,7 +11,8 @@ import torch
 
 
 def scores_from_confusion(cm: torch.Tensor) -> dict[str, torch.Tensor]:
-    """``cm[true, pred]`` counts -> global_acc, class_acc, iou (per class), miou.
+    """``cm[true, pred]`` counts -> global_acc, class_acc, iou (per class), miou, and per
+    class precision and recall.
 
     Classes absent from both labels and predictions get NaN IoU/accuracy and are left out
     of the means, as in the SegNet and Cityscapes evaluation code.
@@ -23,11 +24,15 @@ def scores_from_confusion(cm: torch.Tensor) -> dict[str, torch.Tensor]:
     union = gt + pred - tp
     iou = torch.where(union > 0, tp / union.clamp(min=1), torch.nan)
     class_acc = torch.where(gt > 0, tp / gt.clamp(min=1), torch.nan)
+    precision = torch.where(pred > 0, tp / pred.clamp(min=1), torch.nan)
     return {
         "global_acc": tp.sum() / cm.sum().clamp(min=1),
         "class_acc": class_acc.nanmean(),
         "miou": iou.nanmean(),
         "iou": iou,
+        # per class, over all pixels of the split: recall is the class accuracy
+        "precision": precision,
+        "recall": class_acc,
     }
 
 

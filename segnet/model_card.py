@@ -103,6 +103,24 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
             {"step": "argmax", "axis": 1, "result": "class index per pixel"},
             {"step": "colorize", "palette": "output.palette (RGB per class index)"},
         ]
+    elif norm["kind"] == "image_mean_std":
+        pre = [
+            {
+                "step": "decode",
+                "to": f"{norm['color_mode']} (H, W, {len(norm['mean'])}) in the image's own "
+                "units (0-255 for 8 bit, 0-65535 for 16 bit), as float32",
+                "with": f"Pillow: Image.convert('{norm['color_mode']}'), except 16-bit grey "
+                "images, read as they are",
+            },
+            {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
+            {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
+        ]
+        post = [
+            {"step": "argmax", "axis": 1, "result": "class index per pixel, at native size"},
+        ]
+        if data.sliding_window:
+            onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
+            onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
     else:
         pre = [
             {

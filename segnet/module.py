@@ -461,6 +461,11 @@ class SegmentationModule(L.LightningModule):
         out.update({f"{stage}/{k}": float(scores[k]) for k in ("global_acc", "class_acc", "miou")})
         for name, value in zip(self.class_names, scores["iou"].tolist(), strict=True):
             out[f"{stage}/iou/{name}"] = value
+        if stage == "test" and self.per_case:
+            # binary and small-class tasks (images, volumes) read these beside Dice and IoU
+            for metric in ("precision", "recall"):
+                for name, value in zip(self.class_names, scores[metric].tolist(), strict=True):
+                    out[f"{stage}/{metric}/{name}"] = value
         if self.per_case:
             rows = self.case_rows[stage].compute().cpu()
             self.case_rows[stage].reset()

@@ -10,7 +10,6 @@ import inspect
 import json
 import logging
 import math
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.callbacks.progress import EpochLog, progress_bar
+from segnet.checkpoint_io import AtomicCheckpointIO, write_checkpoints_atomically
 from segnet.checkpoints import (
     check_latest,
     check_not_finished,
@@ -49,6 +49,7 @@ from segnet.console import (
 )
 from segnet.data.base import SegmentationDataModule, check_shareable
 from segnet.data.info import DataInfo
+from segnet.files import write_text
 from segnet.metrics import summarize_cases
 from segnet.models import batchnorm_layers, init_only_settings
 from segnet.module import SegmentationModule, check_monitor, enable_tf32
@@ -287,6 +288,7 @@ def build_trainer(
     trainer = instantiate(
         cfg.trainer, **{"callbacks": callbacks, "logger": loggers or False, **overrides}
     )
+    write_checkpoints_atomically(trainer)
     if isinstance(trainer.accelerator, CUDAAccelerator):
         # before fit: Lightning checks the precision while setting up the device, and warns
         # that tensor cores go unused when it is still the default
@@ -320,7 +322,7 @@ def write_metrics(path: Path, metrics: dict[str, Any], **extra: Any) -> Path:
     payload = {**extra, "metrics": {k: float(v) for k, v in metrics.items()}}
     # strict JSON, which other tools parse: a class absent from both label and prediction
     # has no Dice (NaN, as MONAI and nnU-Net leave it), written as null
-    path.write_text(json.dumps(finite_or_null(payload), indent=2, allow_nan=False))
+    write_text(path, json.dumps(finite_or_null(payload), indent=2, allow_nan=False))
     return path
 
 
@@ -366,7 +368,7 @@ def record_split(out_dir: Path, dm: SegmentationDataModule, resumed: bool = Fals
     counts = ", ".join(f"{len(cases)} {split}" for split, cases in names.items())
     log.info("cases: %s (by name in %s)", counts, path)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(names, indent=2) + "\n")
+    write_text(path, json.dumps(names, indent=2) + "\n")
 
 
 def write_outputs(
@@ -433,12 +435,10 @@ def store_recomputed_bn(ckpt_path: str | Path, module: SegmentationModule) -> No
     was loaded from, marked ``bn_recomputed``, so that the checkpoint holds exactly what was
     tested. Written to a temporary file and renamed: never a half-written checkpoint."""
     path = Path(ckpt_path)
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = read_checkpoint(path, "best checkpoint")
     ckpt["state_dict"] = {k: v.detach().cpu() for k, v in module.state_dict().items()}
     ckpt["bn_recomputed"] = module.bn_recomputed
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(ckpt, tmp)
-    os.replace(tmp, path)
+    AtomicCheckpointIO().save_checkpoint(ckpt, path)
 
 
 def partial_test_setting(trainer: L.Trainer) -> str:
@@ -628,7 +628,8 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
     if cfg.get("train", True):
         try:
             training_starts()
-            trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
+            # weights_only: Lightning's own read of a resumed checkpoint cannot run code
+            trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"), weights_only=True)
         except SIGTERMException:
             # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested. The
             # command is said once (rank 0); the other ranks stop with the same failure code
@@ -650,7 +651,7 @@ def train(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
         # the other ranks must wait for rank 0 before they read the file.
         trainer.strategy.barrier("best checkpoint written")
         if best:
-            ckpt = torch.load(best, map_location="cpu", weights_only=False)
+            ckpt = read_checkpoint(best, "best checkpoint")
             module.load_state_dict(ckpt["state_dict"])
             module.bn_recomputed = ckpt.get("bn_recomputed")
             log.info("testing the best checkpoint %s", best)

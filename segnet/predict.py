@@ -28,16 +28,18 @@ import torch
 from PIL import Image
 from torchvision import tv_tensors
 
+from segnet.data import images as own_images
 from segnet.data import nifti
 from segnet.data.camvid import CamVidDataError, check_image, rgb_of
 from segnet.data.info import voxel_size_warning
 from segnet.data.palette import colorize
 from segnet.data.transforms import normalize, resize_images
 from segnet.ensemble import average_probabilities, check_distinct, check_same_data
+from segnet.files import staged
 from segnet.inference import check_mirroring
 from segnet.loading import load_model, model_files
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+IMAGE_SUFFIXES = own_images.IMAGE_SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,19 @@ class Predictor:
         return pred.cpu().numpy().astype(np.uint8)
 
     @torch.no_grad()
+    def predict_own_image(self, path: str | Path) -> np.ndarray:
+        """An image file -> (H, W) class indices at its own size, for a model trained on
+        one's own images (``data=images``): decoded to the colour mode it was trained on,
+        normalised with its training set's mean and std, windows over a large image."""
+        norm = self.info.normalization
+        raw = own_images.read_image(Path(path), norm["color_mode"])
+        x = (raw - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"], np.float32)
+        x = torch.from_numpy(x.transpose(2, 0, 1).copy())[None].to(self.device)
+        pred = self.logits(x, raw.shape[:2]).argmax(1)[0]
+        dtype = np.uint8 if self.info.num_classes <= 256 else np.uint16
+        return pred.cpu().numpy().astype(dtype)
+
+    @torch.no_grad()
     def predict_volume(self, path: str | Path) -> tuple[np.ndarray, nifti.Volume]:
         """A NIfTI file -> (RAS label map, the volume it came from)."""
         volume = nifti.load_volume(nifti.Case(nifti.case_name(Path(path)), Path(path), None))
@@ -170,12 +185,16 @@ class Predictor:
         if is_volume:
             pred, volume = self.predict_volume(path)
             return [nifti.save_label_volume(pred, volume, targets[0])]
-        with Image.open(path) as im:
-            # upright as viewers show it (a phone photo's EXIF orientation), so that the
-            # mask lies over the picture the user sees
-            mask = self.predict_image(rgb_of(ImageOps.exif_transpose(im), path))
+        if self.info.normalization["kind"] == "image_mean_std":
+            mask = self.predict_own_image(path)
+        else:
+            with Image.open(path) as im:
+                # upright as viewers show it (a phone photo's EXIF orientation), so that the
+                # mask lies over the picture the user sees
+                mask = self.predict_image(rgb_of(ImageOps.exif_transpose(im), path))
         for target, array in zip(targets, (mask, colorize(mask, self.palette)), strict=True):
-            Image.fromarray(array).save(target)
+            with staged(target) as tmp:
+                Image.fromarray(array).save(tmp)
         return targets
 
     def check_kind(self, path: Path) -> bool:
@@ -188,6 +207,12 @@ class Predictor:
                 f"{path}: this model segments {kind} ({dims}D); give it one of those, or use a "
                 f"model trained on {'volumes' if is_volume else 'images'}."
             )
+        if not is_volume:
+            if self.info.normalization["kind"] == "image_mean_std":
+                # decodes to the colour mode trained on (16-bit grey cannot become colour)
+                own_images.read_image(path, self.info.normalization["color_mode"])
+            else:
+                check_image(path)  # 8-bit colour or grey, as the model was trained on
         if is_volume:  # the header alone: every input is checked before any is predicted
             try:
                 shape = nifti.header_shape(path)
@@ -282,7 +307,7 @@ def main(argv: list[str] | None = None) -> None:
             if item.name.endswith(nifti.NIFTI_SUFFIXES):
                 nifti.load_volume(nifti.Case(nifti.case_name(item), item, None))
             else:
-                check_image(item)
+                own_images.open_image(item)  # what kind the model takes: check_kind
         except (CamVidDataError, nifti.NiftiDataError) as err:
             raise SystemExit(str(err)) from None
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback

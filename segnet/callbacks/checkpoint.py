@@ -24,8 +24,9 @@ class LastCheckpoint(L.Callback):
     """Saves ``<dirpath>/<filename>`` at the end of a training epoch when ``every_minutes``
     have passed since the previous save (0: every epoch), and after the last epoch.
 
-    Lightning writes to a temporary file and renames it, so the file on disk is always a
-    complete checkpoint, however the process ends.
+    The trainer's writer (:mod:`segnet.checkpoint_io`) writes a temporary file beside it
+    and renames it, so the file on disk is always a complete checkpoint, however the
+    process ends.
     """
 
     def __init__(self, dirpath: str, filename: str = "last.ckpt", every_minutes: float = 5.0):

@@ -15,6 +15,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from segnet.data.info import DataInfo
+from segnet.files import staged
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,13 @@ class SegmentationDataModule(L.LightningDataModule):
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot save predictions")
 
+    @classmethod
+    def settings_from_info(cls, info: DataInfo) -> dict[str, Any]:
+        """The data settings a checkpoint fixes when its data is read again (evaluation),
+        from its description: e.g. a normalisation computed from the training set, which
+        the data scored must not recompute. None by default."""
+        return {}
+
     def provides(self, method: str) -> bool:
         """Whether this DataModule implements an optional part of the contract
         (``bn_dataloader``, ``save_prediction``): checked before any data is read by what
@@ -215,7 +223,7 @@ class SegmentationDataModule(L.LightningDataModule):
                 columns += [f"{metric}_{c}" for c in class_names[first:]]
                 values.append(cases[metric][:, first:])
         table = torch.cat(values, 1).tolist()
-        with path.open("w", newline="") as f:
+        with staged(path) as tmp, tmp.open("w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(["case", *columns])
             for i, row in zip(cases["index"].tolist(), table, strict=True):

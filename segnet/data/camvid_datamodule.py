@@ -28,6 +28,7 @@ from segnet.data.transforms import (
     resize_labels,
     train_transform,
 )
+from segnet.files import staged
 
 log = logging.getLogger(__name__)
 CLASS_WEIGHT_RULES = ("median_frequency", "median_frequency_sqrt", "none")
@@ -283,7 +284,8 @@ class CamVidDataModule(SegmentationDataModule):
         ):
             if path.exists():
                 raise FileExistsError(f"{path} exists; predictions are never overwritten.")
-            Image.fromarray(array).save(path)
+            with staged(path) as tmp:
+                Image.fromarray(array).save(tmp)
 
     # -- class weights ------------------------------------------------------------------
     def compute_class_weights(self) -> list[float] | None:

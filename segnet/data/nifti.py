@@ -28,6 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from segnet.files import staged
+
 log = logging.getLogger(__name__)
 
 NIFTI_SUFFIXES = (".nii.gz", ".nii")
@@ -570,6 +572,6 @@ def save_label_volume(label_ras: np.ndarray, volume: Volume, path: Path) -> Path
     header.set_data_dtype(np.uint8 if back.max() < 256 else np.int16)
     header.set_slope_inter(1, 0)
     out = nib.Nifti1Image(back.astype(header.get_data_dtype()), volume.affine, header=header)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nib.save(out, str(path))
+    with staged(path) as tmp:
+        nib.save(out, str(tmp))
     return path

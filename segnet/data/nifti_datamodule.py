@@ -20,47 +20,10 @@ from segnet.data import nifti
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
+from segnet.data.splits import split_cases
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
-
-
-def split_cases(
-    names: Sequence[str],
-    val_fraction: float,
-    test_fraction: float,
-    seed: int,
-    fold: int | None = None,
-    num_folds: int = 5,
-) -> dict[str, list[int]]:
-    """Indices of train/val/test. The test part is drawn first from a seeded permutation;
-    the rest is split by ``val_fraction``, or into ``num_folds`` folds with ``fold`` as val."""
-    order = np.random.default_rng(seed).permutation(len(names))
-    n_test = int(round(test_fraction * len(names)))
-    test, rest = order[:n_test], order[n_test:]
-    if fold is not None:
-        if not 0 <= fold < num_folds:
-            raise ValueError(
-                f"data.fold={fold} must be in 0..{num_folds - 1} (data.num_folds={num_folds})."
-            )
-        if len(rest) < num_folds:
-            raise ValueError(
-                f"data.num_folds={num_folds}: only {len(rest)} case(s) are left after the test "
-                f"split to share out, so some folds would be empty; use at most {len(rest)} "
-                "folds (data.val_fraction does not apply with data.fold)."
-            )
-        folds = np.array_split(rest, num_folds)
-        val = folds[fold]
-        train = np.concatenate([f for i, f in enumerate(folds) if i != fold])
-    else:
-        n_val = max(1, int(round(val_fraction * len(names)))) if val_fraction > 0 else 0
-        val, train = rest[:n_val], rest[n_val:]
-    return {
-        "train": sorted(train.tolist()),
-        "val": sorted(val.tolist()),
-        "test": sorted(test.tolist()),
-        "all": list(range(len(names))),
-    }
 
 
 # RAS axes, as volumes are held (segnet.data.nifti)

@@ -1,0 +1,466 @@
+"""A user's own 2D images and masks: finding the pairs, decoding them, and turning mask
+values (or colours) into class indices, with errors that name the file and the setting.
+
+Where pairs come from (:func:`find_pairs`):
+
+* a folder with an image folder and a mask folder (``images/`` + ``labels/`` or ``masks/``,
+  or ``data.image_dir`` / ``data.label_dir``), paired by name: ``data.image_name`` and
+  ``data.label_name`` are patterns with one ``{id}`` (``{id}_training`` and
+  ``{id}_manual1`` pair ``21_training.tif`` with ``21_manual1.gif``); extensions are
+  ignored;
+* the same under ``train/``, ``val/`` and ``test/``: given splits;
+* a CSV with ``image`` and ``label`` columns, optional ``roi`` and ``split``; a relative
+  path is relative to the CSV's folder.
+
+Masks (:class:`LabelMapping`): index masks (value = class), any values listed in
+``data.label_values`` (``label_values[i]``: the value of class ``i``; 0/255 binary masks),
+palette PNGs (their indices, or their grey values where the palette is grey, as in GIFs),
+colour masks through ``data.palette`` (one RGB colour per
+class); ``data.ignore_values`` are void. A region-of-interest mask makes its zero pixels
+void.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
+IMAGE_DIRS = ("images", "image", "imgs", "img")
+LABEL_DIRS = ("labels", "label", "masks", "mask", "annotations", "gt", "groundtruth")
+ROI_DIRS = ("roi", "rois", "fov")
+SPLITS = ("train", "val", "test")
+# Pillow modes by what the network sees: single channel, colour, colour + alpha
+COLOR_MODES = {"L": 1, "RGB": 3, "RGBA": 4}
+
+
+class ImageDataError(ValueError):
+    """An image, a mask or the list of them cannot be used as it is."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    name: str  # the image's file name: predictions are named after it
+    image: Path
+    label: Path | None
+    roi: Path | None = None
+    split: str | None = None  # a given split (folder or CSV column); None: drawn
+
+
+# -- finding the pairs -----------------------------------------------------------------
+def image_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def name_pattern(pattern: str, setting: str) -> re.Pattern:
+    """``{id}_manual1`` as a regular expression matching a file stem, ``id`` captured."""
+    if pattern.count("{id}") != 1:
+        raise ValueError(
+            f"{setting}={pattern!r}: give a file-name pattern with one {{id}} (the part that "
+            "image and mask share), e.g. '{id}_training' and '{id}_manual1'."
+        )
+    head, tail = pattern.split("{id}")
+    return re.compile(f"^{re.escape(head)}(?P<id>.+?){re.escape(tail)}$")
+
+
+def keyed(files: list[Path], pattern: re.Pattern, folder: Path, setting: str) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for path in files:
+        match = pattern.match(path.stem)
+        if match is None:
+            continue
+        key = match["id"]
+        if key in out:
+            raise ImageDataError(
+                f"{out[key].name} and {path.name} in {folder} both match {setting} with the "
+                f"same id {key!r}: keep one, or make the pattern tell them apart."
+            )
+        out[key] = path
+    return out
+
+
+def subfolder(root: Path, given: str | None, choices: Sequence[str], what: str) -> Path | None:
+    if given:
+        folder = root / given
+        if not folder.is_dir():
+            raise FileNotFoundError(f"data.{what}_dir={given}: no folder {folder}.")
+        return folder
+    return next((root / c for c in choices if (root / c).is_dir()), None)
+
+
+def folder_pairs(
+    root: Path,
+    image_dir: str | None,
+    label_dir: str | None,
+    roi_dir: str | None,
+    image_name: str,
+    label_name: str,
+    split: str | None = None,
+) -> list[Pair]:
+    images = subfolder(root, image_dir, IMAGE_DIRS, "image")
+    labels = subfolder(root, label_dir, LABEL_DIRS, "label")
+    if images is None or labels is None:
+        have = sorted(p.name + "/" for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        raise FileNotFoundError(
+            f"{root}: expected an image folder ({'/, '.join(IMAGE_DIRS)}/) and a mask folder "
+            f"({'/, '.join(LABEL_DIRS)}/), or train/ val/ test/ holding them; it has "
+            f"{', '.join(have) or 'no folders'}. Name them with data.image_dir= and "
+            "data.label_dir=, or list the pairs in a CSV (data.csv=)."
+        )
+    rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
+    image_re = name_pattern(image_name, "data.image_name")
+    label_re = name_pattern(label_name, "data.label_name")
+    by_id = keyed(image_files(images), image_re, images, "data.image_name")
+    masks = keyed(image_files(labels), label_re, labels, "data.label_name")
+    roi_masks = keyed(image_files(rois), image_re, rois, "data.image_name") if rois else {}
+    if not by_id:
+        raise ImageDataError(
+            f"{images}: no image files ({', '.join(IMAGE_SUFFIXES)}) whose names match "
+            f"data.image_name={image_name!r}."
+        )
+    if masks and not set(masks) & set(by_id):
+        raise ImageDataError(unpaired_message(images, labels, by_id, masks))
+    lonely_masks = sorted(set(masks) - set(by_id))
+    if lonely_masks:
+        path = masks[lonely_masks[0]]
+        raise ImageDataError(
+            f"mask {path} has no image in {images} (looked for "
+            f"{image_name.replace('{id}', lonely_masks[0])}.*); {len(lonely_masks)} mask(s) "
+            "in all have none. Add the images, remove the masks, or set data.image_name / "
+            "data.label_name to the rule that pairs their names."
+        )
+    unlabelled = sorted(set(by_id) - set(masks))
+    if unlabelled:
+        path = by_id[unlabelled[0]]
+        raise ImageDataError(
+            f"image {path} has no mask in {labels} (looked for "
+            f"{label_name.replace('{id}', unlabelled[0])}.*); {len(unlabelled)} image(s) in all "
+            "have none. Add the masks, remove the images, or set data.label_name (e.g. "
+            "'{id}_mask') to the rule that pairs their names."
+        )
+    # under split folders the name keeps its folder: train/0.png and test/0.png differ
+    prefix = f"{split}/" if split else ""
+    return [
+        Pair(prefix + by_id[k].name, by_id[k], masks[k], roi_masks.get(k), split)
+        for k in sorted(by_id, key=lambda k: by_id[k].name)
+    ]
+
+
+def unpaired_message(
+    images: Path, labels: Path, by_id: dict[str, Path], masks: dict[str, Path]
+) -> str:
+    """No image pairs with any mask by name: show one of each, and the naming rule that
+    would pair them where one does (``21_training`` and ``21_manual1``: the part before
+    the first separator they share)."""
+    image, mask = by_id[min(by_id)].stem, masks[min(masks)].stem
+    hint = ""
+    head = re.match(r"^(.*?)([_\-. ])", image)
+    if head and mask.startswith(head[0]):
+        key, sep = head[1], head[2]
+        rules = (f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}")
+        paired = [
+            keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
+            keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
+        ]
+        if key and set(paired[0]) & set(paired[1]):
+            hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
+    return (
+        f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
+        f"{mask}): data.image_name and data.label_name are the rule, patterns with one {{id}} "
+        f"for the part image and mask share.{hint}"
+    )
+
+
+def csv_pairs(path: Path) -> list[Pair]:
+    """Rows of ``image,label[,roi][,split]``; relative paths are relative to the CSV."""
+    if not path.is_file():
+        raise FileNotFoundError(f"data.csv={path}: no such file.")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    columns = set(rows[0]) if rows else set()
+    if not {"image", "label"} <= columns:
+        raise ImageDataError(
+            f"data.csv={path}: expected a header with image and label columns (roi and split "
+            f"optional); it has {sorted(c for c in columns if c) or 'no rows'}."
+        )
+    pairs = []
+    for n, row in enumerate(rows, start=2):
+        missing = [c for c in ("image", "label") if not (row.get(c) or "").strip()]
+        if missing:
+            raise ImageDataError(f"data.csv={path}, line {n}: no {' and no '.join(missing)}.")
+        split = (row.get("split") or "").strip() or None
+        if split is not None and split not in SPLITS:
+            raise ImageDataError(
+                f"data.csv={path}, line {n}: split {split!r}; use train, val, test or leave "
+                "it empty (drawn by data.val_fraction and data.test_fraction)."
+            )
+        image, label = (resolve(path, row[c]) for c in ("image", "label"))
+        roi = resolve(path, row["roi"]) if (row.get("roi") or "").strip() else None
+        pairs.append(Pair(image.name, image, label, roi, split))
+    return pairs
+
+
+def resolve(csv_path: Path, value: str) -> Path:
+    p = Path(value.strip()).expanduser()
+    return p if p.is_absolute() else csv_path.parent / p
+
+
+def find_pairs(
+    root: Path,
+    csv_file: str | None,
+    image_dir: str | None = None,
+    label_dir: str | None = None,
+    roi_dir: str | None = None,
+    image_name: str = "{id}",
+    label_name: str = "{id}",
+) -> list[Pair]:
+    """Every (image, mask) pair of the data, each with its given split if any."""
+    if csv_file:
+        pairs = csv_pairs(Path(csv_file).expanduser())
+    elif root.is_dir() and any((root / s).is_dir() for s in SPLITS):
+        pairs = []
+        for split in SPLITS:
+            if (root / split).is_dir():
+                pairs += folder_pairs(
+                    root / split, image_dir, label_dir, roi_dir, image_name, label_name, split
+                )
+    elif not root.is_dir():
+        raise FileNotFoundError(
+            f"data.root={root}: no such folder. Point data.root at the folder holding your "
+            "images and masks, or data.csv at a CSV listing them."
+        )
+    else:
+        pairs = folder_pairs(root, image_dir, label_dir, roi_dir, image_name, label_name)
+    for pair in pairs:
+        for what, path in (("image", pair.image), ("mask", pair.label), ("roi", pair.roi)):
+            if path is not None and not path.is_file():
+                raise FileNotFoundError(f"{what} {path}: no such file.")
+    names = [p.name for p in pairs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ImageDataError(
+            f"{len(twice)} image name(s) occur twice, e.g. {twice[0]}: predictions and the "
+            "per-image scores are named after the image, so give each image its own name."
+        )
+    return pairs
+
+
+# -- decoding -------------------------------------------------------------------------
+def open_image(path: Path) -> Image.Image:
+    try:
+        im = Image.open(path)
+        im.load()
+        return im
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        raise ImageDataError(f"cannot read {path}: {err}") from None
+
+
+def header(path: Path) -> tuple[str, int, int]:
+    """(colour mode, height, width) from the file's header, without decoding it."""
+    try:
+        with Image.open(path) as im:
+            return color_mode(im), im.height, im.width
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        raise ImageDataError(f"cannot read {path}: {err}") from None
+
+
+def color_mode(im: Image.Image) -> str:
+    """What an image is to the network: ``L`` (one channel, any bit depth), ``RGB`` or
+    ``RGBA``."""
+    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+        return "RGBA" if im.mode != "LA" else "L"
+    if im.mode in ("RGB", "CMYK", "YCbCr", "P", "HSV", "LAB"):
+        return "RGB"
+    return "L"  # 1, L, I, I;16, F
+
+
+def read_image(path: Path, mode: str) -> np.ndarray:
+    """(H, W, C) float32 in the image's own units (0-255 for 8-bit, 0-65535 for 16-bit)."""
+    im = open_image(path)
+    if mode == "L":
+        if im.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+            array = np.asarray(im, dtype=np.float32)
+        else:
+            array = np.asarray(im.convert("L"), dtype=np.float32)
+        return array[..., None]
+    if mode not in COLOR_MODES:
+        raise ValueError(f"colour mode {mode!r}: one of {', '.join(COLOR_MODES)}.")
+    if im.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+        raise ImageDataError(
+            f"image {path} is a 16-bit grey image, and the others are {mode}: give one kind."
+        )
+    return np.asarray(im.convert(mode), dtype=np.float32)
+
+
+def read_mask(path: Path) -> np.ndarray:
+    """A mask as one integer code per pixel: its value (grey, 16-bit, palette index, bool
+    as 0/1), or for a colour mask ``r * 65536 + g * 256 + b``."""
+    im = open_image(path)
+    if im.mode in ("RGB", "RGBA", "CMYK", "YCbCr"):
+        rgb = np.asarray(im.convert("RGB")).astype(np.int64)
+        if (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 1] == rgb[..., 2]).all():
+            return rgb[..., 0]  # grey values saved as colour
+        return rgb[..., 0] * 65536 + rgb[..., 1] * 256 + rgb[..., 2]
+    if im.mode == "LA":
+        im = im.getchannel("L")
+    codes = np.asarray(im).astype(np.int64)
+    if im.mode == "P":
+        # a palette of greys (GIF masks, grey PNGs saved with a palette) shows grey values,
+        # which are what a user reads and names; a palette of colours (VOC-style masks)
+        # keeps its indices, the class numbers
+        palette = np.array(im.getpalette() or [], np.int64).reshape(-1, 3)
+        used = np.unique(codes)
+        if len(palette) > used.max() and (palette[used] == palette[used][:, :1]).all():
+            return palette[codes, 0]
+    return codes
+
+
+def is_colour(code: int) -> bool:
+    return code > 65535
+
+
+def code_text(code: int) -> str:
+    if is_colour(code):
+        return f"[{code >> 16},{(code >> 8) & 255},{code & 255}]"
+    return str(code)
+
+
+def colour_code(value: int | Sequence[int], setting: str) -> int:
+    """A mask value (a number) or colour ([r, g, b]) as a code :func:`read_mask` gives."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, Sequence) and len(value) == 3 and all(0 <= int(v) <= 255 for v in value):
+        r, g, b = (int(v) for v in value)
+        if r == g == b:
+            return r
+        return r * 65536 + g * 256 + b
+    raise ValueError(
+        f"{setting}: {value!r} is neither a mask value (a whole number >= 0) nor an RGB "
+        "colour [r, g, b]."
+    )
+
+
+# -- mask values to classes -----------------------------------------------------------
+@dataclass
+class LabelMapping:
+    """How mask codes become class indices; ``void`` is the index of unlabelled pixels."""
+
+    class_names: list[str]
+    label_values: list[int] | None  # code of class i; None: the value is the class
+    ignore: list[int]
+
+    @property
+    def void(self) -> int:
+        return len(self.class_names)
+
+    @classmethod
+    def from_settings(
+        cls,
+        class_names: Sequence[str],
+        label_values: Sequence | None,
+        palette: Sequence | None,
+        ignore_values: Sequence | None,
+    ) -> LabelMapping:
+        names = list(class_names)
+        if label_values is not None and palette is not None:
+            raise ValueError(
+                "data.label_values and data.palette both map masks to classes: give "
+                "label_values for masks of numbers, palette for colour masks."
+            )
+        given = label_values if label_values is not None else palette
+        setting = "data.label_values" if label_values is not None else "data.palette"
+        codes = None
+        if given is not None:
+            codes = [colour_code(v, setting) for v in given]
+            if len(codes) != len(names):
+                raise ValueError(
+                    f"{setting} has {len(codes)} entries and data.class_names {len(names)}: "
+                    f"give one per class ({setting}[i] is the mask value of class i)."
+                )
+            if len(set(codes)) != len(codes):
+                raise ValueError(f"{setting}={list(given)}: a value is given to two classes.")
+        ignore = [colour_code(v, "data.ignore_values") for v in (ignore_values or [])]
+        clash = set(ignore) & set(codes if codes is not None else range(len(names)))
+        if clash:
+            raise ValueError(
+                f"data.ignore_values: {code_text(min(clash))} is also a class's value; a "
+                "value is either a class or void."
+            )
+        return cls(names, codes, ignore)
+
+    def lookup(self) -> dict[int, int]:
+        codes = self.label_values if self.label_values is not None else range(self.void)
+        table = {code: i for i, code in enumerate(codes)}
+        table.update({code: self.void for code in self.ignore})
+        return table
+
+    def apply(self, codes: np.ndarray, path: Path) -> np.ndarray:
+        """Class indices (uint8; ``void`` for ignored values) of a mask's codes."""
+        values, inverse = np.unique(codes, return_inverse=True)
+        table = self.lookup()
+        unmapped = [int(v) for v in values if int(v) not in table]
+        if unmapped:
+            raise ImageDataError(self.unmapped_message(path, unmapped))
+        classes = np.array([table[int(v)] for v in values], dtype=np.uint8)
+        return classes[inverse.reshape(codes.shape)]
+
+    def unmapped_message(self, path: Path, unmapped: list[int]) -> str:
+        shown = ", ".join(code_text(v) for v in unmapped[:8])
+        if self.label_values is None:
+            how = (
+                f"index masks (data.label_values null) hold the class number, 0 to "
+                f"{self.void - 1} for data.class_names={self.class_names}"
+            )
+        else:
+            how = "data.label_values / data.palette list the value of each class"
+        return (
+            f"mask {path} holds {shown}, which the settings do not map to a class ({how}). "
+            "Map every value to a class (data.label_values=[...], one per class; "
+            "data.palette=[[r,g,b],...] for colour masks) or to void "
+            "(data.ignore_values=[...])."
+        )
+
+
+def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
+    """The settings that would map the values counted over the training masks."""
+    codes = sorted(counts)
+    colour = any(is_colour(c) for c in codes)
+    names = list(class_names or [])
+    if len(codes) == 2 and not colour and len(names) in (0, 2):
+        names = names or ["background", "foreground"]
+        return (
+            f"'data.class_names=[{','.join(names)}]' 'data.label_values=[{codes[0]},{codes[1]}]' "
+            "(label_values[i] is the mask value of class i: swap them, or the names, to "
+            "choose which is which)"
+        )
+    listed = ",".join(code_text(c) for c in codes[:16])
+    setting = "data.palette" if colour else "data.label_values"
+    return (
+        f"'{setting}=[{listed}]' with one name per value in data.class_names (values that "
+        "are no class go in data.ignore_values)"
+    )
+
+
+def value_table(counts: dict[int, int], mapping: LabelMapping | None) -> str:
+    """One line per mask value: its pixel share and the class it is read as."""
+    total = sum(counts.values()) or 1
+    table = mapping.lookup() if mapping else {}
+    lines = []
+    for code in sorted(counts, key=lambda c: -counts[c])[:24]:
+        target = table.get(code)
+        if target is None:
+            read_as = "unmapped"
+        elif mapping is not None and target == mapping.void:
+            read_as = "void"
+        else:
+            read_as = mapping.class_names[target]
+        lines.append(f"{code_text(code):>13} {100 * counts[code] / total:6.2f}%  -> {read_as}")
+    if len(counts) > 24:
+        lines.append(f"... and {len(counts) - 24} more values")
+    return "\n  ".join(lines)

@@ -1,0 +1,637 @@
+"""LightningDataModule for a user's own 2D images and masks (:mod:`segnet.data.images`),
+configured from the command line: random patches for training, sized from the data; whole
+images at their native size for validation, testing, evaluation and prediction (sliding
+windows where an image is larger than the patch).
+
+Before the first step it prints a plan (images, sizes, channels, patch, splits) and the
+mask values of the training set with their pixel shares and the class each is read as; a
+value the settings do not map stops the run, naming the file and suggesting settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+from segnet.data import images as img
+from segnet.data.base import SegmentationDataModule, as_list, check_count
+from segnet.data.info import DataInfo
+from segnet.data.palette import label_palette
+from segnet.data.splits import split_cases
+from segnet.files import staged
+
+log = logging.getLogger(__name__)
+SPLITS = ("train", "val", "test", "all")
+# the network pools four times: patches are whole multiples of this
+PATCH_MULTIPLE = 16
+CLASS_WEIGHT_RULES = ("none", "median_frequency")
+
+
+def image_normalization(mode: str, mean: Sequence[float], std: Sequence[float]) -> dict:
+    """Images in their own units (0-255, or 0-65535 for 16-bit), decoded to ``mode``
+    (``L``, ``RGB`` or ``RGBA``): ``(value - mean) / std`` per channel, with the training
+    set's mean and std."""
+    return {
+        "kind": "image_mean_std",
+        "color_mode": mode,
+        "mean": [float(m) for m in mean],
+        "std": [float(s) for s in std],
+    }
+
+
+def check_flip_2d(flip: bool | Sequence[int]) -> tuple[int, ...]:
+    """The image axes random flips mirror: true both (0 up-down, 1 left-right), false none,
+    or a list ([1] for scenes with an up, such as street photos)."""
+    if isinstance(flip, bool):
+        return (0, 1) if flip else ()
+    hint = "use true (both axes), false, or a list of axes (0 up-down, 1 left-right)"
+    if isinstance(flip, str) or not isinstance(flip, Sequence):
+        raise ValueError(f"data.flip={flip!r}: {hint}.")
+    axes = list(flip)
+    if any(isinstance(a, bool) or a not in (0, 1) for a in axes) or len(set(axes)) < len(axes):
+        raise ValueError(f"data.flip={axes}: {hint}, each once.")
+    return tuple(sorted(int(a) for a in axes))
+
+
+def plan_patch(sizes: Sequence[tuple[int, int]], max_patch: int) -> tuple[int, int]:
+    """The training patch: the training images' median size, at most ``max_patch`` per
+    axis, rounded down to a multiple of 16 (at least 32), as nnU-Net plans its patch from
+    the data's median shape."""
+    median = np.median(np.array(sizes), axis=0)
+    return tuple(
+        int(max(2 * PATCH_MULTIPLE, min(max_patch, m) // PATCH_MULTIPLE * PATCH_MULTIPLE))
+        for m in median
+    )
+
+
+def median_frequency(counts: np.ndarray) -> list[float]:
+    """SegNet's balancing from per-image class counts (images x classes): ``median(freq) /
+    freq(c)``, ``freq(c)`` being c's pixels over the pixels of the images c appears in."""
+    present = counts > 0
+    pixels = counts.sum(1, keepdims=True)
+    seen = (present * pixels).sum(0)
+    freq = np.where(seen > 0, counts.sum(0) / np.maximum(seen, 1), np.nan)
+    weights = np.nanmedian(freq) / freq
+    return np.nan_to_num(weights, nan=0.0).tolist()
+
+
+class Loaded:
+    """One decoded pair: the normalised image (C, H, W), class indices (H, W)."""
+
+    def __init__(self, name: str, image: torch.Tensor, label: torch.Tensor):
+        self.name, self.image, self.label = name, image, label
+
+
+class PatchDataset(Dataset):
+    """Random training patches: an image picked in turn, a random zoom (``scale``), a crop
+    centred on a labelled foreground pixel for ``foreground_ratio`` of them (anywhere
+    else), flips of ``flip_axes`` and a small random contrast and brightness change.
+    Crops past the border are padded: image 0 (the mean), label void."""
+
+    def __init__(
+        self,
+        items: list[Loaded],
+        patch: tuple[int, int],
+        length: int,
+        void: int,
+        flip_axes: Sequence[int],
+        scale: Sequence[float],
+        foreground_ratio: float,
+        intensity: float,
+    ):
+        self.items, self.patch, self.length, self.void = items, patch, length, void
+        self.flip_axes, self.scale = tuple(flip_axes), tuple(scale)
+        self.foreground_ratio, self.intensity = foreground_ratio, intensity
+        # where each image's foreground lies (classes 1.., not void), for centred crops
+        self.foreground = [
+            torch.nonzero((it.label > 0) & (it.label != void)).to(torch.int32) for it in items
+        ]
+
+    def __len__(self) -> int:
+        return self.length
+
+    def _centre(self, k: int, h: int, w: int) -> tuple[int, int]:
+        fg = self.foreground[k]
+        if len(fg) and torch.rand(()) < self.foreground_ratio:
+            y, x = fg[torch.randint(len(fg), ())].tolist()
+            return y, x
+        return int(torch.randint(h, ())), int(torch.randint(w, ()))
+
+    def __getitem__(self, i: int) -> dict:
+        k = i % len(self.items)
+        item = self.items[k]
+        _, h, w = item.image.shape
+        lo, hi = self.scale
+        zoom = float(np.exp(np.log(lo) + torch.rand(()).item() * (np.log(hi) - np.log(lo))))
+        ch, cw = (max(1, round(p / zoom)) for p in self.patch)
+        cy, cx = self._centre(k, h, w)
+        top, left = cy - ch // 2, cx - cw // 2
+        image = torch.zeros((item.image.shape[0], ch, cw), dtype=torch.float32)
+        label = torch.full((ch, cw), self.void, dtype=torch.uint8)
+        y0, y1, x0, x1 = max(top, 0), min(top + ch, h), max(left, 0), min(left + cw, w)
+        image[:, y0 - top : y1 - top, x0 - left : x1 - left] = item.image[:, y0:y1, x0:x1]
+        label[y0 - top : y1 - top, x0 - left : x1 - left] = item.label[y0:y1, x0:x1]
+        if (ch, cw) != self.patch:
+            image = F.interpolate(
+                image[None], self.patch, mode="bilinear", align_corners=False, antialias=zoom < 1
+            )[0]
+            label = F.interpolate(label[None, None].float(), self.patch, mode="nearest-exact")
+            label = label[0, 0].to(torch.uint8)
+        for axis in self.flip_axes:
+            if torch.rand(()) < 0.5:
+                image, label = image.flip(1 + axis), label.flip(axis)
+        if self.intensity > 0:
+            a = self.intensity
+            image = image * (1 + (torch.rand(()) * 2 - 1) * a) + (torch.rand(()) * 2 - 1) * a
+        return {"image": image.contiguous(), "label": label.long().contiguous(), "index": k}
+
+
+class WholeImageDataset(Dataset):
+    """Whole images at native size, unaugmented (validation, test, BatchNorm)."""
+
+    def __init__(self, items: list[Loaded]):
+        self.items = items
+        self.names = [it.name for it in items]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        it = self.items[i]
+        return {"image": it.image, "label": it.label.long(), "index": i}
+
+
+class ImageFolderDataModule(SegmentationDataModule):
+    """A folder (or CSV) of 2D images and masks: see :mod:`segnet.data.images` for the
+    layouts and mask forms, ``configs/data/images.yaml`` for every setting.
+
+    Example:
+        >>> dm = ImageFolderDataModule("membrane", class_names=["membrane", "cell"],
+        ...                            label_values=[0, 255])           # doctest: +SKIP
+        >>> dm.prepare_data(); dm.info().sliding_window["roi_size"]      # doctest: +SKIP
+        [256, 256]
+    """
+
+    training_only = (
+        "flip", "scale", "foreground_ratio", "patches_per_epoch", "intensity",
+        "class_weights", "patch_size", "max_patch",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        root: str | None = None,
+        csv: str | None = None,
+        image_dir: str | None = None,
+        label_dir: str | None = None,
+        roi_dir: str | None = None,
+        image_name: str = "{id}",
+        label_name: str = "{id}",
+        class_names: Sequence[str] | None = None,
+        label_values: Sequence | None = None,
+        palette: Sequence[Sequence[int]] | None = None,
+        ignore_values: Sequence | None = None,
+        color_mode: str | None = None,
+        mean: Sequence[float] | None = None,
+        std: Sequence[float] | None = None,
+        patch_size: Sequence[int] | None = None,
+        max_patch: int = 256,
+        batch_size: int = 8,
+        eval_batch_size: int = 1,
+        patches_per_epoch: int | None = None,
+        foreground_ratio: float = 0.33,
+        flip: bool | Sequence[int] = True,
+        scale: Sequence[float] = (0.8, 1.25),
+        intensity: float = 0.1,
+        class_weights: str | Sequence[float] = "none",
+        num_workers: int = 2,
+        pin_memory: bool | None = None,
+        split: str = "test",
+        val_fraction: float = 0.15,
+        test_fraction: float = 0.15,
+        fold: int | None = None,
+        num_folds: int = 5,
+        seed: int = 0,
+        sw_roi_size: Sequence[int] | None = None,
+        sw_overlap: float = 0.5,
+        sw_mode: str = "gaussian",
+        sw_batch_size: int = 4,
+    ):
+        super().__init__()
+        if root is None and csv is None:
+            raise ValueError(
+                "data.root and data.csv are both unset: point data.root at the folder with "
+                "your images and masks (images/ + labels/, or train/ val/ test/ holding "
+                "them), or data.csv at a CSV with image,label columns."
+            )
+        check_count("batch_size", batch_size)
+        check_count("eval_batch_size", eval_batch_size)
+        check_count("num_workers", num_workers, minimum=0)
+        check_count("max_patch", max_patch, minimum=2 * PATCH_MULTIPLE)
+        check_count("patches_per_epoch", patches_per_epoch, allow_none=True)
+        check_count("sw_batch_size", sw_batch_size)
+        if split not in SPLITS:
+            raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
+        if color_mode is not None and color_mode not in img.COLOR_MODES:
+            raise ValueError(
+                f"data.color_mode={color_mode!r}: one of {list(img.COLOR_MODES)}, or null "
+                "(from the images)."
+            )
+        if not 0 <= foreground_ratio <= 1:
+            raise ValueError(f"data.foreground_ratio={foreground_ratio}: a share, 0..1.")
+        scale = as_list("data.scale", scale, "[0.8,1.25]")
+        if len(scale) != 2 or not 0 < scale[0] <= scale[1]:
+            raise ValueError(f"data.scale={scale}: give [min, max] with 0 < min <= max.")
+        if not 0 <= intensity < 1:
+            raise ValueError(f"data.intensity={intensity}: a strength in [0, 1), 0 for none.")
+        size = as_list("data.patch_size", patch_size, "[256,256]")
+        if size is not None and (
+            len(size) != 2 or not all(isinstance(s, int) and s >= 2 * PATCH_MULTIPLE for s in size)
+        ):
+            raise ValueError(
+                f"data.patch_size={size}: give [H, W], each a whole number of at least "
+                f"{2 * PATCH_MULTIPLE}, or null (planned from the images)."
+            )
+        if isinstance(class_weights, str) and class_weights not in CLASS_WEIGHT_RULES:
+            raise ValueError(
+                f"data.class_weights={class_weights!r}: use {' or '.join(CLASS_WEIGHT_RULES)}, "
+                "or a list of one number per class."
+            )
+        for name, values in (("mean", mean), ("std", std)):
+            as_list(f"data.{name}", values, "[0.5]")
+        if (mean is None) != (std is None):
+            raise ValueError("data.mean and data.std: give both, or neither (from the data).")
+        if std is not None and not all(s > 0 for s in std):
+            raise ValueError(f"data.std={list(std)}: every value must be above 0.")
+        if sw_mode not in ("gaussian", "constant"):
+            raise ValueError(f"data.sw_mode={sw_mode!r}: gaussian or constant.")
+        if not 0 <= sw_overlap < 1:
+            raise ValueError(f"data.sw_overlap={sw_overlap}: a share in [0, 1).")
+        self.root = Path(root).expanduser() if root else None
+        self.csv = csv
+        self.layout = dict(
+            image_dir=image_dir,
+            label_dir=label_dir,
+            roi_dir=roi_dir,
+            image_name=image_name,
+            label_name=label_name,
+        )
+        img.name_pattern(image_name, "data.image_name")
+        img.name_pattern(label_name, "data.label_name")
+        self._class_names = list(class_names) if class_names else None
+        self.mapping = (
+            img.LabelMapping.from_settings(class_names, label_values, palette, ignore_values)
+            if class_names
+            else None
+        )
+        self.palette = palette
+        weights = None if isinstance(class_weights, str) else list(class_weights)
+        wrong = weights is not None and (len(weights) != len(class_names or []) or min(weights) < 0)
+        if wrong and class_names:
+            raise ValueError(
+                f"data.class_weights={weights}: one number >= 0 per class ({len(class_names)})."
+            )
+        self.color_mode = color_mode
+        self.mean = list(mean) if mean is not None else None
+        self.std = list(std) if std is not None else None
+        self.patch_size = tuple(size) if size else None
+        self.max_patch = max_patch
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        self.patches_per_epoch = patches_per_epoch
+        self.foreground_ratio, self.intensity = foreground_ratio, intensity
+        self.flip_axes = check_flip_2d(flip)
+        self.scale = tuple(scale)
+        self.class_weights_option = class_weights
+        self.num_workers, self.pin_memory = num_workers, pin_memory
+        self.split = split
+        self.split_args = dict(
+            val_fraction=val_fraction,
+            test_fraction=test_fraction,
+            seed=seed,
+            fold=fold,
+            num_folds=num_folds,
+        )
+        roi = as_list("data.sw_roi_size", sw_roi_size, "[512,512]")
+        if roi is not None and (len(roi) != 2 or min(roi) < 2 * PATCH_MULTIPLE):
+            raise ValueError(
+                f"data.sw_roi_size={roi}: give [H, W], each at least {2 * PATCH_MULTIPLE}, or "
+                "null (twice the training patch per axis)."
+            )
+        self.sw_roi_size = tuple(roi) if roi else None
+        self.window = dict(overlap=sw_overlap, mode=sw_mode, sw_batch_size=sw_batch_size)
+        self.pairs: list[img.Pair] = []
+        self.splits: dict[str, list[int]] = {}
+        self._loaded: dict[int, Loaded] = {}
+        self._class_counts: np.ndarray | None = None
+
+    # -- what the model needs to know -----------------------------------------------------
+    def where(self) -> str:
+        return f"data.csv={self.csv}" if self.csv else f"data.root={self.root}"
+
+    def describe(self) -> DataInfo:
+        """Finds the pairs and splits them, reads the image headers (sizes, colour mode);
+        where the normalisation is not given (training), decodes the training images for it,
+        and counts their mask values."""
+        self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout)
+        self.splits = self._draw_splits()
+        headers = [img.header(p.image) for p in self.pairs]  # (mode, H, W): nothing decoded
+        modes = {mode for mode, _, _ in headers}
+        mode = self.color_mode or ("RGBA" if "RGBA" in modes else "RGB" if "RGB" in modes else "L")
+        train = self.splits["train"]
+        if self._class_names is None:
+            counts = self._count_codes(train or list(range(len(self.pairs))))
+            raise ValueError(
+                f"data.class_names is not set for {self.where()}: name one class per mask "
+                f"value. Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
+                f"{img.suggestion(counts, None)}."
+            )
+        if self.mean is None:  # training: the masks are checked before anything else
+            self._check_values(train)
+            if not train:
+                raise ValueError(
+                    f"the 'train' split of {self.where()} is empty ({len(self.pairs)} images, "
+                    f"{self.split_args}): lower data.test_fraction or data.val_fraction, or "
+                    "give a train/ folder."
+                )
+            self.mean, self.std = self._statistics(train, mode)
+        channels = img.COLOR_MODES[mode]
+        if len(self.mean) != channels:
+            raise ValueError(
+                f"data.mean={self.mean}: {len(self.mean)} value(s), and the images are {mode} "
+                f"({channels} channel(s)): give one per channel, or leave it null."
+            )
+        sizes = [headers[i][1:] for i in (train or self.splits["all"])]
+        patch = self.patch_size or plan_patch(sizes, self.max_patch)
+        self.patch_size = tuple(patch)
+        names = self._class_names
+        palette = (
+            [list(c) for c in self.palette]
+            if self.palette is not None
+            else [list(c) for c in label_palette(len(names))]
+        )
+        # a convolutional network takes more than its training patch at once: windows of
+        # twice its size per axis cover an image in a quarter of the passes
+        roi = self.sw_roi_size or tuple(2 * p for p in patch)
+        self._log_plan(sizes, mode, patch, roi)
+        return DataInfo(
+            spatial_dims=2,
+            in_channels=channels,
+            class_names=list(names),
+            palette=palette,
+            ignore_index=len(names),
+            normalization=image_normalization(mode, self.mean, self.std),
+            input_size=None,  # whole images at native size
+            sliding_window={"roi_size": list(roi), **self.window},
+            monitor="val/dice",
+            per_case=True,
+            mirror_axes=list(self.flip_axes),
+        )
+
+    @classmethod
+    def settings_from_info(cls, info: DataInfo) -> dict:
+        """What a checkpoint fixes when its data is read again (evaluation): the
+        normalisation it was trained with, not the statistics of the data scored."""
+        norm = info.normalization
+        return {"color_mode": norm["color_mode"], "mean": norm["mean"], "std": norm["std"]}
+
+    def _draw_splits(self) -> dict[str, list[int]]:
+        given = [p.split for p in self.pairs]
+        n = len(self.pairs)
+        if not any(given):
+            splits = split_cases([p.name for p in self.pairs], **self.split_args)
+            return splits
+        if not all(given):
+            raise ValueError(
+                f"{self.where()}: some rows name a split and others do not; give every row "
+                "a split (train, val, test), or none (drawn by fraction and seed)."
+            )
+        splits = {s: [i for i in range(n) if given[i] == s] for s in img.SPLITS}
+        if not splits["val"] and splits["train"]:
+            # val drawn from train by fraction and seed (or the fold), the test kept
+            train = splits["train"]
+            drawn = split_cases(
+                [self.pairs[i].name for i in train], **{**self.split_args, "test_fraction": 0.0}
+            )
+            splits["val"] = [train[i] for i in drawn["val"]]
+            splits["train"] = [train[i] for i in drawn["train"]]
+        splits["all"] = list(range(n))
+        return splits
+
+    def _count_codes(self, indices: Sequence[int]) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        self._first_with: dict[int, Path] = {}
+        for i in indices:
+            values, n = np.unique(img.read_mask(self.pairs[i].label), return_counts=True)
+            for v, c in zip(values.tolist(), n.tolist(), strict=True):
+                counts[v] = counts.get(v, 0) + c
+                self._first_with.setdefault(v, self.pairs[i].label)
+        return counts
+
+    def _check_values(self, indices: Sequence[int]) -> None:
+        """Every value of the training masks maps to a class or void: logged with its pixel
+        share and class; one that does not stops the run, naming a mask that holds it and
+        suggesting settings that fit (0/255 masks are never read as 256 classes, nor 255
+        as void by default)."""
+        counts = self._count_codes(indices)
+        table = self.mapping.lookup()
+        unmapped = sorted(c for c in counts if c not in table)
+        if not unmapped:
+            log.info(
+                "mask values over the %d training masks (pixel share -> class):\n  %s",
+                len(indices),
+                img.value_table(counts, self.mapping),
+            )
+            return
+        others = (
+            f" (and the training masks {len(unmapped) - 1} other value(s))"
+            if len(unmapped) > 1
+            else ""
+        )
+        raise img.ImageDataError(
+            f"mask {self._first_with[unmapped[0]]} holds {img.code_text(unmapped[0])}{others}, "
+            f"which data.class_names={self._class_names}"
+            + (
+                " with no data.label_values does not map (index masks hold the class number, "
+                f"0 to {self.mapping.void - 1})"
+                if self.mapping.label_values is None
+                else " and data.label_values / data.palette do not map"
+            )
+            + f". The training masks hold:\n  {img.value_table(counts, self.mapping)}\n"
+            f"Settings that fit: {img.suggestion(counts, self._class_names)}."
+        )
+
+    def _statistics(self, indices: Sequence[int], mode: str) -> tuple[list[float], list[float]]:
+        """Per-channel mean and std over the training images (their own units)."""
+        total = total_sq = None
+        pixels = 0
+        for i in indices:
+            x = img.read_image(self.pairs[i].image, mode).astype(np.float64)
+            flat = x.reshape(-1, x.shape[-1])
+            s, sq = flat.sum(0), (flat**2).sum(0)
+            total = s if total is None else total + s
+            total_sq = sq if total_sq is None else total_sq + sq
+            pixels += len(flat)
+        mean = total / pixels
+        std = np.sqrt(np.maximum(total_sq / pixels - mean**2, 0))
+        return mean.tolist(), np.maximum(std, 1e-3).tolist()
+
+    def _log_plan(
+        self, sizes: list[tuple[int, int]], mode: str, patch: Sequence[int], roi: Sequence[int]
+    ) -> None:
+        hs, ws = zip(*sizes, strict=True)
+        counts = {s: len(v) for s, v in self.splits.items() if s != "all"}
+        log.info(
+            "plan for %s: %d images (%s), %s %s; sizes %d-%d x %d-%d (median %dx%d, H x W); "
+            "training patch %dx%d, batch %d; whole images at native size in validation and "
+            "test, in %dx%d windows where larger; flips of axes %s",
+            self.where(),
+            len(self.pairs),
+            ", ".join(f"{n} {s}" for s, n in counts.items()),
+            mode,
+            f"({img.COLOR_MODES[mode]} channel(s))",
+            min(hs), max(hs), min(ws), max(ws), int(np.median(hs)), int(np.median(ws)),
+            *patch,
+            self.batch_size,
+            *roi,
+            list(self.flip_axes) or "none",
+        )  # fmt: skip
+
+    def has_split(self, split: str) -> bool:
+        return bool(self.splits.get(split))
+
+    def split_names(self) -> dict[str, list[str]] | None:
+        if not self.splits:
+            return None
+        return {
+            split: [self.pairs[i].name for i in indices]
+            for split, indices in self.splits.items()
+            if split != "all"
+        }
+
+    def read_split(self, split: str) -> int:
+        return len(self.load(split))
+
+    # -- decoding ---------------------------------------------------------------------------
+    def load(self, split: str) -> list[Loaded]:
+        """Decode (once, then from memory) and check the pairs of a split: sizes that match,
+        mask values the settings map."""
+        if split not in self.splits:
+            raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
+        missing = [i for i in self.splits[split] if i not in self._loaded]
+        with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
+            for i, item in zip(missing, pool.map(self._load_one, missing), strict=True):
+                self._loaded[i] = item
+        return [self._loaded[i] for i in self.splits[split]]
+
+    def _load_one(self, i: int) -> Loaded:
+        pair = self.pairs[i]
+        norm = self.info().normalization
+        raw = img.read_image(pair.image, norm["color_mode"])
+        codes = img.read_mask(pair.label)
+        if codes.shape != raw.shape[:2]:
+            raise img.ImageDataError(
+                f"mask {pair.label} is {codes.shape[1]}x{codes.shape[0]} and its image "
+                f"{pair.image} {raw.shape[1]}x{raw.shape[0]} (W x H): a mask must be the size "
+                "of its image."
+            )
+        label = self.mapping.apply(codes, pair.label)
+        if pair.roi is not None:
+            roi = img.read_mask(pair.roi)
+            if roi.shape != codes.shape:
+                raise img.ImageDataError(
+                    f"region-of-interest mask {pair.roi} is {roi.shape[1]}x{roi.shape[0]} and "
+                    f"its image {raw.shape[1]}x{raw.shape[0]}: it must be the size of its image."
+                )
+            label[roi == 0] = self.mapping.void
+        mean = np.asarray(norm["mean"], np.float32)
+        std = np.asarray(norm["std"], np.float32)
+        image = torch.from_numpy(((raw - mean) / std).transpose(2, 0, 1).copy())
+        return Loaded(pair.name, image, torch.from_numpy(label))
+
+    def _log_values(self, items: list[Loaded], indices: Sequence[int]) -> None:
+        """Per-image class counts (for class weights), and a warning for classes no
+        training mask holds."""
+        void = self.mapping.void
+        per_image = np.stack(
+            [np.bincount(it.label.numpy().ravel(), minlength=void + 1)[:void] for it in items]
+        )
+        self._class_counts = per_image
+        absent = [n for n, c in zip(self._class_names, per_image.sum(0), strict=True) if c == 0]
+        if absent:
+            log.warning(
+                "class(es) %s occur in no training mask: check data.label_values / "
+                "data.palette (label_values[i] is the mask value of class i)",
+                ", ".join(absent),
+            )
+
+    # -- datasets -------------------------------------------------------------------------
+    def build_datasets(self, stage: str) -> None:
+        if stage in ("fit", "validate") and "train" not in self.datasets:
+            for split in ("train", "val"):
+                if not self.splits[split]:
+                    raise ValueError(
+                        f"the '{split}' split of {self.where()} is empty ({len(self.pairs)} "
+                        f"images, {self.split_args}): give it images (a {split}/ folder, a CSV "
+                        "split column) or change data.val_fraction / data.test_fraction."
+                    )
+            train = self.load("train")
+            if self._class_counts is None:
+                self._log_values(train, self.splits["train"])
+            length = self.patches_per_epoch or self._default_length(train)
+            self.datasets["train"] = PatchDataset(
+                train, self.patch_size, length, self.mapping.void, self.flip_axes, self.scale,
+                self.foreground_ratio, self.intensity,
+            )  # fmt: skip
+            self.datasets["val"] = WholeImageDataset(self.load("val"))
+        if stage in ("test", "predict"):
+            self.datasets["test"] = WholeImageDataset(self.load(self.split))
+
+    def _default_length(self, train: list[Loaded]) -> int:
+        """Patches per epoch: enough to cover the training pixels about once, at least a
+        few batches."""
+        pixels = sum(it.label.numel() for it in train)
+        area = self.patch_size[0] * self.patch_size[1]
+        return max(4 * self.batch_size, -(-pixels // area))
+
+    def compute_class_weights(self) -> list[float] | None:
+        option = self.class_weights_option
+        if option in (None, "none"):
+            return None
+        if not isinstance(option, str):
+            return [float(w) for w in option]
+        if self._class_counts is None:
+            self._log_values(self.load("train"), self.splits["train"])
+        return median_frequency(self._class_counts)
+
+    def val_dataloader(self) -> DataLoader:
+        # whole images differ in size: one at a time unless they all share one
+        return self._loader(self.datasets["val"], self._eval_batch("val"), shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader(self.datasets["test"], self._eval_batch("test"), shuffle=False)
+
+    def _eval_batch(self, stage: str) -> int:
+        shapes = {tuple(it.image.shape) for it in self.datasets[stage].items}
+        return self.eval_batch_size if len(shapes) == 1 else 1
+
+    def bn_dataloader(self) -> DataLoader:
+        return self._loader(WholeImageDataset(self.load("train")), 1, shuffle=False, shard=False)
+
+    # -- outputs ---------------------------------------------------------------------------
+    def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
+        """``<image name>.png``: the class index of every pixel, at the image's size."""
+        from PIL import Image
+
+        name = Path(self.datasets["test"].names[index]).stem
+        path = out_dir / f"{name}.png"
+        if path.exists():
+            raise FileExistsError(f"{path} exists; predictions are never overwritten.")
+        dtype = np.uint8 if len(self._class_names) <= 256 else np.uint16
+        with staged(path) as tmp:
+            Image.fromarray(pred.numpy().astype(dtype)).save(tmp)

@@ -1,0 +1,235 @@
+"""Your own images and masks (segnet.data.images, ImageFolderDataModule), on small
+generated folders in every layout and mask form a user brings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from segnet.data.images import ImageDataError, find_pairs
+from segnet.data.images_datamodule import ImageFolderDataModule, plan_patch
+
+
+def blob_label(h: int, w: int, seed: int) -> np.ndarray:
+    """0 background, 1 a disc somewhere: what the image shows."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:h, :w]
+    cy, cx = rng.integers(h // 4, 3 * h // 4), rng.integers(w // 4, 3 * w // 4)
+    return (((yy - cy) ** 2 + (xx - cx) ** 2) < (min(h, w) // 4) ** 2).astype(np.uint8)
+
+
+def make_folder(
+    root,
+    n: int = 8,
+    size=(40, 48),
+    values=(0, 255),
+    image_mode: str = "L",
+    mask_mode: str = "L",
+    image_name: str = "{}",
+    label_name: str = "{}",
+    image_ext: str = ".png",
+    label_ext: str = ".png",
+    palette=None,
+    sizes=None,
+):
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    (root / "labels").mkdir(exist_ok=True)
+    for i in range(n):
+        h, w = sizes[i % len(sizes)] if sizes else size
+        label = blob_label(h, w, i)
+        base = label * 120.0 + 60 + np.random.default_rng(i).normal(0, 10, (h, w))
+        if image_mode == "I;16":
+            image = Image.fromarray((base * 200).clip(0, 65535).astype(np.uint16))
+        elif image_mode == "L":
+            image = Image.fromarray(base.clip(0, 255).astype(np.uint8))
+        else:
+            channels = {"RGB": 3, "RGBA": 4}[image_mode]
+            rgb = np.stack([base * (k + 1) / channels for k in range(channels)], -1)
+            if channels == 4:
+                rgb[..., 3] = 255
+            image = Image.fromarray(rgb.clip(0, 255).astype(np.uint8), image_mode)
+        image.save(root / "images" / (image_name.format(i) + image_ext))
+        if mask_mode == "RGB":
+            mask = Image.fromarray(np.array(palette, np.uint8)[label], "RGB")
+        elif mask_mode == "1":
+            mask = Image.fromarray(label.astype(bool))
+        elif mask_mode == "P":
+            mask = Image.fromarray(label, "P")
+            mask.putpalette([0, 0, 0, 255, 0, 0] + [0] * 762)
+        else:
+            mask = Image.fromarray(np.array(values, np.uint8)[label])
+        mask.save(root / "labels" / (label_name.format(i) + label_ext))
+    return root
+
+
+def prepared(root=None, **settings) -> ImageFolderDataModule:
+    settings.setdefault("num_workers", 0)
+    dm = ImageFolderDataModule(str(root) if root else None, **settings)
+    dm.prepare_data()
+    return dm
+
+
+def train_labels(dm: ImageFolderDataModule) -> np.ndarray:
+    dm.setup("fit")
+    return np.concatenate([it.label.numpy().ravel() for it in dm.load("train")])
+
+
+def test_binary_masks_in_0_255_train_as_two_classes_with_label_values(tmp_path):
+    root = make_folder(tmp_path / "d")
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    info = dm.info()
+    assert info.class_names == ["background", "disc"] and info.in_channels == 1
+    assert info.ignore_index == 2 and info.spatial_dims == 2 and info.input_size is None
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+    batch = next(iter(dm.train_dataloader()))
+    assert batch["image"].shape[1:] == (1, *dm.patch_size)
+    assert batch["label"].dtype == torch.long
+
+
+def test_0_255_masks_without_a_mapping_are_refused_with_the_settings_that_fit(tmp_path):
+    root = make_folder(tmp_path / "d")
+    with pytest.raises(ImageDataError) as caught:
+        prepared(root, class_names=["background", "disc"])
+    message = str(caught.value)
+    assert "labels/" in message and "holds 255" in message
+    assert "'data.label_values=[0,255]'" in message
+    # never 256 classes, never 255 read as void in silence
+    with pytest.raises(ValueError, match="data.class_names is not set.*255"):
+        prepared(root)
+
+
+@pytest.mark.parametrize("mask_mode", ["index", "1", "P"])
+def test_index_bool_and_palette_masks_need_no_mapping(tmp_path, mask_mode):
+    if mask_mode == "index":
+        root = make_folder(tmp_path / "d", values=(0, 1))
+    else:
+        root = make_folder(tmp_path / "d", mask_mode=mask_mode)
+    dm = prepared(root, class_names=["background", "disc"])
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_colour_masks_through_a_palette_and_ignored_colours(tmp_path):
+    palette = [[0, 0, 0], [255, 0, 0]]
+    root = make_folder(tmp_path / "d", mask_mode="RGB", palette=palette)
+    dm = prepared(root, class_names=["background", "disc"], palette=palette)
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+    assert dm.info().palette == palette
+    # the red disc marked void instead: only background and void remain
+    dm = prepared(
+        root, class_names=["background", "other"], palette=[[0, 0, 0], [0, 255, 0]],
+        ignore_values=[[255, 0, 0]],
+    )  # fmt: skip
+    assert set(np.unique(train_labels(dm))) == {0, 2}
+    with pytest.raises(ImageDataError, match=r"holds \[255,0,0\].*data.palette"):
+        prepared(root, class_names=["background", "disc"], palette=[[0, 0, 0], [0, 0, 255]])
+
+
+def test_ignore_values_are_void_in_loss_and_metrics(tmp_path):
+    root = make_folder(tmp_path / "d", values=(0, 200))
+    dm = prepared(root, class_names=["background"], ignore_values=[200])
+    assert set(np.unique(train_labels(dm))) == {0, 1}  # 1: void for a single class
+
+
+def test_names_that_differ_pair_by_a_rule_across_formats(tmp_path):
+    root = make_folder(
+        tmp_path / "d", image_name="{}_training", label_name="{}_manual1",
+        image_ext=".tif", label_ext=".gif",
+    )  # fmt: skip
+    rule = "'data.image_name={id}_training' 'data.label_name={id}_manual1'"
+    with pytest.raises(ImageDataError, match="no image in .* pairs with a mask") as caught:
+        prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    assert rule in str(caught.value)
+    dm = prepared(
+        root, class_names=["background", "disc"], label_values=[0, 255],
+        image_name="{id}_training", label_name="{id}_manual1",
+    )  # fmt: skip
+    assert sorted(p.name for p in dm.pairs)[0] == "0_training.tif"
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_a_csv_with_relative_paths_and_a_region_of_interest(tmp_path):
+    root = make_folder(tmp_path / "d", n=6)
+    (root / "roi").mkdir()
+    rows = ["image,label,roi"]
+    for i in range(6):
+        roi = np.zeros((40, 48), np.uint8)
+        roi[:, :24] = 255  # the right half outside the field of view
+        Image.fromarray(roi).save(root / "roi" / f"{i}.png")
+        rows.append(f"images/{i}.png,labels/{i}.png,roi/{i}.png")
+    (root / "list.csv").write_text("\n".join(rows) + "\n")
+    dm = prepared(
+        csv=str(root / "list.csv"), class_names=["background", "disc"], label_values=[0, 255],
+        val_fraction=0.2, test_fraction=0.2,
+    )  # fmt: skip
+    dm.setup("fit")
+    for item in dm.load("train"):
+        assert (item.label[:, 24:] == 2).all() and (item.label[:, :24] < 2).all()
+
+
+def test_given_split_folders_are_kept_and_val_drawn_from_train_where_missing(tmp_path):
+    for split, n in (("train", 6), ("test", 2)):
+        make_folder(tmp_path / "d" / split, n=n)
+    dm = prepared(tmp_path / "d", class_names=["background", "disc"], label_values=[0, 255])
+    names = dm.split_names()
+    assert len(names["test"]) == 2 and len(names["val"]) >= 1
+    assert len(names["train"]) + len(names["val"]) == 6
+
+
+def test_images_of_several_sizes_16_bit_and_rgba(tmp_path):
+    sizes = [(40, 48), (56, 36), (64, 64)]
+    root = make_folder(tmp_path / "d", image_mode="I;16", sizes=sizes, n=9)
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    assert dm.info().normalization["color_mode"] == "L"
+    assert dm.info().normalization["mean"][0] > 1000  # 16-bit units, not cut to 8 bits
+    dm.setup("fit")
+    assert {tuple(it.image.shape[1:]) for it in dm.load("val") + dm.load("train")} <= set(sizes)
+    root = make_folder(tmp_path / "rgba", image_mode="RGBA")
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    assert dm.info().in_channels == 4
+
+
+def test_the_patch_is_planned_from_the_median_image_size():
+    assert plan_patch([(512, 512)] * 3, 128) == (128, 128)
+    assert plan_patch([(100, 300), (110, 310), (90, 290)], 256) == (96, 256)
+    assert plan_patch([(20, 20)], 256) == (32, 32)  # smaller images are padded
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        ("mask_without_image", "mask .*has no image"),
+        ("image_without_mask", "image .*has no mask"),
+        ("other_size", "is 10x10 and its image"),
+        ("unreadable", "cannot read"),
+        ("empty_val", "'val' split .* is empty"),
+    ],
+)
+def test_bad_input_is_refused_before_training_naming_the_file(tmp_path, breakage, message):
+    root = make_folder(tmp_path / "d", n=4)
+    settings = dict(class_names=["background", "disc"], label_values=[0, 255])
+    if breakage == "mask_without_image":
+        (root / "images" / "2.png").unlink()
+    elif breakage == "image_without_mask":
+        (root / "labels" / "2.png").unlink()
+    elif breakage == "other_size":
+        Image.fromarray(np.zeros((10, 10), np.uint8)).save(root / "labels" / "1.png")
+    elif breakage == "unreadable":
+        (root / "images" / "3.png").write_bytes(b"not a png")
+    elif breakage == "empty_val":
+        settings.update(val_fraction=0.0)
+    with pytest.raises((ImageDataError, ValueError), match=message):
+        dm = prepared(root, **settings)
+        dm.setup("fit")
+        dm.read_split("test")
+
+
+def test_a_csv_row_without_a_label_is_named(tmp_path):
+    root = make_folder(tmp_path / "d", n=2)
+    (root / "a.csv").write_text("image,label\nimages/0.png,labels/0.png\nimages/1.png,\n")
+    with pytest.raises(ImageDataError, match=r"a\.csv, line 3: no label"):
+        find_pairs(root, str(root / "a.csv"))
+    (root / "b.csv").write_text("image,mask\nimages/0.png,labels/0.png\n")
+    with pytest.raises(ImageDataError, match="image and label columns"):
+        find_pairs(root, str(root / "b.csv"))

@@ -1,0 +1,121 @@
+"""Your own images from the command line, end to end: train with experiment=images_quick
+on a generated folder of 0/255 masks, evaluate a CSV of new images at native size with
+saved predictions, export, and predict with the exported model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import REPO, compose, run_cli, shared_dataset
+from tests.data.test_images import make_folder
+
+QUICK = [
+    "experiment=images_quick",
+    "data.max_patch=32",
+    "data.patches_per_epoch=16",
+    "data.batch_size=4",
+    "data.num_workers=0",
+    "model.net.features=[4,8,8,8,8]",
+    "trainer.max_epochs=2",
+    "trainer.check_val_every_n_epoch=1",
+    "trainer.accelerator=cpu",
+]
+CLASSES = ["'data.class_names=[background,disc]'", "'data.label_values=[0,255]'"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from segnet.pipeline import train
+
+    tmp = tmp_path_factory.mktemp("own")
+    root = make_folder(tmp / "data", n=10, sizes=[(40, 48), (52, 44)])
+    settings = [s.strip("'") for s in CLASSES]
+    run = tmp / "run"
+    metrics, _ = train(compose("train", [*QUICK, f"data.root={root}", *settings], run))
+    return root, run, metrics
+
+
+def test_training_scores_per_class_and_image_and_records_the_split(trained):
+    _, run, metrics = trained
+    for key in ("test/dice/disc", "test/iou/disc", "test/precision/disc", "test/recall/disc"):
+        assert 0 <= metrics[key] <= 1, key
+    cases = (run / "per_case.csv").read_text().splitlines()
+    assert cases[0] == "case,dice_background,dice_disc" and len(cases) == 1 + 2
+    splits = json.loads((run / "splits.json").read_text())
+    assert sum(len(v) for v in splits.values()) == 10
+
+
+def test_evaluate_a_csv_of_new_images_at_native_size_and_save_predictions(trained, tmp_path):
+    root, run, _ = trained
+    new = make_folder(tmp_path / "new", n=3, sizes=[(70, 90)])
+    (new / "test.csv").write_text(
+        "image,label\n" + "".join(f"images/{i}.png,labels/{i}.png\n" for i in range(3))
+    )
+    out = tmp_path / "ev"
+    run_cli(
+        ["evaluate.py", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+         f"data.csv={new / 'test.csv'}", "data.split=all", "save_predictions=true",
+         f"hydra.run.dir={out}"],
+        cwd=REPO,
+    )  # fmt: skip
+    saved = sorted(p.name for p in (out / "predictions").iterdir())
+    assert saved == ["0.png", "1.png", "2.png"]
+    mask = np.asarray(Image.open(out / "predictions" / "0.png"))
+    assert mask.shape == (70, 90) and set(np.unique(mask)) <= {0, 1}
+    scored = json.loads((out / "metrics.json").read_text())
+    # normalised with the training set's statistics, which the checkpoint keeps
+    assert scored["split"] == "all" and "test/dice/disc" in scored["metrics"]
+
+
+def test_export_and_predict_at_native_size(trained, tmp_path):
+    root, run, _ = trained
+    out = tmp_path / "export"
+    run_cli(
+        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+         "formats=[onnx]", f"hydra.run.dir={out}"],
+        cwd=REPO,
+    )  # fmt: skip
+    card = json.loads((out / "model.json").read_text())
+    assert card["input"]["normalization"]["kind"] == "image_mean_std"
+    run_cli(
+        ["-m", "segnet.predict", str(out / "model.onnx"), str(root / "images" / "1.png"),
+         "--out", str(tmp_path / "masks")],
+        cwd=REPO,
+    )  # fmt: skip
+    mask = np.asarray(Image.open(tmp_path / "masks" / "1.png"))
+    assert mask.shape == (52, 44)
+
+
+@pytest.mark.slow
+def test_membrane_trains_evaluates_exports_and_predicts_from_the_command_line(tmp_path):
+    """The shared membrane folder as a user brings it: two folders, 0/255 masks where the
+    dark class is the one of interest."""
+    root = shared_dataset("membrane")
+    run = tmp_path / "run"
+    run_cli(
+        ["train.py", "experiment=images_quick", f"data.root={root}",
+         "data.class_names=[cell,membrane]", "data.label_values=[255,0]",
+         "trainer.max_epochs=2", "data.patches_per_epoch=64", "trainer.check_val_every_n_epoch=1",
+         f"hydra.run.dir={run}"],
+        cwd=REPO,
+    )  # fmt: skip
+    log = (run / "train.log").read_text()
+    assert "training patch 128x128" in log and "-> membrane" in log  # the plan, the values
+    metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+    assert metrics["test/dice/membrane"] > 0.3  # two short epochs: learning, not converged
+    out = tmp_path / "export"
+    run_cli(
+        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+         "formats=[safetensors]", f"hydra.run.dir={out}"],
+        cwd=REPO,
+    )  # fmt: skip
+    run_cli(
+        ["-m", "segnet.predict", str(out / "model.safetensors"), str(root / "images" / "0.png"),
+         "--out", str(tmp_path / "masks")],
+        cwd=REPO,
+    )  # fmt: skip
+    assert np.asarray(Image.open(tmp_path / "masks" / "0.png")).shape == (512, 512)
