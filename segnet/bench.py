@@ -2,9 +2,12 @@
 
 ``python -m segnet.bench [trainer=gpu]`` prints, per recipe:
 
-- steady-state training steps/s of the pipeline as train.py runs it, and of a hand-written
+- steady-state training steps/s of the pipeline as train.py runs it, of a hand-written
   loop over the same network, loader, optimizer, device, precision (autocast), compile and
-  memory format;
+  memory format, and of the network alone (the same network, loss and optimizer on one
+  batch already on the device, synchronised once per window): where time goes between
+  data, copies, Python and the network itself. The three windows are interleaved and
+  repeated, and each line gives its min and max beside the median;
 - whole epochs: wall time of train.py's epochs (validation, callbacks, pictures and
   checkpoints included) against bare epochs doing the same work (training plus one
   validation pass), after a first epoch that pays for compilation and is reported apart;
@@ -33,7 +36,7 @@ from omegaconf import DictConfig, open_dict
 
 # Dense bf16 tensor-core peaks, FLOP/s, for devices we can name.
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
-DEFAULT_RUN = ("camvid", "hippocampus")
+DEFAULT_RUN = ("camvid", "hippocampus", "images")
 GPU_ONLY = ("camvid_full",)
 
 
@@ -106,6 +109,16 @@ class StepTimer(L.Callback):
         self._epoch_end = now
 
 
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """min, median, max"""
+    return min(values), statistics.median(values), max(values)
+
+
+def span(values: list[float]) -> str:
+    lo, _, hi = spread(values)
+    return f"(min {lo:.2f}, max {hi:.2f})"
+
+
 def steady(times: list[float], skip: int) -> float:
     return statistics.median(times[skip:] or times)
 
@@ -174,12 +187,30 @@ class BareLoop:
         return x, batch["label"].to(self.device, non_blocking=True)
 
     def train_step(self, batch: dict) -> None:
-        x, y = self._to(batch)
+        self._update(*self._to(batch))
+
+    def _update(self, x: torch.Tensor, y: torch.Tensor) -> None:
         self.optimizer.zero_grad(set_to_none=True)
         with self.amp:
             logits = self.net(x)
         self.module.compute_loss(logits, y).backward()
         self.optimizer.step()
+
+    def synthetic_rate(self, batch: dict, steps: int, warmup: int) -> float:
+        """Samples/s of the network alone: the recipe's network, loss and optimizer on one
+        batch already on the device, stepped ``steps`` times with one synchronisation at
+        the end (no loader, no copies, no per-step sync): what the network itself can do,
+        the ceiling for the bare loop and the pipeline."""
+        self.net.train()
+        x, y = self._to(batch)
+        for _ in range(warmup):
+            self._update(x, y)
+        _sync(self.device)
+        start = time.perf_counter()
+        for _ in range(steps):
+            self._update(x, y)
+        _sync(self.device)
+        return len(x) * steps / (time.perf_counter() - start)
 
     @torch.no_grad()
     def eval_step(self, batch: dict, with_loss: bool = False) -> None:
@@ -284,12 +315,16 @@ def data_rate_per_worker(dm, samples: int) -> float:
 
 
 def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str], None]) -> dict:
-    pipe, bare = [], []
+    # the three timed windows interleaved, each repeated: a machine's drift (another
+    # process, clock changes) falls on all three alike, and the spread says how far a
+    # ratio can be read
+    pipe, bare, alone = [], [], []
     for _ in range(b.repeats):
         dm, module, trainer, times = pipeline_steps(cfg, b.steps, b.warmup)
         pipe.append(dm.batch_size / steady(times, b.warmup))
         loop = BareLoop(dm, module, trainer)
         bare.append(dm.batch_size / steady(loop.step_times(b.steps + b.warmup), b.warmup))
+        alone.append(loop.synthetic_rate(next(iter(dm.train_dataloader())), b.steps, b.warmup))
     device = loop.device
     with tempfile.TemporaryDirectory() as tmp:
         pipe_epochs = pipeline_epochs(cfg, b.epochs, tmp)
@@ -307,6 +342,8 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         "channels_last": module.channels_last,
         "pipeline_samples_s": statistics.median(pipe),
         "bare_samples_s": statistics.median(bare),
+        "network_samples_s": statistics.median(alone),
+        "windows": {"pipeline": pipe, "bare": bare, "network": alone},
         "pipeline_first_epoch_s": pipe_epochs[0],
         "pipeline_epoch_s": steady(pipe_epochs, 1),
         "bare_first_epoch_s": bare_epochs[0],
@@ -320,6 +357,8 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         "ema_update_ms": ema,
     }
     r["ratio"] = r["pipeline_samples_s"] / r["bare_samples_s"]
+    r["ratio_spread"] = spread([p / q for p, q in zip(pipe, bare, strict=True)])
+    r["network_ratio"] = r["pipeline_samples_s"] / r["network_samples_s"]
     r["epoch_ratio"] = r["pipeline_epoch_s"] / r["bare_epoch_s"]
     r["achieved_flops"] = flops_per_sample * r["pipeline_samples_s"]
     peak = peak_flops(device)
@@ -332,9 +371,18 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         f"{'on' if r['channels_last'] else 'off'}, batch {dm.batch_size} of "
         f"{tuple(batch['image'].shape[2:])} =="
     )
-    out(f"training steps, pipeline  : {r['pipeline_samples_s']:9.2f} {unit}/s")
-    out(f"training steps, bare loop : {r['bare_samples_s']:9.2f} {unit}/s")
-    out(f"pipeline / bare           : {r['ratio']:9.3f}")
+    n = f"over {b.repeats} interleaved window(s)"
+    out(f"training steps, pipeline  : {r['pipeline_samples_s']:9.2f} {unit}/s {span(pipe)}")
+    out(f"training steps, bare loop : {r['bare_samples_s']:9.2f} {unit}/s {span(bare)}")
+    out(f"network alone (synthetic) : {r['network_samples_s']:9.2f} {unit}/s {span(alone)}")
+    lo, med, hi = r["ratio_spread"]
+    out(
+        f"pipeline / bare           : {r['ratio']:9.3f} (per window min {lo:.3f}, max {hi:.3f}, {n})"
+    )
+    out(
+        f"pipeline / network alone  : {r['network_ratio']:9.3f} (what data, copies and Python "
+        "around the step cost)"
+    )
     out(
         f"epoch, train.py          : {r['pipeline_epoch_s']:9.2f} s "
         f"(first epoch {r['pipeline_first_epoch_s']:.2f} s, with start-up)"

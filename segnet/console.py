@@ -1,4 +1,4 @@
-"""What a run prints: its resolved config at the start, a summary at the end, and none of
+"""What a run prints: its overrides and config path at the start, a summary at the end, and none of
 the library noise that hides them (Lightning's adverts, known deprecation warnings)."""
 
 from __future__ import annotations
@@ -71,11 +71,21 @@ def rank_zero_speaks() -> None:
 
 
 def log_config(cfg: Any) -> None:
-    """The resolved config, into the console and the run's log file (as
-    lightning-hydra-template prints it): what ran, whatever the overrides were."""
+    """What ran: on the console the overrides given and where the whole config is (a page
+    of YAML would push the run's own lines off the screen); in the run's log file the
+    resolved config itself, whatever the overrides were."""
+    from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
-    log.info("resolved config:\n%s", OmegaConf.to_yaml(cfg, resolve=True).rstrip())
+    to_log_file("resolved config:\n" + OmegaConf.to_yaml(cfg, resolve=True).rstrip(), __name__)
+    overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    where = Path(cfg.paths.output_dir) / ".hydra" / "config.yaml"
+    log.info(
+        "overrides: %s\n  config: %s (resolved: in the log file; monitor: %s)",
+        " ".join(overrides) or "none",
+        where,
+        cfg.get("monitor"),
+    )
 
 
 def log_summary(

@@ -56,6 +56,31 @@ def per_case_dice(
     return torch.where(total > 0, 2 * inter / total.clamp(min=1), torch.nan)
 
 
+def per_case_overlap(
+    pred: torch.Tensor, target: torch.Tensor, num_classes: int, ignore_index: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """IoU, precision and recall of each case and class, each (N, C); NaN where undefined
+    (IoU: the class in neither; precision: never predicted; recall: not in the label)."""
+    n = pred.shape[0]
+    pred, target = pred.reshape(n, -1), target.reshape(n, -1)
+    valid = (
+        torch.ones_like(target, dtype=torch.bool)
+        if ignore_index is None
+        else target != ignore_index
+    )
+    classes = torch.arange(num_classes, device=pred.device).view(1, -1, 1)
+    p = (pred.unsqueeze(1) == classes) & valid.unsqueeze(1)
+    t = (target.unsqueeze(1) == classes) & valid.unsqueeze(1)
+    tp = (p & t).sum(-1).double()
+    predicted, labelled = p.sum(-1).double(), t.sum(-1).double()
+    union = predicted + labelled - tp
+
+    def ratio(den: torch.Tensor) -> torch.Tensor:
+        return torch.where(den > 0, tp / den.clamp(min=1), torch.nan)
+
+    return ratio(union), ratio(predicted), ratio(labelled)
+
+
 def per_case_surface(
     pred: torch.Tensor,
     target: torch.Tensor,
@@ -118,7 +143,7 @@ def summarize_cases(
         means = finite.nanmean(0)
         for c, name in enumerate(class_names):
             entry = out["mean"].setdefault(name, {})
-            if c == 0 and metric != "dice":
+            if c == 0 and metric in ("hd95", "nsd"):
                 continue
             entry[metric] = float(means[c])
             if torch.isinf(values[:, c]).any():

@@ -25,11 +25,20 @@ from segnet.losses import (
     soft_dice,
     top_k_cross_entropy,
 )
-from segnet.metrics import per_case_dice, per_case_surface, scores_from_confusion, summarize_cases
+from segnet.metrics import (
+    per_case_dice,
+    per_case_overlap,
+    per_case_surface,
+    scores_from_confusion,
+    summarize_cases,
+)
 from segnet.models import batchnorm_layers, create_model, without_init_only
 from segnet.resume import this_config_folder
 
 STAGES = ("val", "test")
+# the per-case scores, in the order their columns are gathered: volumes add surface scores
+# at test time, images the overlap scores
+CASE_METRICS = {3: ("dice", "hd95", "nsd"), 2: ("dice", "iou", "precision", "recall")}
 # Scheduler arguments that mean "length of the run"; left unset, they are filled in with
 # the trainer's number of optimizer steps.
 _SCHEDULE_LENGTH_ARGS = ("total_steps", "total_iters", "T_max")
@@ -442,6 +451,8 @@ class SegmentationModule(L.LightningModule):
                 rows += per_case_surface(
                     pred, y, self.num_classes, batch["spacing"], self.surface_tolerance_mm
                 )
+            elif stage == "test":  # images: the overlap scores of each, for per_case.csv
+                rows += per_case_overlap(pred, y, self.num_classes, self.ignore_index)
             self.case_rows[stage].update(torch.cat(rows, 1))
         return {"pred": pred}  # for callbacks (prediction panels): no second forward pass
 
@@ -472,11 +483,13 @@ class SegmentationModule(L.LightningModule):
             rows = rows.reshape(len(rows), -1)
             rows = rows[rows[:, 0].argsort()]
             c = self.num_classes
-            names = ("dice", "hd95", "nsd")[: (rows.shape[1] - 1) // c]
+            names = CASE_METRICS[self.data_info.spatial_dims][: (rows.shape[1] - 1) // c]
             per_case = {m: rows[:, 1 + i * c : 1 + (i + 1) * c] for i, m in enumerate(names)}
             self.last_case_metrics[stage] = {"index": rows[:, 0].long(), **per_case}
             summary = summarize_cases(per_case, self.class_names)
-            for metric in names:
+            # logged per case: Dice and the surface scores (the overlap scores of images
+            # are logged over all pixels above, and per image in per_case.csv)
+            for metric in (m for m in names if m in ("dice", "hd95", "nsd")):
                 out[f"{stage}/{metric}"] = summary["foreground_mean"][metric]  # foreground
                 for name, entry in summary["mean"].items():
                     if metric in entry:

@@ -9,11 +9,14 @@ API::
 
 Predicting imports neither Lightning, Hydra nor torchmetrics (``segnet.loading``).
 
-CLI::
+CLI (``key=value``, as every other command; ``segnet-predict`` is the same)::
 
-    python -m segnet.predict export/model.onnx frame1.png frame2.png --out masks/
-    python -m segnet.predict export/model.onnx imagesTs/ --out predictions/   # a folder
-    python -m segnet.predict fold0/model.onnx,fold1/model.onnx imagesTs/ --out ens/  # averaged
+    python -m segnet.predict model=export/model.onnx 'inputs=[a.png,b.png]' out=masks/
+    python -m segnet.predict model=export/model.onnx inputs=imagesTs/ out=predictions/
+    python -m segnet.predict model=fold0/model.onnx,fold1/model.onnx inputs=imagesTs/ out=ens/
+    python -m segnet.predict ... device=cuda tta=false
+
+The flag form (``python -m segnet.predict export/model.onnx a.png --out masks/``) works too.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from segnet.inference import check_mirroring
 from segnet.loading import load_model, model_files
 
 IMAGE_SUFFIXES = own_images.IMAGE_SUFFIXES
+# what the command takes as key=value (inputs also as input=)
+SETTINGS = ("model", "inputs", "out", "device", "tta")
 
 log = logging.getLogger(__name__)
 
@@ -255,9 +260,50 @@ def check_device(device: str) -> None:
         raise SystemExit(f"--device {device}: this machine has no {kind} device; use --device cpu.")
 
 
+def from_key_values(argv: list[str]) -> list[str]:
+    """``model=... inputs=[a,b] out=... device=... tta=...`` as the flag form argparse
+    reads; arguments in the flag form pass through. A key that is no setting is refused,
+    naming those that are."""
+    if not any("=" in a and not a.startswith("-") for a in argv):
+        return argv
+    given: dict[str, str] = {}
+    rest = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or arg.startswith("-"):
+            rest.append(arg)
+            continue
+        if key not in SETTINGS and key != "input":
+            raise SystemExit(
+                f"{key}={value}: segnet.predict takes {', '.join(s + '=' for s in SETTINGS)}."
+            )
+        given["inputs" if key == "input" else key] = value
+    if "model" not in given:
+        raise SystemExit("model=...: give the model (a .onnx, .safetensors, .pt2 or .ckpt).")
+    inputs = given.get("inputs", "")
+    items = [i.strip() for i in inputs.strip("[]").split(",") if i.strip()] if inputs else []
+    out = [given["model"], *items, *rest]
+    if "out" in given:
+        out += ["--out", given["out"]]
+    if "device" in given:
+        out += ["--device", given["device"]]
+    if "tta" in given:
+        tta = given["tta"].lower()
+        if tta not in ("true", "false", "null"):
+            raise SystemExit(f"tta={given['tta']}: true, false or null (as the model's recipe).")
+        out += [] if tta == "null" else ["--tta" if tta == "true" else "--no-tta"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
+    import sys
+
+    argv = from_key_values(list(sys.argv[1:] if argv is None else argv))
     parser = argparse.ArgumentParser(
-        prog="python -m segnet.predict", description=__doc__.split("\n")[0]
+        prog="python -m segnet.predict",
+        description=__doc__.split("\n")[0],
+        epilog="The same as key=value: model=export/model.onnx 'inputs=[a.png,b.png]' "
+        "out=masks/ device=cuda tta=false",
     )
     parser.add_argument(
         "model",
@@ -268,8 +314,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes, or folders of them"
     )
-    parser.add_argument("--out", required=True, help="folder for the masks")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", required=True, help="folder for the masks (out=...)")
+    parser.add_argument(
+        "--device", default="cpu", help="cpu, cuda, cuda:1 or mps (device=...; default cpu)"
+    )
     parser.add_argument(
         "--tta",
         action=argparse.BooleanOptionalAction,
@@ -308,7 +356,7 @@ def main(argv: list[str] | None = None) -> None:
                 nifti.load_volume(nifti.Case(nifti.case_name(item), item, None))
             else:
                 own_images.open_image(item)  # what kind the model takes: check_kind
-        except (CamVidDataError, nifti.NiftiDataError) as err:
+        except (CamVidDataError, own_images.ImageDataError, nifti.NiftiDataError) as err:
             raise SystemExit(str(err)) from None
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
         predictor = Predictor(model_paths(args.model), args.device, args.tta)

@@ -37,7 +37,9 @@ def test_readme_commands_compose_every_recipe(command):
 
 def test_full_size_recipe_is_skipped_on_cpu_unless_asked():
     cfg = compose_bench([])
-    expected = ["camvid", "hippocampus"] + (["camvid_full"] if torch.cuda.is_available() else [])
+    expected = ["camvid", "hippocampus", "images"] + (
+        ["camvid_full"] if torch.cuda.is_available() else []
+    )
     assert bench.recipes_to_run(cfg) == expected
     assert bench.recipes_to_run(compose_bench(["run=[camvid_full]"])) == ["camvid_full"]
     with pytest.raises(ValueError, match="unknown"):
@@ -58,6 +60,8 @@ def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, t
     text = "\n".join(lines)
     for label in (
         "pipeline / bare",
+        "network alone (synthetic)",
+        "pipeline / network alone",
         "epoch train.py / bare",
         "per worker",
         "GFLOP/s",
@@ -65,7 +69,11 @@ def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, t
     ):
         assert label in text
     assert r["device"] == "cpu" and r["precision"] == "32-true"
-    assert r["pipeline_samples_s"] > 0 and r["bare_samples_s"] > 0
+    assert r["pipeline_samples_s"] > 0 and r["bare_samples_s"] > 0 and r["network_samples_s"] > 0
+    # one window of each per repeat, and the ratio's spread over them around its median
+    assert {k: len(v) for k, v in r["windows"].items()} == {"pipeline": 1, "bare": 1, "network": 1}
+    lo, med, hi = r["ratio_spread"]
+    assert lo <= med <= hi
     assert r["pipeline_epoch_s"] > 0 and r["bare_epoch_s"] > 0
     assert r["ema_update_ms"]["per_tensor"] > 0 and r["ema_update_ms"]["fused"] > 0
     assert r["flops_per_sample"] > 0 and r["data_samples_s_per_worker"] > 0

@@ -19,7 +19,11 @@ def cli_run(tiny_camvid, tmp_path_factory):
 
 def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     run, out = cli_run
-    assert "resolved config:" in out and "_target_: segnet.module.SegmentationModule" in out
+    # the overrides and where the config is, not a page of YAML
+    assert (
+        f"overrides: {' '.join(TINY_CAMVID)}" in out and f"config: {run}/.hydra/config.yaml" in out
+    )
+    assert "_target_: segnet.module.SegmentationModule" not in out
     # the monitor the run uses (the dataset's), not the config's placeholder
     assert "monitor: val/miou" in out and "monitor: null" not in out
     # one line per epoch: that epoch's training loss, its validation, the time left
@@ -34,7 +38,8 @@ def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     assert out.count("Seed set to 42") == 1 and out.count("`Trainer.fit` stopped") == 1, out
     # the log file has it too
     log = (run / "train.log").read_text()
-    assert "resolved config:" in log and "tested on 'test'" in log
+    assert "resolved config:" in log and "_target_: segnet.module.SegmentationModule" in log
+    assert "tested on 'test'" in log
     # and the epoch lines and the test table, which the console printed and did not log
     logged = [line.split(" - ", 1)[1] for line in log.splitlines() if " eta " in line]
     assert logged == [line.split("] ", 1)[1] for line in epoch_lines]

@@ -20,12 +20,26 @@ def volumes(tmp_path_factory):
     return nifti_dataset(tmp_path_factory.mktemp("vol") / "data", "msd", n=8, shape=(19, 23, 17))
 
 
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    from tests.data.test_images import make_folder
+
+    return make_folder(tmp_path_factory.mktemp("img") / "data", n=10)
+
+
 @pytest.mark.parametrize("debug", ["fdr", "limit"])
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes, tmp_path, caplog):
+def test_debug_runs_for_every_experiment(
+    experiment, debug, tiny_camvid, volumes, images, tmp_path, caplog
+):
     overrides = [f"experiment={experiment}", f"debug={debug}", *CPU]
     if experiment.startswith("camvid"):
         overrides += [f"data.root={tiny_camvid}", "data.batch_size=2", "data.eval_batch_size=2"]
+    elif experiment.startswith("images"):
+        overrides += [
+            f"data.root={images}", "data.class_names=[background,disc]",
+            "data.label_values=[0,255]", "data.max_patch=32", "data.batch_size=2",
+        ]  # fmt: skip
     else:
         overrides += [f"data.root={volumes}", "data.patch_size=[16,16,16]", "data.batch_size=2"]
     cfg = compose("train", overrides, tmp_path)
@@ -54,3 +68,26 @@ def test_debug_runs_for_every_experiment(experiment, debug, tiny_camvid, volumes
         if experiment.startswith("hippocampus"):
             rows = (tmp_path / "per_case.csv").read_text().splitlines()
             assert len(rows) >= 2  # header + the cases tested (complete rows only)
+
+
+def test_a_gpu_recipe_on_a_cpu_without_bf16_units_trains_in_fp32_on_its_cores(
+    volumes, tmp_path, caplog, monkeypatch
+):
+    """debug=fdr of a GPU recipe on a machine without a GPU: bf16, which such a CPU would
+    emulate (a 3D step 33x slower), becomes fp32, and the recipe's 8 loader workers the
+    machine's cores, each said in one line."""
+    from segnet import pipeline
+
+    monkeypatch.setattr(pipeline, "cpu_has_bf16_units", lambda: False)
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 1)
+    overrides = [
+        "experiment=hippocampus_gpu", "debug=fdr", f"data.root={volumes}",
+        "data.patch_size=[16,16,16]", "data.batch_size=2",
+        "data.num_workers=8",  # the recipe's own (debug=fdr sets 0)
+    ]  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+        _, objects = train(compose("train", overrides, tmp_path))
+    assert str(objects["trainer"].precision) == "32-true"
+    assert objects["cfg"].data.num_workers == 1
+    assert "training in fp32 (32-true) instead" in caplog.text
+    assert "data.num_workers=8 on a CPU with 1 core(s)" in caplog.text

@@ -44,7 +44,10 @@ def test_training_scores_per_class_and_image_and_records_the_split(trained):
     for key in ("test/dice/disc", "test/iou/disc", "test/precision/disc", "test/recall/disc"):
         assert 0 <= metrics[key] <= 1, key
     cases = (run / "per_case.csv").read_text().splitlines()
-    assert cases[0] == "case,dice_background,dice_disc" and len(cases) == 1 + 2
+    columns = [
+        f"{m}_{c}" for m in ("dice", "iou", "precision", "recall") for c in ("background", "disc")
+    ]
+    assert cases[0] == ",".join(["case", *columns]) and len(cases) == 1 + 2
     splits = json.loads((run / "splits.json").read_text())
     assert sum(len(v) for v in splits.values()) == 10
 
@@ -81,9 +84,9 @@ def test_export_and_predict_at_native_size(trained, tmp_path):
     )  # fmt: skip
     card = json.loads((out / "model.json").read_text())
     assert card["input"]["normalization"]["kind"] == "image_mean_std"
-    run_cli(
-        ["-m", "segnet.predict", str(out / "model.onnx"), str(root / "images" / "1.png"),
-         "--out", str(tmp_path / "masks")],
+    run_cli(  # key=value, as every other command
+        ["-m", "segnet.predict", f"model={out / 'model.onnx'}",
+         f"inputs=[{root / 'images' / '1.png'}]", f"out={tmp_path / 'masks'}"],
         cwd=REPO,
     )  # fmt: skip
     mask = np.asarray(Image.open(tmp_path / "masks" / "1.png"))

@@ -1,4 +1,5 @@
-"""TensorBoard callbacks: prediction panels and the confusion-matrix figure.
+"""Pictures for the experiment trackers (TensorBoard, CSV, MLflow, W&B: see
+:mod:`segnet.callbacks.trackers`): prediction panels and the confusion-matrix figure.
 
 Both are optional pictures, so both run under a :class:`CostBudget`: at the first and the
 last epoch, and in between only while their measured cost stays under a small share of the
@@ -16,13 +17,7 @@ import torch
 
 from segnet.callbacks.budget import CostBudget, is_last_epoch
 from segnet.callbacks.render import prediction_grid, sample_panels, volume_panels
-
-
-def _tensorboard(trainer: L.Trainer):
-    for logger in trainer.loggers:
-        if hasattr(logger.experiment, "add_image"):
-            return logger.experiment
-    return None
+from segnet.callbacks.trackers import trackers
 
 
 class _Budgeted(L.Callback):
@@ -37,7 +32,7 @@ class _Budgeted(L.Callback):
         self._first = True
 
     def _due(self, trainer: L.Trainer) -> bool:
-        if trainer.sanity_checking or not trainer.is_global_zero or _tensorboard(trainer) is None:
+        if trainer.sanity_checking or not trainer.is_global_zero or not trackers(trainer):
             return False
         return self.budget.due(first=self._first, last=is_last_epoch(trainer))
 
@@ -99,9 +94,8 @@ class PredictionImages(_Budgeted):
         if info.ignore_index is not None and info.ignore_index == len(names):
             names.append("void (not scored)")  # its colour in the truth column
         picture = prediction_grid(rows, names, info.palette)
-        _tensorboard(trainer).add_image(
-            "val/predictions", picture, trainer.global_step, dataformats="HWC"
-        )
+        for tracker in trackers(trainer):
+            tracker.image("val/predictions", picture, trainer.global_step)
         self._rows = {}
         self.budget.spend(self._cost + time.perf_counter() - start)
         self._first = False
@@ -150,12 +144,9 @@ class ConfusionMatrixFigure(_Budgeted):
 
     def _log(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         start = time.perf_counter()
-        _tensorboard(trainer).add_figure(
-            f"{stage}/confusion_matrix",
-            confusion_figure(pl_module.last_confusion[stage], pl_module.class_names),
-            trainer.global_step,
-            close=True,
-        )
+        for tracker in trackers(trainer):  # a figure each: a tracker may close its own
+            figure = confusion_figure(pl_module.last_confusion[stage], pl_module.class_names)
+            tracker.figure(f"{stage}/confusion_matrix", figure, trainer.global_step)
         return time.perf_counter() - start
 
     # *_end rather than *_epoch_end: Lightning runs callbacks' epoch-end hooks before the
@@ -166,5 +157,5 @@ class ConfusionMatrixFigure(_Budgeted):
             self._first = False
 
     def on_test_end(self, trainer, pl_module) -> None:
-        if "test" in pl_module.last_confusion and trainer.is_global_zero and _tensorboard(trainer):
+        if "test" in pl_module.last_confusion and trainer.is_global_zero and trackers(trainer):
             self._log(trainer, pl_module, "test")
