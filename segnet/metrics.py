@@ -36,11 +36,11 @@ def scores_from_confusion(cm: torch.Tensor) -> dict[str, torch.Tensor]:
     }
 
 
-def per_case_dice(
+def class_counts(
     pred: torch.Tensor, target: torch.Tensor, num_classes: int, ignore_index: int | None = None
-) -> torch.Tensor:
-    """Dice of each case (batch item) and class, shape (N, C); NaN where a class is absent
-    from both prediction and label (the Decathlon convention leaves those cases out)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per case (batch item) and class, shape (N, C) each: true positives, predicted and
+    labelled pixels (voxels), pixels labelled ``ignore_index`` left out."""
     n = pred.shape[0]
     pred, target = pred.reshape(n, -1), target.reshape(n, -1)
     valid = (
@@ -51,9 +51,21 @@ def per_case_dice(
     classes = torch.arange(num_classes, device=pred.device).view(1, -1, 1)
     p = (pred.unsqueeze(1) == classes) & valid.unsqueeze(1)
     t = (target.unsqueeze(1) == classes) & valid.unsqueeze(1)
-    inter = (p & t).sum(-1).double()
-    total = (p.sum(-1) + t.sum(-1)).double()
-    return torch.where(total > 0, 2 * inter / total.clamp(min=1), torch.nan)
+    return (p & t).sum(-1).double(), p.sum(-1).double(), t.sum(-1).double()
+
+
+def ratio(part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
+    """``part / whole``, NaN where ``whole`` is 0 (the score is undefined there)."""
+    return torch.where(whole > 0, part / whole.clamp(min=1), torch.nan)
+
+
+def per_case_dice(
+    pred: torch.Tensor, target: torch.Tensor, num_classes: int, ignore_index: int | None = None
+) -> torch.Tensor:
+    """Dice of each case (batch item) and class, shape (N, C); NaN where a class is absent
+    from both prediction and label (the Decathlon convention leaves those cases out)."""
+    tp, predicted, labelled = class_counts(pred, target, num_classes, ignore_index)
+    return ratio(2 * tp, predicted + labelled)
 
 
 def per_case_overlap(
@@ -61,24 +73,8 @@ def per_case_overlap(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """IoU, precision and recall of each case and class, each (N, C); NaN where undefined
     (IoU: the class in neither; precision: never predicted; recall: not in the label)."""
-    n = pred.shape[0]
-    pred, target = pred.reshape(n, -1), target.reshape(n, -1)
-    valid = (
-        torch.ones_like(target, dtype=torch.bool)
-        if ignore_index is None
-        else target != ignore_index
-    )
-    classes = torch.arange(num_classes, device=pred.device).view(1, -1, 1)
-    p = (pred.unsqueeze(1) == classes) & valid.unsqueeze(1)
-    t = (target.unsqueeze(1) == classes) & valid.unsqueeze(1)
-    tp = (p & t).sum(-1).double()
-    predicted, labelled = p.sum(-1).double(), t.sum(-1).double()
-    union = predicted + labelled - tp
-
-    def ratio(den: torch.Tensor) -> torch.Tensor:
-        return torch.where(den > 0, tp / den.clamp(min=1), torch.nan)
-
-    return ratio(union), ratio(predicted), ratio(labelled)
+    tp, predicted, labelled = class_counts(pred, target, num_classes, ignore_index)
+    return ratio(tp, predicted + labelled - tp), ratio(tp, predicted), ratio(tp, labelled)
 
 
 def per_case_surface(
