@@ -130,6 +130,19 @@ def write_bytes(
     return path
 
 
+def write_image(path: str | Path, array) -> Path:
+    """A prediction (an array Pillow takes: class indices, colours) as an image file named
+    ``path``, whole or not at all; an existing file is never overwritten."""
+    from PIL import Image
+
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path} exists; predictions are never overwritten.")
+    with staged(path) as tmp:
+        Image.fromarray(array).save(tmp)
+    return path
+
+
 def write_text(path: str | Path, text: str) -> Path:
     """``text`` (UTF-8) into ``path``, whole or not at all."""
     return write_bytes(path, text.encode("utf-8"))

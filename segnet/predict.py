@@ -38,7 +38,7 @@ from segnet.data.info import voxel_size_warning
 from segnet.data.palette import colorize
 from segnet.data.transforms import normalize, resize_images
 from segnet.ensemble import average_probabilities, check_distinct, check_same_data
-from segnet.files import staged
+from segnet.files import write_image
 from segnet.inference import check_mirroring
 from segnet.loading import load_model, model_files
 
@@ -198,8 +198,7 @@ class Predictor:
                 # mask lies over the picture the user sees
                 mask = self.predict_image(rgb_of(ImageOps.exif_transpose(im), path))
         for target, array in zip(targets, (mask, colorize(mask, self.palette)), strict=True):
-            with staged(target) as tmp:
-                Image.fromarray(array).save(tmp)
+            write_image(target, array)
         return targets
 
     def check_kind(self, path: Path) -> bool:

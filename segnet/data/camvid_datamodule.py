@@ -28,7 +28,7 @@ from segnet.data.transforms import (
     resize_labels,
     train_transform,
 )
-from segnet.files import staged
+from segnet.files import write_image
 
 log = logging.getLogger(__name__)
 CLASS_WEIGHT_RULES = ("median_frequency", "median_frequency_sqrt", "none")
@@ -275,17 +275,9 @@ class CamVidDataModule(SegmentationDataModule):
 
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<name>.png`` (class indices) and ``<name>_color.png`` (CamVid palette)."""
-        from PIL import Image
-
         stem = Path(self.datasets["test"].names[index]).stem
-        for path, array in (
-            (out_dir / f"{stem}.png", pred.numpy().astype("uint8")),
-            (out_dir / f"{stem}_color.png", colorize(pred, self.palette)),
-        ):
-            if path.exists():
-                raise FileExistsError(f"{path} exists; predictions are never overwritten.")
-            with staged(path) as tmp:
-                Image.fromarray(array).save(tmp)
+        write_image(out_dir / f"{stem}.png", pred.numpy().astype("uint8"))
+        write_image(out_dir / f"{stem}_color.png", colorize(pred, self.palette))
 
     # -- class weights ------------------------------------------------------------------
     def compute_class_weights(self) -> list[float] | None:

@@ -24,8 +24,8 @@ from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo
 from segnet.data.palette import label_palette
-from segnet.data.splits import split_cases
-from segnet.files import staged
+from segnet.data.splits import DrawnSplits, split_cases
+from segnet.files import write_image
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
@@ -168,7 +168,7 @@ class WholeImageDataset(Dataset):
         return {"image": it.image, "label": it.label.long(), "index": i}
 
 
-class ImageFolderDataModule(SegmentationDataModule):
+class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     """A folder (or CSV) of 2D images and masks: see :mod:`segnet.data.images` for the
     layouts and mask forms, ``configs/data/images.yaml`` for every setting.
 
@@ -502,17 +502,8 @@ class ImageFolderDataModule(SegmentationDataModule):
             list(self.flip_axes) or "none",
         )  # fmt: skip
 
-    def has_split(self, split: str) -> bool:
-        return bool(self.splits.get(split))
-
-    def split_names(self) -> dict[str, list[str]] | None:
-        if not self.splits:
-            return None
-        return {
-            split: [self.pairs[i].name for i in indices]
-            for split, indices in self.splits.items()
-            if split != "all"
-        }
+    def case_names(self) -> list[str]:
+        return [p.name for p in self.pairs]
 
     def read_split(self, split: str) -> int:
         return len(self.load(split))
@@ -626,12 +617,6 @@ class ImageFolderDataModule(SegmentationDataModule):
     # -- outputs ---------------------------------------------------------------------------
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<image name>.png``: the class index of every pixel, at the image's size."""
-        from PIL import Image
-
         name = Path(self.datasets["test"].names[index]).stem
-        path = out_dir / f"{name}.png"
-        if path.exists():
-            raise FileExistsError(f"{path} exists; predictions are never overwritten.")
         dtype = np.uint8 if len(self._class_names) <= 256 else np.uint16
-        with staged(path) as tmp:
-            Image.fromarray(pred.numpy().astype(dtype)).save(tmp)
+        write_image(out_dir / f"{name}.png", pred.numpy().astype(dtype))

@@ -20,7 +20,7 @@ from segnet.data import nifti
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
-from segnet.data.splits import split_cases
+from segnet.data.splits import DrawnSplits, split_cases
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "all")
@@ -265,7 +265,7 @@ def _seed_worker(worker_id: int) -> None:
         transform.set_random_state(seed=torch.initial_seed() % 2**32)
 
 
-class NiftiDataModule(SegmentationDataModule):
+class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     """NIfTI volumes in the Decathlon layout, plain folders or a CSV.
 
     Example:
@@ -419,17 +419,8 @@ class NiftiDataModule(SegmentationDataModule):
             "data.class_names=[background,...] (one per label value)."
         )
 
-    def has_split(self, split: str) -> bool:
-        return bool(self.splits.get(split))
-
-    def split_names(self) -> dict[str, list[str]] | None:
-        if not self.splits:
-            return None
-        return {
-            split: [self.cases[i].name for i in indices]
-            for split, indices in self.splits.items()
-            if split != "all"
-        }
+    def case_names(self) -> list[str]:
+        return [c.name for c in self.cases]
 
     def read_split(self, split: str) -> int:
         return len(self.volumes(split))

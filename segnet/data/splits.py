@@ -8,6 +8,30 @@ from collections.abc import Sequence
 import numpy as np
 
 
+class DrawnSplits:
+    """For a DataModule whose splits are drawn from its list of cases (``self.splits``:
+    split -> indices into it; ``case_names()``: their names): which splits exist, and the
+    cases of each by name, which checkpoints record."""
+
+    splits: dict[str, list[int]]
+
+    def case_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def has_split(self, split: str) -> bool:
+        return bool(self.splits.get(split))
+
+    def split_names(self) -> dict[str, list[str]] | None:
+        if not self.splits:
+            return None
+        names = self.case_names()
+        return {
+            split: [names[i] for i in indices]
+            for split, indices in self.splits.items()
+            if split != "all"
+        }
+
+
 def split_cases(
     names: Sequence[str],
     val_fraction: float,
