@@ -8,16 +8,16 @@ from omegaconf import DictConfig
 def main(cfg: DictConfig) -> float | None:
     # torch and Lightning are imported here, after Hydra: --help, --cfg and a refused
     # override answer in a second or two instead of waiting for them
-    from segnet.console import lightning_logs_on_their_own, traceback_in_log
+    from segnet.runs.console import lightning_logs_on_their_own, traceback_in_log
 
     lightning_logs_on_their_own()
     if cfg.get("optuna"):  # hparams_search=...: a study of many training runs
-        from segnet.tune import run_study
+        from segnet.sweeps.study import run_study
 
         return float(run_study(cfg).best_value)
     with traceback_in_log("training"):  # an import that fails is in the run's log too
-        from segnet.pipeline import train
-        from segnet.resume import forget_config_of_refused_resume
+        from segnet.commands.train import train
+        from segnet.runs.resume import forget_config_of_refused_resume
 
         with forget_config_of_refused_resume():
             metrics, _ = train(cfg)
@@ -29,8 +29,8 @@ def main(cfg: DictConfig) -> float | None:
 if __name__ == "__main__":
     import sys
 
-    from segnet.outputs import output_dir_as_run_dir, resume_into_its_run
-    from segnet.typos import hint_on_failure
+    from segnet.runs.folders import output_dir_as_run_dir, resume_into_its_run
+    from segnet.runs.typos import hint_on_failure
 
     sys.argv[1:] = resume_into_its_run(output_dir_as_run_dir(sys.argv[1:]))
     with hint_on_failure("train", sys.argv[1:]):

@@ -33,14 +33,14 @@ def evaluate() -> None:
 
 
 def export() -> None:
-    runpy.run_module("segnet.export", run_name="__main__", alter_sys=True)
+    runpy.run_module("segnet.serving.export", run_name="__main__", alter_sys=True)
 
 
 def predict() -> None:
-    from segnet.predict import main
+    from segnet.serving.predict import main
 
     main()
 
 
 def bench() -> None:
-    runpy.run_module("segnet.bench", run_name="__main__", alter_sys=True)
+    runpy.run_module("segnet.commands.bench", run_name="__main__", alter_sys=True)

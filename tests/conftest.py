@@ -45,7 +45,7 @@ def compose_config(config_name: str, overrides=(), hydra: bool = False):
 
 def compose(config_name: str, overrides: list[str], output_dir: Path):
     """Compose a config as ``train.py``/``evaluate.py`` would, with the run directory set,
-    so tests call segnet.pipeline functions directly instead of starting processes."""
+    so tests call segnet.commands.train functions directly instead of starting processes."""
     from omegaconf import open_dict
 
     cfg = compose_config(config_name, overrides, hydra=True)

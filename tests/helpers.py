@@ -188,7 +188,7 @@ def stopping_after(epochs: int):
     which a resume compares with its own."""
     from unittest import mock
 
-    import segnet.pipeline as pipeline
+    import segnet.commands.train as pipeline
 
     original = pipeline.build_trainer
 

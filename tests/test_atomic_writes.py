@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import segnet.files
-from segnet.checkpoint_io import AtomicCheckpointIO, BackgroundCheckpointIO
-from segnet.checkpoints import read_checkpoint
 from segnet.files import OutOfSpaceError, write_bytes
+from segnet.serving.checkpoints import read_checkpoint
+from segnet.training.checkpoint_io import AtomicCheckpointIO, BackgroundCheckpointIO
 
 
 class FillsUp(io.FileIO):
@@ -107,7 +107,7 @@ def test_the_background_writer_raises_its_failure_on_the_main_thread_once(tmp_pa
 
 
 def test_training_writes_through_the_atomic_writer_whatever_the_plugins(tiny_camvid, tmp_path):
-    from segnet.pipeline import build_trainer
+    from segnet.commands.train import build_trainer
     from tests.conftest import TINY_CAMVID, compose
 
     for plugins in ([], ["trainer.plugins=null"]):
@@ -120,7 +120,7 @@ def test_training_writes_through_the_atomic_writer_whatever_the_plugins(tiny_cam
 def test_a_full_disk_stops_training_with_the_folder_named(tiny_camvid, tmp_path, monkeypatch):
     """A run whose disk fills at its first checkpoint stops there, saying where, and leaves
     no partial checkpoint."""
-    from segnet.pipeline import train
+    from segnet.commands.train import train
     from tests.conftest import TINY_CAMVID, compose
 
     cfg = compose(

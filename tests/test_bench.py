@@ -4,7 +4,7 @@ import pytest
 import torch
 from omegaconf import open_dict
 
-from segnet import bench
+from segnet.commands import bench
 from tests.conftest import TINY_CAMVID, compose_config, project_configs
 
 
@@ -23,7 +23,7 @@ def compose_bench(overrides):
     ],
 )
 def test_readme_commands_compose_every_recipe(command):
-    """`python -m segnet.bench trainer=gpu` and friends, as the README writes them."""
+    """`python -m segnet.commands.bench trainer=gpu` and friends, as the README writes them."""
     cfg = compose_bench([c.strip("'") for c in command])
     names = cfg.run or list(cfg.recipes)
     for name in names:
@@ -97,8 +97,8 @@ def test_bare_loop_predicts_single_pass_like_validation_even_for_a_mirroring_rec
     validation does: a recipe's mirroring TTA belongs to its test stage only."""
     import contextlib
 
-    from segnet.inference import Inference
-    from segnet.module import SegmentationModule
+    from segnet.serving.inference import Inference
+    from segnet.training.module import SegmentationModule
     from tests.helpers import data_info
 
     net = {"name": "segnet_basic", "features": [4, 4, 4, 4]}

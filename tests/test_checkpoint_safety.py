@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from segnet.checkpoints import CheckpointError, peek_checkpoint, read_checkpoint
+from segnet.serving.checkpoints import CheckpointError, peek_checkpoint, read_checkpoint
 from tests.conftest import REPO, TINY_CAMVID, compose
 
 
@@ -29,7 +29,7 @@ class Payload:
 
 @pytest.fixture(scope="module")
 def trained(tiny_camvid, tmp_path_factory):
-    from segnet.pipeline import train
+    from segnet.commands.train import train
 
     run = tmp_path_factory.mktemp("safety") / "run"
     cfg = compose(
@@ -84,7 +84,7 @@ def test_train_resume_from_the_command_line(trained, tiny_camvid, tmp_path):
 
 @pytest.mark.parametrize("setting", ["ckpt_path", "init_from"])
 def test_train_resume_and_init_from(trained, tiny_camvid, tmp_path, setting):
-    from segnet.pipeline import train
+    from segnet.commands.train import train
 
     path, marker = crafted(trained, tmp_path / "given")
     cfg = compose(
@@ -96,7 +96,7 @@ def test_train_resume_and_init_from(trained, tiny_camvid, tmp_path, setting):
 
 
 def test_evaluate_and_an_ensemble(trained, tiny_camvid, tmp_path):
-    from segnet.evaluation import evaluate
+    from segnet.commands.evaluate import evaluate
 
     path, marker = crafted(trained, tmp_path / "given")
     for given in (str(path), f"[{trained},{path}]"):
@@ -110,7 +110,7 @@ def test_an_ensemble_member_whose_last_checkpoint_is_crafted(trained, tiny_camvi
     """Ensembles read the ``last.ckpt`` beside each member to tell whether it finished."""
     import shutil
 
-    from segnet.ensemble import unfinished
+    from segnet.serving.ensemble import unfinished
 
     member = tmp_path / "member" / "checkpoints"
     member.mkdir(parents=True)
@@ -121,7 +121,7 @@ def test_an_ensemble_member_whose_last_checkpoint_is_crafted(trained, tiny_camvi
 
 
 def test_export(trained, tmp_path):
-    from segnet.export import export_checkpoint
+    from segnet.serving.export import export_checkpoint
 
     path, marker = crafted(trained, tmp_path / "given")
     with pytest.raises(CheckpointError, match="unpickling can run any code"):
@@ -131,7 +131,7 @@ def test_export(trained, tmp_path):
 
 
 def test_predict(trained, tmp_path):
-    from segnet.predict import main as predict_main
+    from segnet.serving.predict import main as predict_main
 
     path, marker = crafted(trained, tmp_path / "given")
     image = tmp_path / "photo.png"

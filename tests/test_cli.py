@@ -1,4 +1,4 @@
-"""The commands look alike: console scripts that are the python forms, and segnet.predict
+"""The commands look alike: console scripts that are the python forms, and segnet.serving.predict
 taking key=value as every other command does."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from segnet.predict import from_key_values
+from segnet.serving.predict import from_key_values
 from tests.conftest import REPO
 
 
@@ -22,7 +22,9 @@ def test_predict_takes_key_value_and_keeps_its_flags():
     assert from_key_values(["model=m.onnx", "input=a.png", "out=o", "device=cuda:1"])[-2:] == [
         "--device", "cuda:1",
     ]  # fmt: skip
-    with pytest.raises(SystemExit, match=r"outdir=masks: segnet.predict takes model=, inputs="):
+    with pytest.raises(
+        SystemExit, match=r"outdir=masks: segnet.serving.predict takes model=, inputs="
+    ):
         from_key_values(["model=m.onnx", "outdir=masks"])
     with pytest.raises(SystemExit, match="tta=maybe"):
         from_key_values(["model=m.onnx", "tta=maybe"])

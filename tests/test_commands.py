@@ -7,7 +7,7 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from segnet.commands import command, override
+from segnet.shell import command, override
 
 ODD_PATHS = [
     "outputs/2026-11-25/10-00-00/checkpoints/last.ckpt",

@@ -39,7 +39,7 @@ def test_every_option_composes(group, option, tiny_camvid):
     cfg = compose_train(overrides)
     if cfg.model.net.get("encoder_weights"):
         cfg.model.net.encoder_weights = None  # no downloads in tests
-    assert cfg.model._target_ == "segnet.module.SegmentationModule"
+    assert cfg.model._target_ == "segnet.training.module.SegmentationModule"
     if group == "trainer":
         if ("gpu" in option or option == "ddp") and not torch.cuda.is_available():
             return  # composes; a GPU trainer cannot be built without a GPU

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from segnet.pipeline import train
+from segnet.commands.train import train
 from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
 
 
@@ -23,7 +23,7 @@ def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     assert (
         f"overrides: {' '.join(TINY_CAMVID)}" in out and f"config: {run}/.hydra/config.yaml" in out
     )
-    assert "_target_: segnet.module.SegmentationModule" not in out
+    assert "_target_: segnet.training.module.SegmentationModule" not in out
     # the monitor the run uses (the dataset's), not the config's placeholder
     assert "monitor: val/miou" in out and "monitor: null" not in out
     # one line per epoch: that epoch's training loss, its validation, the time left
@@ -38,7 +38,9 @@ def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     assert out.count("Seed set to 42") == 1 and out.count("`Trainer.fit` stopped") == 1, out
     # the log file has it too
     log = (run / "train.log").read_text()
-    assert "resolved config:" in log and "_target_: segnet.module.SegmentationModule" in log
+    assert (
+        "resolved config:" in log and "_target_: segnet.training.module.SegmentationModule" in log
+    )
     assert "tested on 'test'" in log
     # and the epoch lines and the test table, which the console printed and did not log
     logged = [line.split(" - ", 1)[1] for line in log.splitlines() if " eta " in line]
@@ -92,8 +94,8 @@ def test_a_gpu_recipe_without_a_gpu_is_refused_before_the_data(experiment, monke
     what to run instead."""
     import torch
 
-    from segnet.console import is_refusal
-    from segnet.evaluation import evaluate
+    from segnet.commands.evaluate import evaluate
+    from segnet.runs.console import is_refusal
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
@@ -113,7 +115,7 @@ def test_only_rank_0_warns_in_a_run_of_several_processes(monkeypatch):
 
     from lightning.pytorch.utilities import rank_zero_only
 
-    from segnet.console import rank_zero_speaks
+    from segnet.runs.console import rank_zero_speaks
 
     logger, data = logging.getLogger("segnet"), logging.getLogger("segnet.data.nifti_datamodule")
     level = logger.level
@@ -132,8 +134,8 @@ def test_only_this_packages_own_checks_count_as_refusals():
     epoch) keeps its traceback on the console."""
     import torch
 
-    from segnet.console import is_refusal
     from segnet.data.nifti_datamodule import check_flip
+    from segnet.runs.console import is_refusal
 
     with pytest.raises(ValueError) as ours:
         check_flip("no")

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from segnet.pipeline import train
+from segnet.commands.train import train
 from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed unavailable")

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from segnet.pipeline import train
+from segnet.commands.train import train
 from tests.conftest import CONFIGS, compose
 from tests.helpers import nifti_dataset
 
@@ -76,7 +76,7 @@ def test_a_gpu_recipe_on_a_cpu_without_bf16_units_trains_in_fp32_on_its_cores(
     """debug=fdr of a GPU recipe on a machine without a GPU: bf16, which such a CPU would
     emulate (a 3D step 33x slower), becomes fp32, and the recipe's 8 loader workers the
     machine's cores, each said in one line."""
-    from segnet import pipeline
+    from segnet.commands import train as pipeline
 
     monkeypatch.setattr(pipeline, "cpu_has_bf16_units", lambda: False)
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 1)
@@ -85,7 +85,7 @@ def test_a_gpu_recipe_on_a_cpu_without_bf16_units_trains_in_fp32_on_its_cores(
         "data.patch_size=[16,16,16]", "data.batch_size=2",
         "data.num_workers=8",  # the recipe's own (debug=fdr sets 0)
     ]  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
         _, objects = train(compose("train", overrides, tmp_path))
     assert str(objects["trainer"].precision) == "32-true"
     assert objects["cfg"].data.num_workers == 1

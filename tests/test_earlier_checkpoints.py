@@ -34,7 +34,7 @@ def earlier_checkpoint(commit: str, name: str) -> Path:
 
 @pytest.mark.parametrize(("name", "dataset", "metric", "score"), WRITTEN_BY_6564211)
 def test_a_checkpoint_of_6564211_evaluates_to_its_own_score(name, dataset, metric, score, tmp_path):
-    from segnet.evaluation import evaluate
+    from segnet.commands.evaluate import evaluate
 
     ckpt = earlier_checkpoint("6564211", name)
     root = shared_dataset(dataset)
@@ -49,7 +49,7 @@ def test_a_checkpoint_of_6564211_evaluates_to_its_own_score(name, dataset, metri
 
 @pytest.mark.parametrize("name", ["camvid_quick", "hippocampus"])
 def test_a_checkpoint_of_6564211_exports_and_reloads(name, tmp_path):
-    from segnet.export import export_checkpoint
+    from segnet.serving.export import export_checkpoint
 
     diffs = export_checkpoint(earlier_checkpoint("6564211", name), tmp_path, ("safetensors",))
     assert diffs["safetensors"] < 1e-4

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
+from segnet.commands.evaluate import evaluate
+from segnet.commands.train import train
 from segnet.data.info import DataInfo
-from segnet.ensemble import check_members, checkpoint_paths, unfinished
-from segnet.evaluation import evaluate
-from segnet.outputs import refuse_existing_run_dir
-from segnet.pipeline import train
+from segnet.runs.folders import refuse_existing_run_dir
+from segnet.serving.ensemble import check_members, checkpoint_paths, unfinished
 from tests.conftest import compose
 from tests.helpers import data_info, nifti_dataset
 
@@ -23,7 +23,7 @@ WINDOW = {"roi_size": [8, 8, 8], "overlap": 0.5, "mode": "gaussian", "sw_batch_s
 
 
 def volume_module(window: dict, seed: int, mirror_axes: list[int] | None = None):
-    from segnet.module import SegmentationModule
+    from segnet.training.module import SegmentationModule
 
     torch.manual_seed(seed)
     info = {**data_info(3, spatial_dims=3), "sliding_window": window, "mirror_axes": mirror_axes}
@@ -31,7 +31,7 @@ def volume_module(window: dict, seed: int, mirror_axes: list[int] | None = None)
 
 
 def test_members_mirror_their_own_axes_and_one_trained_without_flips_is_named():
-    from segnet.evaluation import set_mirroring
+    from segnet.commands.evaluate import set_mirroring
 
     first, keeps_lr = volume_module(WINDOW, 0), volume_module(WINDOW, 1, mirror_axes=[1, 2])
     unflipped = volume_module(WINDOW, 2, mirror_axes=[])
@@ -197,7 +197,7 @@ def test_an_ensemble_of_folds_refuses_before_testing(two_folds, tmp_path, settin
 
 
 def test_a_folder_counts_as_new_cases_only_when_no_member_trained_from_it(tmp_path):
-    from segnet.ensemble import scores_other_data
+    from segnet.serving.ensemble import scores_other_data
 
     def member(root):
         return SimpleNamespace(hparams={"data_cfg": {"root": root}})
@@ -286,11 +286,11 @@ def test_early_stopping_marks_the_last_checkpoint_as_a_stop_on_purpose(tmp_path)
 
 
 def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):
-    """segnet.predict with comma-separated models writes the masks evaluate.py saves for
+    """segnet.serving.predict with comma-separated models writes the masks evaluate.py saves for
     the same ensemble: one way of averaging, whichever entry point."""
     import nibabel as nib
 
-    from segnet.predict import main as predict_main
+    from segnet.serving.predict import main as predict_main
 
     ckpts = [str(two_folds / f / "checkpoints" / "best.ckpt") for f in ("0", "1")]
     cfg = compose(
@@ -327,7 +327,7 @@ def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):
 def test_only_a_stop_the_trainer_carries_out_counts_as_on_purpose(
     should_stop, can_stop, sigterm, expected
 ):
-    from segnet.module import stopping_on_purpose
+    from segnet.training.module import stopping_on_purpose
 
     trainer = SimpleNamespace(
         should_stop=should_stop,
@@ -340,8 +340,8 @@ def test_only_a_stop_the_trainer_carries_out_counts_as_on_purpose(
 def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exported(
     tmp_path, monkeypatch
 ):
-    import segnet.export
-    from segnet.export import export_ensemble
+    import segnet.serving.export
+    from segnet.serving.export import export_ensemble
 
     paths = []
     for i, (axes, tta) in enumerate((([1, 2], True), ([], False))):
@@ -355,8 +355,8 @@ def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exp
         export_ensemble(paths, tmp_path / "out", ("safetensors",))
     assert not (tmp_path / "out").exists()  # refused before anything was written
     read = []
-    load = segnet.export.load_model
-    monkeypatch.setattr(segnet.export, "load_model", lambda p: read.append(p) or load(p))
+    load = segnet.serving.export.load_model
+    monkeypatch.setattr(segnet.serving.export, "load_model", lambda p: read.append(p) or load(p))
     export_ensemble(paths[::-1], tmp_path / "out", ("safetensors",))  # tested unmirrored
     assert read == paths[::-1]  # each member's checkpoint read once, for checks and export
     card = json.loads((tmp_path / "out" / "member_1" / "model.json").read_text())
@@ -372,8 +372,8 @@ def test_an_ensemble_that_would_mirror_a_member_trained_without_flips_is_not_exp
 def test_an_ensemble_whose_member_fails_its_reload_check_leaves_nothing(tmp_path, monkeypatch):
     """member_0 exported whole, then member_1's file computes other logits: no ensemble is
     written, member_0's folder goes too, and the same export can be run again."""
-    import segnet.export
-    from segnet.export import export_ensemble
+    import segnet.serving.export
+    from segnet.serving.export import export_ensemble
 
     paths = []
     for i in range(2):
@@ -382,7 +382,7 @@ def test_an_ensemble_whose_member_fails_its_reload_check_leaves_nothing(tmp_path
         torch.save(
             {"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, paths[-1]
         )
-    load = segnet.export.LOADERS["safetensors"]
+    load = segnet.serving.export.LOADERS["safetensors"]
 
     def off_for_the_second(path):
         net = load(path)
@@ -390,7 +390,7 @@ def test_an_ensemble_whose_member_fails_its_reload_check_leaves_nothing(tmp_path
 
     out = tmp_path / "out"
     with monkeypatch.context() as patched:
-        patched.setitem(segnet.export.LOADERS, "safetensors", off_for_the_second)
+        patched.setitem(segnet.serving.export.LOADERS, "safetensors", off_for_the_second)
         with pytest.raises(ValueError, match=r"member_1.*reloaded, it gives logits up to 1"):
             export_ensemble(paths, out, ("safetensors",))
     assert list(out.iterdir()) == []
@@ -399,14 +399,14 @@ def test_an_ensemble_whose_member_fails_its_reload_check_leaves_nothing(tmp_path
 
 
 def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_folds, tmp_path):
-    """python -m segnet.export with a multirun folder of folds writes one folder that
-    segnet.predict and evaluate.py take as the ensemble of its members: the same masks
+    """python -m segnet.serving.export with a multirun folder of folds writes one folder that
+    segnet.serving.predict and evaluate.py take as the ensemble of its members: the same masks
     and metrics as the checkpoints themselves, and the folder is never written over."""
     import nibabel as nib
 
-    from segnet.export import export_ensemble
-    from segnet.loading import load_model
-    from segnet.predict import main as predict_main
+    from segnet.serving.export import export_ensemble
+    from segnet.serving.loading import load_model
+    from segnet.serving.predict import main as predict_main
 
     ckpts = checkpoint_paths(str(two_folds))
     out = tmp_path / "export"
@@ -472,8 +472,8 @@ def test_checkpoints_record_their_split_and_an_evaluation_refuses_their_training
 ):
     """A split drawn from a folder changes when cases are added to it: each checkpoint
     keeps its cases by name, and scoring one it trained or was validated on is refused."""
-    from segnet.ensemble import check_recorded_splits
-    from segnet.evaluation import load_module
+    from segnet.commands.evaluate import load_module
+    from segnet.serving.ensemble import check_recorded_splits
 
     paths = [two_folds / f / "checkpoints" / "best.ckpt" for f in ("0", "1")]
     modules = [load_module(str(p)) for p in paths]

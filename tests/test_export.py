@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from segnet import export
+from segnet.serving import export
 from tests.helpers import small_net
 
 pytest.importorskip("onnxruntime")
@@ -67,7 +67,7 @@ def test_safetensors_loads_without_hydra_or_lightning(tmp_path):
     )
     assert export.read_safetensors_metadata(path)["classes"] == ["a", "b"]
     code = (
-        "import sys, torch; from segnet.export import load_safetensors;"
+        "import sys, torch; from segnet.serving.export import load_safetensors;"
         f"net = load_safetensors({str(path)!r});"
         "assert 'hydra' not in sys.modules and 'lightning' not in sys.modules, sorted(sys.modules);"
         "print(net(torch.zeros(1, 3, 17, 17)).shape)"
@@ -85,5 +85,5 @@ def test_foreign_safetensors_file_is_refused(tmp_path):
     from safetensors.torch import save_file
 
     save_file({"w": torch.zeros(1)}, str(tmp_path / "x.safetensors"))
-    with pytest.raises(ValueError, match="not written by segnet.export"):
+    with pytest.raises(ValueError, match="not written by segnet.serving.export"):
         export.load_safetensors(tmp_path / "x.safetensors")

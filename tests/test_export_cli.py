@@ -1,4 +1,4 @@
-"""python -m segnet.export, evaluate.py on exported files, segnet.predict."""
+"""python -m segnet.serving.export, evaluate.py on exported files, segnet.serving.predict."""
 
 import json
 import shutil
@@ -10,10 +10,10 @@ import pytest
 import torch
 from PIL import Image
 
-from segnet.evaluation import evaluate
-from segnet.pipeline import train
-from segnet.predict import Predictor, model_paths
-from segnet.predict import main as predict_main
+from segnet.commands.evaluate import evaluate
+from segnet.commands.train import train
+from segnet.serving.predict import Predictor, model_paths
+from segnet.serving.predict import main as predict_main
 from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
 from tests.test_imports import TRAINING_STACK
 
@@ -29,7 +29,9 @@ def exported(tiny_camvid, tmp_path_factory):
     metrics, _ = train(cfg)
     ckpt = tmp / "run" / "checkpoints" / "best.ckpt"
     out = tmp / "export"
-    proc = run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}"], cwd=REPO)
+    proc = run_cli(
+        ["-m", "segnet.serving.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}"], cwd=REPO
+    )
     return ckpt, out, metrics, proc.stdout + proc.stderr
 
 
@@ -56,7 +58,7 @@ def test_export_writes_every_format_and_a_model_card(exported):
 
 
 def test_export_never_overwrites(exported):
-    from segnet.export import export_checkpoint
+    from segnet.serving.export import export_checkpoint
 
     ckpt, out, _, _ = exported
     with pytest.raises(FileExistsError, match="never overwritten"):
@@ -68,13 +70,13 @@ def test_a_file_that_reloads_to_other_logits_is_refused_and_removed(
 ):
     """The reload check decides: a format whose file computes something else (here the
     ONNX reloader made to add 0.1) is not written as verified, and the export's files go."""
-    import segnet.export
-    from segnet.export import export_checkpoint
+    import segnet.serving.export
+    from segnet.serving.export import export_checkpoint
 
     ckpt, _, _, _ = exported
-    load = segnet.export.LOADERS["onnx"]
-    off = {**segnet.export.LOADERS, "onnx": lambda path: lambda x: load(path)(x) + 0.1}
-    monkeypatch.setattr(segnet.export, "LOADERS", off)
+    load = segnet.serving.export.LOADERS["onnx"]
+    off = {**segnet.serving.export.LOADERS, "onnx": lambda path: lambda x: load(path)(x) + 0.1}
+    monkeypatch.setattr(segnet.serving.export, "LOADERS", off)
     with pytest.raises(ValueError, match=r"model\.onnx: reloaded, it gives logits up to 0\.1"):
         export_checkpoint(ckpt, tmp_path / "out", ("safetensors", "onnx"))
     assert not any((tmp_path / "out").iterdir())  # the safetensors written first went too
@@ -84,8 +86,8 @@ def test_a_file_that_reloads_to_other_logits_is_refused_and_removed(
 def test_a_failed_write_leaves_no_file_of_the_export(exported, tmp_path, monkeypatch):
     """Whatever stops an export midway (here the ONNX writer failing after it began the
     file), none of its files is left to pass for a model."""
-    import segnet.export
-    from segnet.export import export_checkpoint
+    import segnet.serving.export
+    from segnet.serving.export import export_checkpoint
 
     ckpt, _, _, _ = exported
 
@@ -93,7 +95,9 @@ def test_a_failed_write_leaves_no_file_of_the_export(exported, tmp_path, monkeyp
         path.write_bytes(b"half a file")
         raise RuntimeError("the writer failed")
 
-    monkeypatch.setattr(segnet.export, "WRITERS", {**segnet.export.WRITERS, "onnx": broken})
+    monkeypatch.setattr(
+        segnet.serving.export, "WRITERS", {**segnet.serving.export.WRITERS, "onnx": broken}
+    )
     with pytest.raises(RuntimeError, match="the writer failed"):
         export_checkpoint(ckpt, tmp_path / "out", ("safetensors", "onnx"))
     assert not any((tmp_path / "out").iterdir())
@@ -103,7 +107,7 @@ def test_a_failed_write_leaves_no_file_of_the_export(exported, tmp_path, monkeyp
 def test_an_exported_program_is_not_exported_again(exported, name, tmp_path):
     """A .onnx or .pt2 holds a traced graph, not the network: refused before anything is
     written, naming the .safetensors beside it, from which an export works."""
-    from segnet.export import export_checkpoint, export_ensemble
+    from segnet.serving.export import export_checkpoint, export_ensemble
 
     _, out, _, _ = exported
     with pytest.raises(ValueError, match=r"exported program.*model\.safetensors"):
@@ -116,11 +120,11 @@ def test_an_exported_program_is_not_exported_again(exported, name, tmp_path):
 
 
 def test_one_format_named_without_brackets_is_that_format_and_none_is_refused(exported, tmp_path):
-    from segnet.export import export_checkpoint
+    from segnet.serving.export import export_checkpoint
 
     ckpt, _, _, _ = exported
     out = tmp_path / "one"
-    run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}",
+    run_cli(["-m", "segnet.serving.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}",
              "formats=safetensors"], cwd=REPO)  # fmt: skip
     assert sorted(p.name for p in out.glob("model.*")) == ["model.json", "model.safetensors"]
     with pytest.raises(ValueError, match=r"formats=\[\]: name at least one"):
@@ -140,7 +144,7 @@ def test_one_format_named_without_brackets_is_that_format_and_none_is_refused(ex
 def test_an_example_size_the_network_cannot_take_is_refused_before_writing(
     exported, tmp_path, size, message
 ):
-    from segnet.export import export_checkpoint
+    from segnet.serving.export import export_checkpoint
 
     ckpt, _, _, _ = exported
     with pytest.raises(ValueError, match=rf"example_size=.*{message}"):
@@ -154,7 +158,10 @@ def test_export_into_a_run_folder_is_refused_before_hydra_writes_there(exported)
     ckpt, _, _, _ = exported
     run = ckpt.parent.parent
     with pytest.raises(AssertionError, match="already holds a run's outputs"):
-        run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"paths.output_dir={run}"], cwd=REPO)
+        run_cli(
+            ["-m", "segnet.serving.export", f"ckpt_path={ckpt}", f"paths.output_dir={run}"],
+            cwd=REPO,
+        )
     assert not (run / ".hydra").exists() and not (run / "model.json").exists()
 
 
@@ -273,7 +280,7 @@ def test_predicting_with_an_exported_model_imports_no_training_stack(
     _, out, _, _ = exported
     image = tiny_camvid / "test" / "test_000.png"
     code = (
-        "import sys; from segnet.predict import main; "
+        "import sys; from segnet.serving.predict import main; "
         f"main([{str(out / name)!r}, {str(image)!r}, '--out', {str(tmp_path)!r}]); "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {TRAINING_STACK!r}))"
     )
@@ -375,7 +382,7 @@ def test_exported_files_get_normal_permissions(exported):
 def exported_3d(tmp_path_factory):
     """A volumetric checkpoint (16^3 windows; trained flipping two of the three axes, so
     mirroring TTA flips those two) exported to ONNX."""
-    from segnet.export import export_checkpoint
+    from segnet.serving.export import export_checkpoint
     from tests.helpers import ODD_AFFINE, nifti_dataset
 
     tmp = tmp_path_factory.mktemp("export_3d")
@@ -434,7 +441,7 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
     ):
         predictor.predict_file(two / "imagesTr" / "case_000.nii.gz", tmp_path / "out3")
     # ... by the command line before any input is predicted: nothing is written
-    from segnet.predict import main as predict_main
+    from segnet.serving.predict import main as predict_main
 
     good = root / "imagesTr" / "case_000.nii.gz"
     bad = two / "imagesTr" / "case_000.nii.gz"
@@ -464,7 +471,7 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
 
 
 def test_a_folder_expands_to_the_images_and_volumes_in_it(tmp_path):
-    from segnet.predict import expand_inputs
+    from segnet.serving.predict import expand_inputs
 
     for name in ("a.JPG", "b.png", "c.nii.gz", "d.nii", ".e.png", "notes.txt", "f.nii.gz.bak"):
         (tmp_path / name).write_bytes(b"x")
@@ -643,7 +650,7 @@ np.save(sys.argv[4], probs[0])
 
 
 def test_model_card_is_enough_to_deploy_a_volume_model_with_numpy(exported_3d, tmp_path):
-    """Without torch or MONAI, the card's steps give what segnet.predict gives: on a case
+    """Without torch or MONAI, the card's steps give what segnet.serving.predict gives: on a case
     that takes 8 overlapping windows and on one with an axis the network is too deep for."""
     import nibabel as nib
     import torch
@@ -688,10 +695,10 @@ def test_a_card_of_a_newer_version_is_refused_not_half_followed(exported_3d, tmp
 
 def test_model_card_is_enough_to_deploy_a_resampled_volume_model_with_numpy(tmp_path):
     """A model trained at data.spacing: the card's resample and resize_logits steps, in
-    numpy, give what segnet.predict gives, on a case in a non-RAS orientation whose grid
+    numpy, give what segnet.serving.predict gives, on a case in a non-RAS orientation whose grid
     is refined along one axis and coarsened along the others."""
     from segnet.data import nifti
-    from segnet.export import export_checkpoint
+    from segnet.serving.export import export_checkpoint
     from tests.helpers import ODD_AFFINE, nifti_dataset
 
     root = nifti_dataset(tmp_path / "d", "msd", n=6, affine=ODD_AFFINE)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from segnet.pipeline import train
+from segnet.commands.train import train
 from tests.conftest import TINY_CAMVID, compose
 
 pytestmark = [

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from segnet.losses import (
+from segnet.training.losses import (
     deep_supervision_weights,
     labels_at,
     lovasz_softmax,
@@ -91,7 +91,7 @@ def test_top_k_cross_entropy_scales_pixels_by_their_class_weight_and_checks_the_
 
 def test_the_module_trains_on_the_hardest_pixels_with_its_class_weights():
     from segnet.data.info import DataInfo, rgb_normalization
-    from segnet.module import SegmentationModule
+    from segnet.training.module import SegmentationModule
 
     data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, 3,
                     rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
@@ -142,7 +142,7 @@ def test_the_module_adds_soft_dice_with_a_void_label():
     from monai.losses import DiceLoss
 
     from segnet.data.info import DataInfo, rgb_normalization
-    from segnet.module import SegmentationModule
+    from segnet.training.module import SegmentationModule
 
     data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, 3,
                     rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
@@ -172,7 +172,7 @@ def test_the_module_scores_deep_supervision_outputs_at_every_scale():
     from monai.losses import DiceLoss
 
     from segnet.data.info import DataInfo, zscore_normalization
-    from segnet.module import SegmentationModule
+    from segnet.training.module import SegmentationModule
 
     data = DataInfo(3, 1, ["bg", "a", "b"], [[0, 0, 0]] * 3, None,
                     zscore_normalization(None), None, None, "val/dice", False)  # fmt: skip
@@ -202,8 +202,8 @@ def test_cross_entropy_is_torchs_mean_and_zero_for_a_batch_of_void_alone():
     labelled pixel (a crop of void) gives 0 and finite gradients, not NaN, in every loss
     term the module adds."""
     from segnet.data.info import DataInfo, rgb_normalization
-    from segnet.losses import cross_entropy
-    from segnet.module import SegmentationModule
+    from segnet.training.losses import cross_entropy
+    from segnet.training.module import SegmentationModule
 
     torch.manual_seed(0)
     weights = torch.tensor([1.0, 2.0, 0.5])

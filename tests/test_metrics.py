@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from segnet.metrics import per_case_surface, summarize_cases
+from segnet.training.metrics import per_case_surface, summarize_cases
 
 
 def cube(offset=0, shape=(16, 16, 16)):
@@ -59,8 +59,8 @@ def test_summary_leaves_out_undefined_values_and_counts_infinite_ones():
 def test_small_volumes_are_padded_for_inference_and_cropped_back():
     """A case smaller than the deepest stage can take (instance norm needs more than one
     value) is padded, as training pads small volumes, and its logits cropped back."""
-    from segnet.inference import Inference
     from segnet.models import create_model
+    from segnet.serving.inference import Inference
 
     net = create_model(
         "unet", spatial_dims=3, in_channels=1, out_channels=3, features=[4, 8, 8], norm="instance"
@@ -76,8 +76,8 @@ def test_small_volumes_are_padded_for_inference_and_cropped_back():
 
 
 def test_mirroring_tta_averages_the_softmax_over_flips():
-    from segnet.inference import Inference
     from segnet.models import create_model
+    from segnet.serving.inference import Inference
 
     net = create_model("segnet_basic", out_channels=5, features=[4, 4, 4, 4]).eval()
     inference = Inference.for_net(net)
@@ -95,8 +95,8 @@ def test_mirroring_tta_averages_the_softmax_over_flips():
 
 def test_mirroring_flips_the_axes_training_flipped_and_none_other():
     from segnet.data.info import DataInfo
-    from segnet.inference import Inference, check_mirroring
     from segnet.models import create_model
+    from segnet.serving.inference import Inference, check_mirroring
 
     net = create_model(
         "unet", spatial_dims=3, in_channels=1, out_channels=3, features=[4, 8], norm="instance"
@@ -124,8 +124,8 @@ def test_mirroring_flips_the_axes_training_flipped_and_none_other():
 
 def test_a_module_with_tta_mirrors_in_testing_but_never_in_validation(monkeypatch):
     from segnet.data.info import DataInfo, rgb_normalization
-    from segnet.inference import Inference
-    from segnet.module import SegmentationModule
+    from segnet.serving.inference import Inference
+    from segnet.training.module import SegmentationModule
 
     data = DataInfo(2, 3, ["a", "b", "c"], [[0, 0, 0]] * 3, None,
                     rgb_normalization([0.5] * 3, [0.25] * 3), None, None, "val/miou", False)  # fmt: skip
@@ -150,7 +150,7 @@ def test_metrics_json_is_strict_json_with_null_for_undefined_scores(tmp_path):
     writes null there, which every JSON parser reads (NaN is not JSON)."""
     import json
 
-    from segnet.pipeline import write_metrics
+    from segnet.commands.train import write_metrics
 
     path = write_metrics(
         tmp_path / "metrics.json",

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
+from segnet.commands.evaluate import evaluate
+from segnet.commands.train import train
 from segnet.data import camvid, nifti
-from segnet.evaluation import evaluate
-from segnet.pipeline import train
 from tests.conftest import compose, shared_dataset
 
 

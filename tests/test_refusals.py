@@ -4,9 +4,9 @@ optimizer settings torch would reject only later."""
 
 import pytest
 
-from segnet.evaluation import evaluate
-from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir, resume_into_its_run
-from segnet.pipeline import train
+from segnet.commands.evaluate import evaluate
+from segnet.commands.train import train
+from segnet.runs.folders import output_dir_as_run_dir, refuse_existing_run_dir, resume_into_its_run
 from tests.conftest import TINY_CAMVID, compose, compose_config
 
 
@@ -142,7 +142,7 @@ def test_a_monitor_that_cannot_pick_the_best_checkpoint_is_refused_before_traini
     tiny_camvid, tmp_path, monkeypatch, monitor, why
 ):
     from segnet.data.base import SegmentationDataModule
-    from segnet.module import SegmentationModule
+    from segnet.training.module import SegmentationModule
 
     def no_training(*args):
         raise AssertionError("a training step ran before the refusal")
@@ -269,7 +269,7 @@ def test_evaluate_refuses_a_switch_given_as_a_word(tmp_path):
 def test_overrides_given_twice_compose_once():
     """A resume puts the run's recorded overrides before those given now: each setting is
     then given once, deletions and additions included, and composes."""
-    from segnet.outputs import one_per_key
+    from segnet.runs.folders import one_per_key
 
     assert one_per_key(["~callbacks.ema", "a=1", "-m", "~callbacks.ema", "a=2"]) == [
         "~callbacks.ema",
@@ -286,7 +286,7 @@ def test_overrides_given_twice_compose_once():
 
 
 def test_a_resume_command_as_printed_is_recognised_whatever_the_folder_name(tmp_path):
-    from segnet.commands import override
+    from segnet.shell import override
 
     run = tmp_path / "sweep,lr=(0.1) x" / "0"
     ckpt = run / "checkpoints" / "last.ckpt"
@@ -310,7 +310,7 @@ def test_a_resume_command_as_printed_is_recognised_whatever_the_folder_name(tmp_
 def test_a_mistyped_setting_is_given_the_one_meant():
     """Hydra refuses trainer.max_epoch=1 and advises +trainer.max_epoch=1; the hint names
     trainer.max_epochs. Settings a group or a + override adds are no typos."""
-    from segnet.typos import setting_hints
+    from segnet.runs.typos import setting_hints
 
     argv = ["experiment=camvid_quick", "trainer.max_epoch=1", "model.optimizer.lr=0.1",
             "+callbacks.ema._target_=x", "callbacks.ema.decay=0.5"]  # fmt: skip
@@ -327,7 +327,7 @@ def test_only_a_new_run_folder_of_a_refusal_before_any_work_is_removed(tmp_path,
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
-    from segnet.outputs import WORK, discard_refused_run
+    from segnet.runs.folders import WORK, discard_refused_run
     from tests.conftest import compose_config
 
     def refused_run(name: str, run_dir_given: bool = False, extra: str | None = None):

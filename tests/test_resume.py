@@ -10,7 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from segnet.pipeline import train
+from segnet.commands.train import train
 from tests.conftest import REPO, TINY_CAMVID, compose
 from tests.helpers import stopping_after
 
@@ -261,7 +261,7 @@ def test_a_stop_during_validation_saves_the_training_weights_not_the_average(tin
     overrides = TINY_CAMVID + [
         f"data.root={tiny_camvid}",
         "data.eval_batch_size=1",  # three validation batches: the stop comes after the first
-        "+callbacks.ema._target_=segnet.callbacks.ema.FusedEMAWeightAveraging",
+        "+callbacks.ema._target_=segnet.training.callbacks.ema.FusedEMAWeightAveraging",
         "+callbacks.ema.decay=0.5",
         "+callbacks.halt._target_=tests.helpers.SigtermDuringValidation",
     ]
@@ -282,7 +282,7 @@ def test_a_stop_during_validation_saves_the_training_weights_not_the_average(tin
 
 
 def test_a_resume_compares_settings_as_training_takes_them():
-    from segnet.resume import changed_settings
+    from segnet.runs.resume import changed_settings
 
     run = {"data": {"flip": [1, 2], "batch_size": 4}, "trainer": {"devices": 1}}
     same = {"data": {"flip": [2, 1], "batch_size": 4}, "trainer": {"devices": 2}}
@@ -298,8 +298,8 @@ def test_a_resume_is_never_checked_against_its_own_record(tmp_path):
     resume's own record, which Hydra writes under that number, is no record to compare with."""
     from omegaconf import OmegaConf
 
-    from segnet.checkpoints import CheckpointError
-    from segnet.resume import check_same_settings
+    from segnet.runs.resume import check_same_settings
+    from segnet.serving.checkpoints import CheckpointError
 
     run = tmp_path / "run"
     ckpt = run / "checkpoints" / "last.ckpt"
@@ -318,8 +318,8 @@ def test_a_checkpoint_copied_out_of_its_run_resumes_only_with_its_settings(tmp_p
     the settings stored in the checkpoint are what a resume is compared with."""
     from omegaconf import OmegaConf
 
-    from segnet.checkpoints import CheckpointError
-    from segnet.resume import check_same_settings
+    from segnet.runs.resume import check_same_settings
+    from segnet.serving.checkpoints import CheckpointError
 
     settings = {"model": {"optimizer": {"lr": 0.003}, "loss": {"lovasz": 1.0}}, "seed": 1}
     ckpt = tmp_path / "x.ckpt"

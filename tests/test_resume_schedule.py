@@ -4,8 +4,8 @@ init_from starts a new run (fresh schedule) from a checkpoint's weights."""
 import pytest
 import torch
 
-from segnet.checkpoints import CheckpointError
-from segnet.pipeline import train
+from segnet.commands.train import train
+from segnet.serving.checkpoints import CheckpointError
 from tests.conftest import TINY_CAMVID, compose
 from tests.helpers import stopping_after
 
@@ -113,7 +113,7 @@ def test_a_checkpoint_of_another_model_is_refused_before_training(tiny_camvid, t
 
 
 def test_evaluate_names_an_unreadable_checkpoint(tmp_path):
-    from segnet.evaluation import evaluate
+    from segnet.commands.evaluate import evaluate
 
     (tmp_path / "best.ckpt").write_bytes(b"")
     cfg = compose("evaluate", [f"ckpt_path={tmp_path}/best.ckpt"], tmp_path / "ev")
@@ -124,7 +124,7 @@ def test_evaluate_names_an_unreadable_checkpoint(tmp_path):
 def test_a_resume_from_an_earlier_checkpoint_of_a_run_is_refused(tmp_path):
     """Resuming from best.ckpt would train on from its step and replace the later
     last.ckpt beside it: refused, with the two ways on."""
-    from segnet.checkpoints import check_latest
+    from segnet.serving.checkpoints import check_latest
 
     folder = tmp_path / "run" / "checkpoints"
     folder.mkdir(parents=True)
@@ -145,8 +145,8 @@ def test_a_resume_from_an_earlier_checkpoint_of_a_run_is_refused(tmp_path):
 def test_init_from_loads_every_weight_or_refuses_naming_the_checkpoint():
     """A compiled or DDP-wrapped run's keys load as plain ones; weights that do not fit the
     network are refused rather than leaving part of it at its random start."""
-    from segnet.checkpoints import load_weights
-    from segnet.module import SegmentationModule
+    from segnet.serving.checkpoints import load_weights
+    from segnet.training.module import SegmentationModule
     from tests.helpers import data_info
 
     net = {"name": "unet", "features": [4, 8]}

@@ -81,8 +81,8 @@ def test_the_checks_before_a_sweep_expand_its_jobs_and_leave_the_random_state(
     import torch
     from omegaconf import OmegaConf
 
-    from segnet.pipeline import check_job_config
-    from segnet.preflight import job_override_lists
+    from segnet.commands.train import check_job_config
+    from segnet.sweeps.preflight import job_override_lists
 
     config = OmegaConf.create(
         {
@@ -116,7 +116,7 @@ def test_the_checks_before_a_sweep_expand_its_jobs_and_leave_the_random_state(
 @pytest.mark.parametrize("storage", ["memory", "sqlite"])
 def test_optuna_search_in_memory_and_sqlite(tiny_camvid, tmp_path, storage):
     optuna = pytest.importorskip("optuna")
-    from segnet.tune import run_study
+    from segnet.sweeps.study import run_study
 
     url = f"sqlite:///{tmp_path}/study.db" if storage == "sqlite" else "null"
     cfg = compose(
@@ -158,7 +158,7 @@ def test_a_misspelt_search_parameter_is_refused_before_any_trial(tiny_camvid, tm
     pytest.importorskip("optuna")
     from omegaconf import open_dict
 
-    from segnet.tune import run_study
+    from segnet.sweeps.study import run_study
 
     cfg = compose(
         "train",
@@ -204,7 +204,7 @@ def pasted_ckpt_paths(printed: str, which: str) -> list[str]:
 
 
 def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
-    from segnet.sweep import write_summary
+    from segnet.sweeps.summary import write_summary
 
     sweep = tmp_path / "sweep,x=(1) y"  # the printed commands must survive , = ( ) and a space
     jobs = [  # two settings x three folds; one job of the second setting did not finish
@@ -245,7 +245,7 @@ def test_k_fold_sweep_is_summarised_per_setting(tmp_path, capsys):
 
 
 def test_sweep_without_folds_writes_no_cross_validation(tmp_path):
-    from segnet.sweep import write_summary
+    from segnet.sweeps.summary import write_summary
 
     sweep = tmp_path / "sweep"
     _fake_job(sweep, 0, ["model.optimizer.lr=0.01"], 0.5, 0.4)
@@ -256,7 +256,7 @@ def test_sweep_without_folds_writes_no_cross_validation(tmp_path):
 
 
 def test_k_fold_sweep_of_one_setting(tmp_path, capsys):
-    from segnet.sweep import write_summary
+    from segnet.sweeps.summary import write_summary
 
     sweep = tmp_path / "sweep"
     for fold, best in enumerate((0.8, 0.9)):
@@ -300,7 +300,7 @@ def test_parallel_launcher_runs_each_job_as_its_own_run(tmp_path):
         assert hydra_cfg["job"]["name"] == "folds" and hydra_cfg["mode"] == "RUN"
         assert "best checkpoint" in (folder / "console.log").read_text()
     assert len(list(csv.DictReader((sweep / "summary.csv").open()))) == 2
-    assert "the folds as one model (segnet.ensemble)" in proc.stdout
+    assert "the folds as one model (segnet.serving.ensemble)" in proc.stdout
 
 
 def test_parallel_launcher_names_a_failed_job_and_finishes_the_others(tmp_path):

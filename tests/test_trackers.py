@@ -20,7 +20,7 @@ TINY = [*TINY_CAMVID, "data.image_size=[24,32]", "trainer.max_epochs=1"]
 
 
 def test_csv_logger_gets_scalars_hyperparameters_and_pictures(tiny_camvid, tmp_path):
-    from segnet.pipeline import train
+    from segnet.commands.train import train
 
     cfg = compose(
         "train", [*TINY, f"data.root={tiny_camvid}", "logger=[csv,tensorboard]"], tmp_path
@@ -78,7 +78,7 @@ def test_mlflow_server_gets_metrics_params_pictures_and_metrics_json(
 ):
     from mlflow.tracking import MlflowClient
 
-    from segnet.pipeline import train
+    from segnet.commands.train import train
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     cfg = compose(
@@ -103,7 +103,7 @@ def test_mlflow_server_gets_metrics_params_pictures_and_metrics_json(
 
 
 def test_a_tracker_that_fails_to_take_a_file_does_not_fail_the_run(caplog, monkeypatch):
-    from segnet.callbacks import trackers as t
+    from segnet.training.callbacks import trackers as t
 
     class Broken(t.Tracker):
         def file(self, path):

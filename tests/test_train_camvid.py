@@ -8,8 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
-from segnet.evaluation import evaluate
-from segnet.pipeline import train
+from segnet.commands.evaluate import evaluate
+from segnet.commands.train import train
 from tests.conftest import TINY_CAMVID, compose
 from tests.helpers import camvid_like
 
@@ -78,7 +78,7 @@ def test_tensorboard_has_scalars_images_confusion_and_hparams(trained):
 
 
 def test_evaluate_reproduces_the_test_metrics_and_saves_predictions(trained, tmp_path, monkeypatch):
-    from segnet.module import SegmentationModule
+    from segnet.training.module import SegmentationModule
 
     root, out, metrics, _ = trained
     passes = []  # the network applied to the split once: the masks come from the test step
@@ -259,7 +259,7 @@ def test_recomputed_batchnorm_is_stored_so_evaluate_gives_the_same_numbers(tmp_p
 def test_a_checkpoint_from_before_the_data_description_still_evaluates(trained, tmp_path):
     """Checkpoints written before DataInfo (their sizes, classes and normalisation as
     separate hyperparameters) evaluate and load for prediction as they did."""
-    from segnet.loading import load_model
+    from segnet.serving.loading import load_model
 
     _, out, metrics, _ = trained
     ckpt = torch.load(out / "checkpoints" / "best.ckpt", weights_only=True)
@@ -361,7 +361,7 @@ def test_a_test_of_part_of_the_split_says_so_and_records_it(tiny_camvid, tmp_pat
     assert saved["split"] == "test" and saved["tested_batches"] == limit
     caplog.clear()  # a limit above the split's batches tests it whole: nothing to say
     cfg = compose("train", [*overrides, "trainer.limit_test_batches=5"], tmp_path / "run2")
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
         train(cfg)
     assert "limit_test_batches" not in caplog.text
     assert "tested_batches" not in json.loads((tmp_path / "run2" / "metrics.json").read_text())
@@ -378,7 +378,7 @@ def test_a_test_of_part_of_the_split_says_so_and_records_it(tiny_camvid, tmp_pat
     ],
 )
 def test_settings_that_never_validate_are_known_before_training(trainer, reason):
-    from segnet.pipeline import never_validates
+    from segnet.commands.train import never_validates
 
     said = never_validates(trainer)
     assert (said is None) if reason is None else (reason in said)
@@ -402,7 +402,7 @@ def test_an_untested_run_still_names_its_best_checkpoint_and_score(tiny_camvid, 
     """test=false (choosing on val, a search): the summary names the best checkpoint, its
     epoch and the monitored score, as metrics.json records them."""
     overrides = [*TINY_CAMVID, f"data.root={tiny_camvid}", "trainer.max_epochs=1", "test=false"]
-    with caplog.at_level(logging.INFO, logger="segnet.console"):
+    with caplog.at_level(logging.INFO, logger="segnet.runs.console"):
         train(compose("train", overrides, tmp_path / "run"))
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     best = tmp_path / "run" / "checkpoints" / "best.ckpt"

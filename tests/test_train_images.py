@@ -29,7 +29,7 @@ CLASSES = ["'data.class_names=[background,disc]'", "'data.label_values=[0,255]'"
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from segnet.pipeline import train
+    from segnet.commands.train import train
 
     tmp = tmp_path_factory.mktemp("own")
     root = make_folder(tmp / "data", n=10, sizes=[(40, 48), (52, 44)])
@@ -78,14 +78,14 @@ def test_export_and_predict_at_native_size(trained, tmp_path):
     root, run, _ = trained
     out = tmp_path / "export"
     run_cli(
-        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+        ["-m", "segnet.serving.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
          "formats=[onnx]", f"hydra.run.dir={out}"],
         cwd=REPO,
     )  # fmt: skip
     card = json.loads((out / "model.json").read_text())
     assert card["input"]["normalization"]["kind"] == "image_mean_std"
     run_cli(  # key=value, as every other command
-        ["-m", "segnet.predict", f"model={out / 'model.onnx'}",
+        ["-m", "segnet.serving.predict", f"model={out / 'model.onnx'}",
          f"inputs=[{root / 'images' / '1.png'}]", f"out={tmp_path / 'masks'}"],
         cwd=REPO,
     )  # fmt: skip
@@ -112,12 +112,12 @@ def test_membrane_trains_evaluates_exports_and_predicts_from_the_command_line(tm
     assert metrics["test/dice/membrane"] > 0.3  # two short epochs: learning, not converged
     out = tmp_path / "export"
     run_cli(
-        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+        ["-m", "segnet.serving.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
          "formats=[safetensors]", f"hydra.run.dir={out}"],
         cwd=REPO,
     )  # fmt: skip
     run_cli(
-        ["-m", "segnet.predict", str(out / "model.safetensors"), str(root / "images" / "0.png"),
+        ["-m", "segnet.serving.predict", str(out / "model.safetensors"), str(root / "images" / "0.png"),
          "--out", str(tmp_path / "masks")],
         cwd=REPO,
     )  # fmt: skip

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from segnet.evaluation import evaluate
-from segnet.pipeline import train
+from segnet.commands.evaluate import evaluate
+from segnet.commands.train import train
 from tests.conftest import compose
 from tests.helpers import ODD_AFFINE, data_info, nifti_dataset
 
@@ -104,9 +104,9 @@ def test_batchnorm_is_recomputed_on_what_inference_feeds_the_network(trained):
 def test_batchnorm_recompute_pads_a_deeply_supervised_network():
     """In training mode such a network returns a list of logits; the padding and cropping
     that inference does on a small input take its full-resolution head."""
-    from segnet.inference import Inference
     from segnet.models import create_model
-    from segnet.module import full_resolution
+    from segnet.serving.inference import Inference
+    from segnet.training.module import full_resolution
 
     net = create_model(
         "segnet", spatial_dims=3, in_channels=1, out_channels=2, features=[4, 8],
@@ -124,7 +124,7 @@ def test_batchnorm_recompute_pads_a_deeply_supervised_network():
 def test_batchnorm_is_recomputed_with_dropout_off_as_inference_runs():
     """Statistics for inference come from the activations inference produces: a network
     with dropout recomputes the same statistics as the same weights without it."""
-    from segnet.module import SegmentationModule
+    from segnet.training.module import SegmentationModule
 
     info = {**data_info(3, spatial_dims=3), "sliding_window": {"roi_size": [8, 8, 8]}}
     net = {"name": "segnet", "features": [4, 8], "convs": [2, 1], "norm": "batch"}
@@ -210,7 +210,7 @@ def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path, caplog):
         ],
         tmp_path / "ev",
     )
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
         ev, objects = evaluate(cfg)
     assert len(objects["datamodule"].datasets["test"]) == 3
     assert 0 <= ev["test/dice"] <= 1
@@ -228,7 +228,7 @@ def test_cases_of_another_voxel_size_are_named_where_nothing_resamples_them(
     """A network trained on each case's own grid (data.spacing null) meets cases of
     another voxel size: evaluate and predict segment them, and say the network sees them
     at a scale it never met."""
-    from segnet.predict import Predictor
+    from segnet.serving.predict import Predictor
 
     root, out, _, objects = trained
     info = objects["module"].data_info
@@ -237,14 +237,14 @@ def test_cases_of_another_voxel_size_are_named_where_nothing_resamples_them(
     best = out / "checkpoints" / "best.ckpt"
     ev = [f"ckpt_path={best}", f"data.root={other}", "data.split=all"]
     ev += ["trainer.accelerator=cpu", "tta=false", "data.num_workers=0"]
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
         metrics, _ = evaluate(compose("evaluate", ev, tmp_path / "ev"))
     assert 0 <= metrics["test/dice"] <= 1  # scored all the same
     assert "2 of 2 volume(s) have voxel sizes outside the training cases'" in caplog.text
     assert "case_000 at [1, 1, 1] mm" in caplog.text and "data.spacing=median" in caplog.text
     caplog.clear()
     predictor = Predictor(best)
-    with caplog.at_level(logging.WARNING, logger="segnet.predict"):
+    with caplog.at_level(logging.WARNING, logger="segnet.serving.predict"):
         predictor.predict_volume(root / "imagesTr" / "case_000.nii.gz")
         assert not caplog.text  # a training case's voxel size
         predictor.predict_volume(other / "imagesTr" / "case_000.nii.gz")
@@ -268,7 +268,7 @@ def test_evaluate_on_new_cases_without_a_split_says_it_scores_only_a_part(
         ],
         tmp_path / "ev",
     )
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
         _, objects = evaluate(cfg)
     assert len(objects["datamodule"].datasets["test"]) < cases
     assert "not every case; data.split=all scores them all" in caplog.text
@@ -387,9 +387,9 @@ def test_a_bad_test_case_stops_training_before_the_first_step(tmp_path):
 def test_a_resampled_run_is_scored_evaluated_and_deployed_on_each_cases_grid(tmp_path):
     """data.spacing=median: trained on one grid, scored on each case's own; evaluate and
     an exported model resample as training did, whatever data they are given."""
-    from segnet.checkpoints import CheckpointError
-    from segnet.export import export_checkpoint
-    from segnet.predict import Predictor
+    from segnet.serving.checkpoints import CheckpointError
+    from segnet.serving.export import export_checkpoint
+    from segnet.serving.predict import Predictor
     from tests.helpers import spaced_dataset
 
     spacings = [(1.0, 1.25, 1.0), (1.0, 1.0, 2.0), (1.5, 1.0, 1.25)] * 3
@@ -487,8 +487,8 @@ def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path
 def test_the_split_record_is_the_runs_first_and_a_resume_says_when_cases_changed(tmp_path, caplog):
     from types import SimpleNamespace
 
-    from segnet.outputs import refuse_run_folder_in_use
-    from segnet.pipeline import record_split
+    from segnet.commands.train import record_split
+    from segnet.runs.folders import refuse_run_folder_in_use
 
     first = {"train": ["a", "b"], "val": ["c"], "test": ["d"]}
     data = lambda names: SimpleNamespace(split_names=lambda: names)  # noqa: E731
@@ -497,7 +497,7 @@ def test_the_split_record_is_the_runs_first_and_a_resume_says_when_cases_changed
     # a new run is never started over a folder holding one (a run's, or the user's own)
     with pytest.raises(FileExistsError, match="splits.json"):
         refuse_run_folder_in_use(tmp_path, "a new training run")
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
         record_split(tmp_path, data(first), resumed=True)
         assert "differ" not in caplog.text
         changed = {**first, "train": ["a", "b", "e"]}
@@ -518,7 +518,7 @@ def test_bf16_on_a_cpu_trains_and_warns_only_without_bf16_units(
     training where the CPU has bf16 units) trains, validates and tests through the same
     code; on a CPU without bf16 units, which would emulate it many times slower, the run
     trains in fp32 instead, saying so."""
-    from segnet import pipeline
+    from segnet.commands import train as pipeline
 
     monkeypatch.setattr(pipeline, "cpu_has_bf16_units", lambda: units)
     root = nifti_dataset(tmp_path / "data", "msd", n=6, shape=(19, 23, 17))
@@ -534,7 +534,7 @@ def test_bf16_on_a_cpu_trains_and_warns_only_without_bf16_units(
         "trainer.precision=bf16-mixed",
         "model.tta=false",
     ]  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="segnet.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
         metrics, objects = train(compose("train", overrides, tmp_path / "run"))
     assert 0.0 <= metrics["test/dice"] <= 1.0 and "val/dice_best" in metrics
     assert str(objects["trainer"].precision) == ("bf16-mixed" if units else "32-true")

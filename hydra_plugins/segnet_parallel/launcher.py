@@ -36,7 +36,7 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
-from segnet.commands import command, hydra_value, override
+from segnet.shell import command, hydra_value, override
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class ParallelLauncher(Launcher):
             stop_jobs(running, signum)
             # the jobs that had not started, each with the folder it would have had
             waiting = [(num, o, self.record(o, num).working_dir) for num, o in pending]
-            from segnet.sweep import write_summary
+            from segnet.sweeps.summary import write_summary
 
             try:  # the jobs that finished (or stopped) before it, in summary.csv
                 write_summary(Path(str(self.config.hydra.sweep.dir)), None, show=False)
@@ -160,7 +160,7 @@ class ParallelLauncher(Launcher):
         if any(r.status == JobStatus.FAILED for r in returns.values()):
             # Hydra stops at a failed job before the sweep's summary: the finished jobs'
             # results are written all the same
-            from segnet.sweep import write_summary
+            from segnet.sweeps.summary import write_summary
 
             write_summary(Path(str(self.config.hydra.sweep.dir)), self.config.get("monitor"))
         return [returns[num] for num in sorted(returns)]
@@ -218,7 +218,7 @@ class Running:
 
 def program() -> list[str]:
     """What runs this sweep, for ``python`` to run again: the script, or ``-m <module>``
-    where it was started so (python -m segnet.export)."""
+    where it was started so (python -m segnet.serving.export)."""
     spec = getattr(sys.modules["__main__"], "__spec__", None)
     return ["-m", spec.name] if spec else [sys.argv[0]]
 

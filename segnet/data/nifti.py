@@ -242,7 +242,7 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
     raise NiftiDataError(
         f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders; "
         "set data.image_dir and data.label_dir, or data.csv (in evaluate.py with a leading "
-        "+: +data.image_dir=...). Images without labels: python -m segnet.predict segments "
+        "+: +data.image_dir=...). Images without labels: python -m segnet.serving.predict segments "
         "them."
     )
 
@@ -271,7 +271,7 @@ def _cases_from_csv(path: Path) -> list[Case]:
         raise NiftiDataError(
             f"{path} line {lines[first]} ({rows[first]['image']}) has no label "
             f"({len(unlabelled)} row(s) in all): every case is trained, validated or tested "
-            "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
+            "on. Leave unlabelled volumes out; python -m segnet.serving.predict segments them."
         )
     base = path.parent
     cases = [Case(case_name(Path(r["image"])), base / r["image"], base / r["label"]) for r in rows]
@@ -524,7 +524,7 @@ def resample_to_spacing(volume: Volume, target: Sequence[float]) -> Volume:
     """``volume`` with its image on a grid of ``target`` spacing (trilinear) and the label
     there as ``grid_label`` (nearest, never blended), the source-grid label kept for scoring.
 
-    Both directions, this one and the logits' way back (``segnet.inference.resize``),
+    Both directions, this one and the logits' way back (``segnet.serving.inference.resize``),
     interpolate with half-voxel centres (``align_corners=False``), so they map the same
     extent onto each other.
     """

@@ -1,5 +1,5 @@
 """Class colours: a palette for any number of classes, and label maps painted with one.
-Shared by the datasets, TensorBoard's panels and ``segnet.predict`` (plain numpy)."""
+Shared by the datasets, TensorBoard's panels and ``segnet.serving.predict`` (plain numpy)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from lightning.pytorch.callbacks import EMAWeightAveraging
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from segnet.callbacks.ema import FusedEMAWeightAveraging
+from segnet.training.callbacks.ema import FusedEMAWeightAveraging
 
 
 class _Tiny(L.LightningModule):

@@ -3,8 +3,8 @@
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from segnet.callbacks.budget import CostBudget
-from segnet.pipeline import train
+from segnet.commands.train import train
+from segnet.training.callbacks.budget import CostBudget
 from tests.conftest import TINY_CAMVID, compose
 
 

@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from segnet.callbacks.timing import EpochTimer
+from segnet.training.callbacks.timing import EpochTimer
 
 
 class Logged:

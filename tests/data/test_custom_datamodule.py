@@ -8,10 +8,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf, open_dict
 
+from segnet.commands.evaluate import evaluate
+from segnet.commands.train import train
 from segnet.data.base import SegmentationDataModule
 from segnet.data.info import DataInfo
-from segnet.evaluation import evaluate
-from segnet.pipeline import train
 from tests.conftest import TINY_CAMVID, compose
 from tests.helpers import data_info
 

@@ -9,7 +9,7 @@ import torch
 
 from segnet.data import nifti
 from segnet.data.nifti_datamodule import NiftiDataModule, check_affine, check_flip, split_cases
-from segnet.metrics import per_case_dice
+from segnet.training.metrics import per_case_dice
 from tests.helpers import ODD_AFFINE, nifti_case, nifti_dataset, spaced_dataset
 
 
@@ -435,8 +435,8 @@ def test_per_case_dice_by_hand():
 
 
 def test_sliding_window_equals_a_full_pass_when_the_volume_fits():
-    from segnet.inference import Inference
     from segnet.models import create_model
+    from segnet.serving.inference import Inference
 
     torch.manual_seed(0)
     net = create_model("unet", spatial_dims=3, in_channels=1, out_channels=3, features=[4, 8, 8])

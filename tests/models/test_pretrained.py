@@ -68,11 +68,11 @@ def test_no_network_and_no_file_says_where_to_put_it(tmp_path, monkeypatch):
     # through train.py's config: the message as written, not folded into one line of Hydra's
     from omegaconf import OmegaConf
 
-    from segnet.pipeline import build
+    from segnet.commands.train import build
     from tests.helpers import data_info
 
     node = OmegaConf.create(
-        {"_target_": "segnet.module.SegmentationModule",
+        {"_target_": "segnet.training.module.SegmentationModule",
          "net": {"name": "segnet", "encoder_weights": "imagenet"}}
     )  # fmt: skip
     with pytest.raises(RuntimeError) as built:

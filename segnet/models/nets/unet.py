@@ -55,7 +55,7 @@ class UNet(SegmentationNet):
     ``deep_supervision=k`` adds a 1x1 head to each of the ``k`` decoder stages before the
     last (nnU-Net's deep supervision): in training mode ``forward`` then returns a list of
     logits, full resolution first, then 1/2, 1/4, ..., for a loss at every scale (see
-    :func:`segnet.losses.deep_supervision_weights`). In eval mode, and so in validation,
+    :func:`segnet.training.losses.deep_supervision_weights`). In eval mode, and so in validation,
     export and prediction, it returns the full-resolution logits alone.
 
     Example:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import lightning as L
 
-from segnet.callbacks.budget import is_last_epoch
+from segnet.training.callbacks.budget import is_last_epoch
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ class LastCheckpoint(L.Callback):
     """Saves ``<dirpath>/<filename>`` at the end of a training epoch when ``every_minutes``
     have passed since the previous save (0: every epoch), and after the last epoch.
 
-    The trainer's writer (:mod:`segnet.checkpoint_io`) writes a temporary file beside it
+    The trainer's writer (:mod:`segnet.training.checkpoint_io`) writes a temporary file beside it
     and renames it, so the file on disk is always a complete checkpoint, however the
     process ends.
     """

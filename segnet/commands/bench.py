@@ -1,6 +1,6 @@
 """Benchmark what users live with: the training pipeline against a bare PyTorch loop.
 
-``python -m segnet.bench [trainer=gpu]`` prints, per recipe:
+``python -m segnet.commands.bench [trainer=gpu]`` prints, per recipe:
 
 - steady-state training steps/s of the pipeline as train.py runs it, of a hand-written
   loop over the same network, loader, optimizer, device, precision (autocast), compile and
@@ -124,8 +124,8 @@ def steady(times: list[float], skip: int) -> float:
 
 
 def build(cfg: DictConfig, **trainer_overrides: Any):
-    from segnet.console import quiet_library_noise
-    from segnet.pipeline import build_datamodule, build_module, build_trainer, prepare
+    from segnet.commands.train import build_datamodule, build_module, build_trainer, prepare
+    from segnet.runs.console import quiet_library_noise
 
     quiet_library_noise()
     dm = build_datamodule(cfg)
@@ -277,7 +277,7 @@ class BareLoop:
 def ema_update_ms(module, device: torch.device, repeats: int = 20) -> dict[str, float]:
     """Milliseconds per weight-EMA update of this module (what the GPU recipes' EMA callback
     adds to every step): Lightning's per-tensor update against the fused one
-    (``segnet.callbacks.ema``), both on ``AveragedModel`` as the callbacks build it."""
+    (``segnet.training.callbacks.ema``), both on ``AveragedModel`` as the callbacks build it."""
     from torch.optim.swa_utils import AveragedModel, get_ema_avg_fn, get_ema_multi_avg_fn
 
     kinds = {
@@ -452,7 +452,7 @@ def recipe_overrides(cfg: DictConfig, name: str) -> list[str]:
 def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
     from hydra import compose
 
-    from segnet.pipeline import check_accelerator
+    from segnet.commands.train import check_accelerator
 
     names = recipes_to_run(cfg)
     recipes = {name: compose("train", overrides=recipe_overrides(cfg, name)) for name in names}
@@ -474,11 +474,11 @@ def _main() -> None:
 
     import hydra
 
-    from segnet.outputs import output_dir_as_run_dir
+    from segnet.runs.folders import output_dir_as_run_dir
 
     sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
 
-    @hydra.main(version_base="1.3", config_path="../configs", config_name="bench")
+    @hydra.main(version_base="1.3", config_path="../../configs", config_name="bench")
     def main(cfg: DictConfig) -> None:
         run(cfg)
 

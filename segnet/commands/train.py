@@ -1,5 +1,5 @@
 """``train(cfg)``: what train.py runs, as a plain function that returns ``(metrics,
-objects)`` so tests call it directly; and what training and evaluation (segnet.evaluation)
+objects)`` so tests call it directly; and what training and evaluation (segnet.commands.evaluate)
 share: building the objects from the config, the checks made before any data is read, the
 trainer, the test stage and the files a run writes."""
 
@@ -26,10 +26,21 @@ from lightning.pytorch.utilities import rank_zero_only
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from segnet.callbacks.progress import EpochLog, progress_bar
-from segnet.callbacks.trackers import record_file
-from segnet.checkpoint_io import AtomicCheckpointIO, write_checkpoints_atomically
-from segnet.checkpoints import (
+from segnet.data.base import SegmentationDataModule, check_shareable
+from segnet.data.info import DataInfo
+from segnet.files import write_text
+from segnet.models import batchnorm_layers, init_only_settings
+from segnet.runs.console import (
+    log_config,
+    log_summary,
+    print_table,
+    quiet_library_noise,
+    raised_here,
+    rank_zero_speaks,
+)
+from segnet.runs.folders import refuse_run_folder_in_use, refuse_untrained_resume, work_starts
+from segnet.runs.resume import check_same_settings, this_config_folder, training_starts
+from segnet.serving.checkpoints import (
     check_latest,
     check_not_finished,
     check_same_length,
@@ -40,23 +51,12 @@ from segnet.checkpoints import (
     peek_checkpoint,
     read_checkpoint,
 )
-from segnet.commands import override
-from segnet.console import (
-    log_config,
-    log_summary,
-    print_table,
-    quiet_library_noise,
-    raised_here,
-    rank_zero_speaks,
-)
-from segnet.data.base import SegmentationDataModule, check_shareable
-from segnet.data.info import DataInfo
-from segnet.files import write_text
-from segnet.metrics import summarize_cases
-from segnet.models import batchnorm_layers, init_only_settings
-from segnet.module import SegmentationModule, check_monitor, enable_tf32
-from segnet.outputs import refuse_run_folder_in_use, refuse_untrained_resume, work_starts
-from segnet.resume import check_same_settings, this_config_folder, training_starts
+from segnet.shell import override
+from segnet.training.callbacks.progress import EpochLog, progress_bar
+from segnet.training.callbacks.trackers import record_file
+from segnet.training.checkpoint_io import AtomicCheckpointIO, write_checkpoints_atomically
+from segnet.training.metrics import summarize_cases
+from segnet.training.module import SegmentationModule, check_monitor, enable_tf32
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from segnet.checkpoints import CheckpointError
-from segnet.commands import override
-from segnet.outputs import checkpoint_record, is_resume_record, latest_config, work_starts
+from segnet.runs.folders import checkpoint_record, is_resume_record, latest_config, work_starts
+from segnet.serving.checkpoints import CheckpointError
+from segnet.shell import override
 
 # Settings (and groups, by prefix) a resume may set differently from the run's record.
 MAY_CHANGE = (
@@ -93,7 +93,7 @@ def check_same_settings(
     record to compare with."""
     import yaml
 
-    from segnet.checkpoints import peek_checkpoint
+    from segnet.serving.checkpoints import peek_checkpoint
 
     ckpt = Path(ckpt_path).expanduser().resolve()
     record = None

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 _QUIET_INFO = (
     "💡 Tip:",
     "Loading `train_dataloader` to estimate number of stepping batches",
-    # the callbacks config's own summary (segnet.callbacks.summary) replaces Lightning's
+    # the callbacks config's own summary (segnet.training.callbacks.summary) replaces Lightning's
     "Trainer already configured with model summary callbacks",
 )
 # Warnings about how Lightning or its dependencies are written, not about the user's run
@@ -64,7 +64,7 @@ def rank_zero_speaks() -> None:
     (about the data, which every rank reads alike; the epoch lines are rank 0's already)."""
     from lightning.pytorch.utilities import rank_zero_only
 
-    from segnet.outputs import launched_rank  # (NODE_RANK too: another machine's processes)
+    from segnet.runs.folders import launched_rank  # (NODE_RANK too: another machine's processes)
 
     if rank_zero_only.rank != 0 or launched_rank():
         logging.getLogger("segnet").setLevel(logging.ERROR)
@@ -140,7 +140,7 @@ def to_log_files(record: logging.LogRecord) -> None:
 # What a run refuses (a setting, a file, a checkpoint it cannot take), raised by this
 # package's own checks: messages that name what to change, which a traceback would bury
 REFUSALS = (ValueError, FileExistsError, FileNotFoundError)
-PACKAGE = str(Path(__file__).resolve().parent)
+PACKAGE = str(Path(__file__).resolve().parents[1])
 
 
 def raised_here(err: BaseException) -> bool:
@@ -167,7 +167,7 @@ def traceback_in_log(what: str) -> Iterator[None]:
     its message alone, with where the traceback is; anything else as Hydra shows it, with
     its traceback (in a multirun, Hydra reports each failed job itself)."""
     from segnet.files import OutOfSpaceError
-    from segnet.outputs import WORK, discard_refused_run
+    from segnet.runs.folders import WORK, discard_refused_run
 
     WORK["started"] = False
     try:

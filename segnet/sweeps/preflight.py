@@ -36,7 +36,7 @@ def job_override_lists(config: DictConfig) -> list[list[str]]:
 class SweepPreflight(Callback):
     """Hydra callback: before a training multirun starts its first job, every job's config
     is composed and checked as ``train.py`` checks it before reading data
-    (:func:`segnet.pipeline.check_job_config`), so that a value only the fifth job has
+    (:func:`segnet.commands.train.check_job_config`), so that a value only the fifth job has
     stops the sweep before the first four train, naming the job and the value."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -44,8 +44,8 @@ class SweepPreflight(Callback):
             return
         from hydra.core.global_hydra import GlobalHydra
 
-        from segnet.console import is_refusal
-        from segnet.pipeline import check_job_config
+        from segnet.commands.train import check_job_config
+        from segnet.runs.console import is_refusal
 
         jobs = job_override_lists(config)
         loader = GlobalHydra.instance().config_loader()

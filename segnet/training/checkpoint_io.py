@@ -19,8 +19,8 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.fabric.utilities.cloud_io import _is_local_file_protocol
 from lightning.pytorch.plugins.io import AsyncCheckpointIO
 
-from segnet.commands import override
 from segnet.files import OutOfSpaceError, write_bytes
+from segnet.shell import override
 
 
 def newest_checkpoint(folder: Path) -> Path | None:

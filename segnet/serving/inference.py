@@ -2,7 +2,7 @@
 small ones, mirroring test-time augmentation, and logits resized to the label's size.
 
 Plain torch (plus MONAI's sliding-window inferer), so that the training module, evaluation
-and a deployed model (``segnet.predict``) share one code path and serving needs none of
+and a deployed model (``segnet.serving.predict``) share one code path and serving needs none of
 the training stack.
 
 Example:
@@ -128,7 +128,7 @@ def check_mirroring(tta: bool, mirror_axes: Sequence[int] | None, model: Any = N
             "mirroring test-time augmentation flips the axes the network was trained "
             f"flipping, and {which} trained without flips (data.flip=false or "
             "data.hflip=false): test without it (model.tta=false in training, tta=false in "
-            "evaluate.py, --no-tta in segnet.predict), or train with flips."
+            "evaluate.py, --no-tta in segnet.serving.predict), or train with flips."
         )
 
 

@@ -20,11 +20,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from segnet.checkpoints import clean_state_dict, net_weights, read_checkpoint  # noqa: F401
 from segnet.data.info import DataInfo
-from segnet.inference import Inference
-from segnet.model_card import CARD_NAME, MODULE_KEYS, read_card
 from segnet.models import create_model, without_init_only
+from segnet.serving.checkpoints import clean_state_dict, net_weights, read_checkpoint  # noqa: F401
+from segnet.serving.inference import Inference
+from segnet.serving.model_card import CARD_NAME, MODULE_KEYS, read_card
 
 SPEC_KEY = "segnet_spec"  # the network spec in a safetensors file's metadata
 SUFFIX = {"safetensors": ".safetensors", "onnx": ".onnx", "pt2": ".pt2"}
@@ -44,14 +44,14 @@ def read_safetensors_metadata(path: str | Path) -> dict[str, Any]:
         meta = f.metadata() or {}
     if SPEC_KEY not in meta:
         raise ValueError(
-            f"{path} has no '{SPEC_KEY}' metadata: it was not written by segnet.export, so the "
+            f"{path} has no '{SPEC_KEY}' metadata: it was not written by segnet.serving.export, so the "
             "network it holds is unknown."
         )
     return {k: json.loads(v) for k, v in meta.items()}
 
 
 def load_safetensors(path: str | Path, device: str | torch.device = "cpu") -> nn.Module:
-    """Rebuild the network stored by :func:`segnet.export.save_safetensors` (eval mode)."""
+    """Rebuild the network stored by :func:`segnet.serving.export.save_safetensors` (eval mode)."""
     from safetensors.torch import load_file
 
     spec = read_safetensors_metadata(path)[SPEC_KEY]
@@ -133,14 +133,14 @@ class LoadedModel:
 def load_model(path: str | Path) -> LoadedModel:
     """A checkpoint (.ckpt) or an exported model (.safetensors/.onnx/.pt2 + model.json),
     on the CPU and in eval mode. An export folder stands for its model (an exported
-    ensemble's folder is several: ``segnet.predict.Predictor`` averages them)."""
+    ensemble's folder is several: ``segnet.serving.predict.Predictor`` averages them)."""
     path = Path(path).expanduser()
     if path.is_dir():
         files = model_files(path)
         if len(files) > 1:
             raise ValueError(
                 f"{path} holds an exported ensemble of {len(files)} models; predict with "
-                "segnet.predict.Predictor(folder), which averages them, or load one member."
+                "segnet.serving.predict.Predictor(folder), which averages them, or load one member."
             )
         path = files[0]
     if not path.is_file():
@@ -186,7 +186,7 @@ def model_files(path: str | Path) -> list[Path]:
     if files is None:
         raise FileNotFoundError(
             f"{path}: a folder without {CARD_NAME} or {ENSEMBLE_NAME}; give an export folder "
-            "(python -m segnet.export) or the model file."
+            "(python -m segnet.serving.export) or the model file."
         )
     return files
 

@@ -2,21 +2,21 @@
 
 API::
 
-    from segnet.predict import Predictor
+    from segnet.serving.predict import Predictor
     predictor = Predictor("export/model.onnx")        # or .safetensors, .pt2, .ckpt
     mask = predictor.predict_image(rgb_uint8_array)     # (H, W) class indices
     predictor.predict_file("scan.nii.gz", "out/")       # writes out/scan.nii.gz
 
-Predicting imports neither Lightning, Hydra nor torchmetrics (``segnet.loading``).
+Predicting imports neither Lightning, Hydra nor torchmetrics (``segnet.serving.loading``).
 
 CLI (``key=value``, as every other command; ``segnet-predict`` is the same)::
 
-    python -m segnet.predict model=export/model.onnx 'inputs=[a.png,b.png]' out=masks/
-    python -m segnet.predict model=export/model.onnx inputs=imagesTs/ out=predictions/
-    python -m segnet.predict model=fold0/model.onnx,fold1/model.onnx inputs=imagesTs/ out=ens/
-    python -m segnet.predict ... device=cuda tta=false
+    python -m segnet.serving.predict model=export/model.onnx 'inputs=[a.png,b.png]' out=masks/
+    python -m segnet.serving.predict model=export/model.onnx inputs=imagesTs/ out=predictions/
+    python -m segnet.serving.predict model=fold0/model.onnx,fold1/model.onnx inputs=imagesTs/ out=ens/
+    python -m segnet.serving.predict ... device=cuda tta=false
 
-The flag form (``python -m segnet.predict export/model.onnx a.png --out masks/``) works too.
+The flag form (``python -m segnet.serving.predict export/model.onnx a.png --out masks/``) works too.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from segnet.data.camvid import CamVidDataError, check_image, rgb_of
 from segnet.data.info import voxel_size_warning
 from segnet.data.palette import colorize
 from segnet.data.transforms import normalize, resize_images
-from segnet.ensemble import average_probabilities, check_distinct, check_same_data
 from segnet.files import write_image
-from segnet.inference import check_mirroring
-from segnet.loading import load_model, model_files
+from segnet.serving.ensemble import average_probabilities, check_distinct, check_same_data
+from segnet.serving.inference import check_mirroring
+from segnet.serving.loading import load_model, model_files
 
 IMAGE_SUFFIXES = own_images.IMAGE_SUFFIXES
 # what the command takes as key=value (inputs also as input=)
@@ -274,7 +274,7 @@ def from_key_values(argv: list[str]) -> list[str]:
             continue
         if key not in SETTINGS and key != "input":
             raise SystemExit(
-                f"{key}={value}: segnet.predict takes {', '.join(s + '=' for s in SETTINGS)}."
+                f"{key}={value}: segnet.serving.predict takes {', '.join(s + '=' for s in SETTINGS)}."
             )
         given["inputs" if key == "input" else key] = value
     if "model" not in given:
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = from_key_values(list(sys.argv[1:] if argv is None else argv))
     parser = argparse.ArgumentParser(
-        prog="python -m segnet.predict",
+        prog="python -m segnet.serving.predict",
         description=__doc__.split("\n")[0],
         epilog="The same as key=value: model=export/model.onnx 'inputs=[a.png,b.png]' "
         "out=masks/ device=cuda tta=false",

@@ -1,5 +1,5 @@
 """Pictures for the experiment trackers (TensorBoard, CSV, MLflow, W&B: see
-:mod:`segnet.callbacks.trackers`): prediction panels and the confusion-matrix figure.
+:mod:`segnet.training.callbacks.trackers`): prediction panels and the confusion-matrix figure.
 
 Both are optional pictures, so both run under a :class:`CostBudget`: at the first and the
 last epoch, and in between only while their measured cost stays under a small share of the
@@ -15,9 +15,9 @@ import lightning as L
 import numpy as np
 import torch
 
-from segnet.callbacks.budget import CostBudget, is_last_epoch
-from segnet.callbacks.render import prediction_grid, sample_panels, volume_panels
-from segnet.callbacks.trackers import trackers
+from segnet.training.callbacks.budget import CostBudget, is_last_epoch
+from segnet.training.callbacks.render import prediction_grid, sample_panels, volume_panels
+from segnet.training.callbacks.trackers import trackers
 
 
 class _Budgeted(L.Callback):

@@ -15,23 +15,7 @@ from typing import Any
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from segnet.callbacks.predictions import PredictionWriter
-from segnet.checkpoints import read_checkpoint
-from segnet.console import log_summary, print_table, quiet_library_noise, rank_zero_speaks
-from segnet.data.nifti import dataset_class_names
-from segnet.ensemble import (
-    check_members,
-    check_recorded_splits,
-    check_split,
-    checkpoint_paths,
-    scores_other_data,
-    unfinished,
-)
-from segnet.inference import check_mirroring
-from segnet.loading import SIZE_KEYS, ExportedNet, load_model
-from segnet.module import SegmentationModule
-from segnet.outputs import refuse_run_folder_in_use
-from segnet.pipeline import (
+from segnet.commands.train import (
     build,
     build_trainer,
     check_accelerator,
@@ -41,6 +25,22 @@ from segnet.pipeline import (
     run_test,
     write_outputs,
 )
+from segnet.data.nifti import dataset_class_names
+from segnet.runs.console import log_summary, print_table, quiet_library_noise, rank_zero_speaks
+from segnet.runs.folders import refuse_run_folder_in_use
+from segnet.serving.checkpoints import read_checkpoint
+from segnet.serving.ensemble import (
+    check_members,
+    check_recorded_splits,
+    check_split,
+    checkpoint_paths,
+    scores_other_data,
+    unfinished,
+)
+from segnet.serving.inference import check_mirroring
+from segnet.serving.loading import SIZE_KEYS, ExportedNet, load_model
+from segnet.training.callbacks.predictions import PredictionWriter
+from segnet.training.module import SegmentationModule
 
 log = logging.getLogger(__name__)
 

@@ -11,28 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from segnet.commands import override
+from segnet.serving.ensemble import FOLD_OVERRIDE, job_overrides, jobs_of
+from segnet.shell import override
 
 log = logging.getLogger(__name__)
-
-FOLD_OVERRIDE = "data.fold="
-
-
-def jobs_of(sweep_dir: Path) -> list[Path]:
-    return sorted(
-        (p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
-        key=lambda p: int(p.name),
-    )
-
-
-def job_overrides(job: Path) -> list[str]:
-    """A multirun job's command-line overrides, as Hydra recorded them."""
-    path = job / ".hydra" / "overrides.yaml"
-    return (yaml.safe_load(path.read_text()) or []) if path.is_file() else []
 
 
 def recorded_monitor(sweep_dir: Path) -> str:
@@ -184,7 +169,7 @@ def write_summary(sweep_dir: Path, monitor: str | None, show: bool = True) -> Pa
         for setting, ckpts in fold_checkpoints(rows, monitor).items() if show else ():
             which = "the folds" if setting == "(the one)" else f"the {setting} folds"
             print(
-                f"{which} as one model (segnet.ensemble): python evaluate.py "
+                f"{which} as one model (segnet.serving.ensemble): python evaluate.py "
                 f"{override('ckpt_path', ckpts)}"
             )
     return path

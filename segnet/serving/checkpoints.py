@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from segnet.commands import override
 from segnet.models import without_init_only
+from segnet.shell import override
 
 # Scheduler state keys that fix the length of the schedule at creation time.
 SCHEDULE_LENGTH_KEYS = ("total_steps", "total_iters", "T_max")

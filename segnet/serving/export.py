@@ -7,18 +7,18 @@ Formats:
     * ``onnx``: dynamo exporter, dynamic batch and spatial sizes; runs in onnxruntime.
     * ``pt2``: ``torch.export`` program, dynamic batch and spatial sizes.
 
-Each writer is paired with a loader in :mod:`segnet.loading`, and :func:`verify` compares
+Each writer is paired with a loader in :mod:`segnet.serving.loading`, and :func:`verify` compares
 a reloaded file with the eager network. Exporting reads the checkpoint through
-``segnet.loading`` too: no Lightning, Hydra or torchmetrics.
+``segnet.serving.loading`` too: no Lightning, Hydra or torchmetrics.
 
 Several checkpoints (one per cross-validation fold) export as one ensemble folder
 (:func:`export_ensemble`): each member exported as above into ``member_<i>/``, and
-``ensemble.json`` listing them; ``segnet.predict`` and ``evaluate.py`` given the folder
+``ensemble.json`` listing them; ``segnet.serving.predict`` and ``evaluate.py`` given the folder
 average the members' softmax probabilities, as ``evaluate.py`` does with the checkpoints.
 
 Example:
     >>> from segnet.models import create_model
-    >>> from segnet.loading import load_safetensors
+    >>> from segnet.serving.loading import load_safetensors
     >>> net = create_model("segnet_basic", out_channels=4)
     >>> path = save_safetensors(net, "/tmp/segnet_basic.safetensors")
     >>> type(load_safetensors(path)).__name__
@@ -39,9 +39,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from segnet.console import to_log_file, traceback_in_log
 from segnet.files import staged, write_text
-from segnet.loading import (  # noqa: F401  (the loaders are part of this module's API)
+from segnet.runs.console import to_log_file, traceback_in_log
+from segnet.runs.folders import work_starts
+from segnet.serving.loading import (  # noqa: F401  (the loaders are part of this module's API)
     ENSEMBLE_NAME,
     LOADERS,
     SPEC_KEY,
@@ -54,8 +55,7 @@ from segnet.loading import (  # noqa: F401  (the loaders are part of this module
     load_safetensors,
     read_safetensors_metadata,
 )
-from segnet.model_card import CARD_NAME, make_card
-from segnet.outputs import work_starts
+from segnet.serving.model_card import CARD_NAME, make_card
 
 FORMATS = ("safetensors", "onnx", "pt2")
 
@@ -315,7 +315,7 @@ def write_model(
 def say(text: str) -> None:
     """A line of the export's report: on the console and in its log file (export.log)."""
     print(text)
-    to_log_file(text, "segnet.export")
+    to_log_file(text, "segnet.serving.export")
 
 
 def export_ensemble(
@@ -328,7 +328,7 @@ def export_ensemble(
     them, in the order given; return each member's reload differences. Members that could
     not be averaged (other classes or preprocessing) are refused before anything is
     written."""
-    from segnet.ensemble import check_distinct, check_same_data
+    from segnet.serving.ensemble import check_distinct, check_same_data
 
     out_dir = Path(out_dir)
     members = [f"member_{i}" for i in range(len(ckpt_paths))]
@@ -344,7 +344,7 @@ def export_ensemble(
         check_example_size(example_size, model.net.spatial_dims, model.inference.min_input)
     for model, path in zip(models, ckpt_paths, strict=True):
         # the ensemble mirrors as its first member's recipe tested: each member must have
-        # axes to flip then, as segnet.predict would refuse the folder
+        # axes to flip then, as segnet.serving.predict would refuse the folder
         if models[0].inference.tta and model.inference.mirror_axes == []:
             raise ValueError(
                 f"{path} was trained without flips, and this ensemble mirrors at test time "
@@ -359,7 +359,7 @@ def export_ensemble(
         listing = {
             "members": members,
             "checkpoints": [str(p) for p in ckpt_paths],
-            # what segnet.predict does, spelt out for a runtime without this package
+            # what segnet.serving.predict does, spelt out for a runtime without this package
             "combine": (
                 "run each member as its model.json describes (its own window; mirroring on or off "
                 "as the first member's says, each member flipping its own axes), average the "
@@ -385,15 +385,15 @@ def _main() -> None:
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
-    from segnet.outputs import output_dir_as_run_dir, refuse_existing_run_dir
+    from segnet.runs.folders import output_dir_as_run_dir, refuse_existing_run_dir
 
     sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
     # before Hydra writes its config into a folder that holds another run's
     refuse_existing_run_dir(sys.argv[1:])
 
-    @hydra.main(version_base="1.3", config_path="../configs", config_name="export")
+    @hydra.main(version_base="1.3", config_path="../../configs", config_name="export")
     def run(cfg: DictConfig) -> None:
-        from segnet.ensemble import checkpoint_paths
+        from segnet.serving.ensemble import checkpoint_paths
 
         with traceback_in_log("export"):
             paths = checkpoint_paths(cfg.ckpt_path)  # a run or multirun folder, or a list

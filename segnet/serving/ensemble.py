@@ -5,7 +5,7 @@ averaged, as nnU-Net predicts with the models of every cross-validation fold.
 ``evaluate.py ckpt_path=[a.ckpt,b.ckpt]`` (or a multirun folder of ``train.py -m
 data.fold=0,1,2,3,4``) checks the members with :func:`check_members` before any data is
 read, then hands them to the first member's module, whose ``predict_logits`` averages them.
-``segnet.predict`` averages exported models the same way (:func:`check_same_data`).
+``segnet.serving.predict`` averages exported models the same way (:func:`check_same_data`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from segnet.checkpoints import peek_checkpoint
-from segnet.loading import exported_models
 from segnet.models import batchnorm_layers
+from segnet.serving.checkpoints import peek_checkpoint
+from segnet.serving.loading import exported_models
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def checkpoint_paths(value: Any) -> list[Path]:
     """``ckpt_path`` as given: one path or a list. A folder stands for the best checkpoint
     of the run it holds (``<run>/checkpoints/best.ckpt``) or of each job of a multirun
     (``<sweep>/<job>/checkpoints/best.ckpt``, in job order), or for the model (or each
-    member of the ensemble) that ``segnet.export`` wrote into it."""
+    member of the ensemble) that ``segnet.serving.export`` wrote into it."""
     given = [value] if isinstance(value, str | Path) else list(value)
     if not given:
         raise ValueError("ckpt_path=[]: give a checkpoint, or a list of them for an ensemble.")
@@ -72,13 +72,29 @@ def checkpoint_paths(value: Any) -> list[Path]:
     return paths
 
 
+# A multirun folder, as Hydra lays it out: one numbered folder per job
+FOLD_OVERRIDE = "data.fold="
+
+
+def jobs_of(sweep_dir: Path) -> list[Path]:
+    return sorted(
+        (p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
+        key=lambda p: int(p.name),
+    )
+
+
+def job_overrides(job: Path) -> list[str]:
+    """A multirun job's command-line overrides, as Hydra recorded them."""
+    import yaml
+
+    path = job / ".hydra" / "overrides.yaml"
+    return (yaml.safe_load(path.read_text()) or []) if path.is_file() else []
+
+
 def multirun_checkpoints(sweep: Path) -> list[Path]:
     """The best checkpoints of a multirun's jobs, in job order. Refused where the jobs
     differ in more than ``data.fold`` (a sweep over other settings too would average them
     all); a job without one (failed, or stopped before its first) is named in a warning."""
-    # evaluate.py's path only: segnet.predict, which imports this module, stays Hydra-free
-    from segnet.sweep import FOLD_OVERRIDE, job_overrides, jobs_of
-
     jobs = jobs_of(sweep)  # in job order: 0, 1, ..., 10
     settings: dict[tuple[str, ...], list[str]] = {}
     for job in jobs:

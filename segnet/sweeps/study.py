@@ -3,7 +3,7 @@
 Why not hydra-optuna-sweeper: its newest release (1.3.0) pins ``optuna<3`` (2.10.1, from
 2021), whose SQLite storage fails with SQLAlchemy 2 (checked here; see README). This
 drives a maintained Optuna directly: each trial sets the sampled values on the composed
-config and calls :func:`segnet.pipeline.train`, in its own ``trial_<n>`` folder.
+config and calls :func:`segnet.commands.train.train`, in its own ``trial_<n>`` folder.
 
 A search config (``configs/hparams_search/*.yaml``) holds::
 
@@ -59,7 +59,7 @@ def run_study(cfg: DictConfig):
         import optuna
     except ImportError as err:
         raise ImportError("hparams_search needs optuna: pip install -e '.[tune]'") from err
-    from segnet.pipeline import train
+    from segnet.commands.train import train
 
     opt = cfg.optuna
     for key in opt.params:  # a misspelt key would be added as a new setting, then fail

@@ -13,11 +13,13 @@ from torch import nn
 from torchmetrics import CatMetric, MaxMetric, MeanMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
-from segnet.checkpoints import CheckpointError
 from segnet.data.info import DataInfo, test_mirror_axes
-from segnet.ensemble import average_probabilities
-from segnet.inference import Inference, check_mirroring
-from segnet.losses import (
+from segnet.models import batchnorm_layers, create_model, without_init_only
+from segnet.runs.resume import this_config_folder
+from segnet.serving.checkpoints import CheckpointError
+from segnet.serving.ensemble import average_probabilities
+from segnet.serving.inference import Inference, check_mirroring
+from segnet.training.losses import (
     cross_entropy,
     deep_supervision_weights,
     labels_at,
@@ -25,15 +27,13 @@ from segnet.losses import (
     soft_dice,
     top_k_cross_entropy,
 )
-from segnet.metrics import (
+from segnet.training.metrics import (
     per_case_dice,
     per_case_overlap,
     per_case_surface,
     scores_from_confusion,
     summarize_cases,
 )
-from segnet.models import batchnorm_layers, create_model, without_init_only
-from segnet.resume import this_config_folder
 
 STAGES = ("val", "test")
 # the per-case scores, in the order their columns are gathered: volumes add surface scores
@@ -188,7 +188,7 @@ class SegmentationModule(L.LightningModule):
         # shared with evaluation and deployed models
         self.inference = Inference.for_net(self.net, info.sliding_window, info.mirror_axes)
         self.tta = tta
-        # evaluate.py's further checkpoints of an ensemble (segnet.ensemble), averaged with
+        # evaluate.py's further checkpoints of an ensemble (segnet.serving.ensemble), averaged with
         # this one in predict_logits; empty (and absent from checkpoints) otherwise
         self.ensemble_members = nn.ModuleList()
         self.per_case = info.per_case
@@ -268,7 +268,7 @@ class SegmentationModule(L.LightningModule):
                 checkpoint["segnet"]["settings"] = self.run_settings
             datamodule = getattr(self.trainer, "datamodule", None)
             names = datamodule.split_names() if hasattr(datamodule, "split_names") else None
-            if names:  # which cases trained it, for evaluations of it (segnet.ensemble)
+            if names:  # which cases trained it, for evaluations of it (segnet.serving.ensemble)
                 checkpoint["segnet"]["splits"] = names
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
@@ -343,7 +343,7 @@ class SegmentationModule(L.LightningModule):
     ) -> torch.Tensor:
         """Logits for whole inputs (sliding window if configured, mirroring TTA with
         ``tta``, by default the module's), resized to ``size``: see
-        :class:`segnet.inference.Inference`. With ensemble members: their softmax averaged
+        :class:`segnet.serving.inference.Inference`. With ensemble members: their softmax averaged
         with this network's, each applied as it was validated, as log-probabilities."""
         logits = self.inference.logits(self.net, x, size, tta)
         if not len(self.ensemble_members):

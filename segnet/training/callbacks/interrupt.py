@@ -10,7 +10,7 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from segnet.commands import override
+from segnet.shell import override
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class CheckpointOnInterrupt(L.Callback):
         ckpt = trainer.checkpoint_callback
         folder = Path(ckpt.dirpath) if ckpt and ckpt.dirpath else Path(trainer.default_root_dir)
         path = folder / self.filename
-        # the full state, for resuming; written whole or not at all (segnet.checkpoint_io)
+        # the full state, for resuming; written whole or not at all (segnet.training.checkpoint_io)
         trainer.save_checkpoint(path, weights_only=False)
         # With AsyncCheckpointIO the write runs in a thread: wait for it (and for any
         # pending best.ckpt) before the process goes on to exit.

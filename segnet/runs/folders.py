@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from segnet.commands import hydra_value, override
+from segnet.shell import hydra_value, override
 
 # What a train/evaluate/export run leaves in its folder: a volume run's split record, a
 # single model's export and an ensemble's (ensemble.json and a member_<i>/ folder per
@@ -221,7 +221,7 @@ def checkpoint_record(ckpt: Path, run: Path) -> Path | None:
     with. Read in preference to the newest record, which another process of the same resume
     (rank 0, under torchrun) may be writing at this very moment. None for a checkpoint that
     does not say (written before it did, or outside a Hydra run)."""
-    from segnet.checkpoints import peek_checkpoint
+    from segnet.serving.checkpoints import peek_checkpoint
 
     # unreadable: training says so, with the file named
     name = ((peek_checkpoint(ckpt) or {}).get("segnet") or {}).get("config")

@@ -54,7 +54,7 @@ def make_card(
 
 def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
     """What to do around the ONNX file, step by step, with nothing but onnxruntime, numpy
-    and Pillow (images) or nibabel (volumes): exactly what ``segnet.predict`` does
+    and Pillow (images) or nibabel (volumes): exactly what ``segnet.serving.predict`` does
     (``mirroring``: the axes training flipped, and whether the recipe tested with them,
     ``tta``). Each run of the network (each mirrored copy) goes through ``small_inputs``,
     then the sliding window, when the card has them."""
@@ -80,7 +80,7 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
                 {
                     "step": "resize",
                     "size_hw": data.input_size,
-                    # what training and segnet.predict ran; Pillow's BILINEAR resize is the
+                    # what training and segnet.serving.predict ran; Pillow's BILINEAR resize is the
                     # same filter, but rounds a few border pixels apart at non-integer scales
                     "interpolation": "bilinear, antialiased, on the uint8 image",
                     "as_run_by": "torchvision.transforms.v2.functional.resize(antialias=True)",
@@ -204,7 +204,7 @@ def read_card(model_path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(
             f"{model_path} has no model card: expected {path} beside it (python -m "
-            "segnet.export writes both)."
+            "segnet.serving.export writes both)."
         )
     card = json.loads(path.read_text())
     version = card.get("card_version", 1)

@@ -1,3 +1,0 @@
-from segnet.callbacks.tensorboard import ConfusionMatrixFigure, PredictionImages
-
-__all__ = ["ConfusionMatrixFigure", "PredictionImages"]

@@ -1,0 +1,3 @@
+from segnet.training.callbacks.tensorboard import ConfusionMatrixFigure, PredictionImages
+
+__all__ = ["ConfusionMatrixFigure", "PredictionImages"]
