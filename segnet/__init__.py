@@ -17,10 +17,10 @@ The package is laid out by role, each room importing only the rooms above it in 
   named stages.
 - ``sweeps/``: multiruns: the preflight of every job, the summary table, Optuna studies.
 
-``legacy`` keeps the module names of earlier versions importable (run folders and scripts
+``aliases`` keeps the module names of earlier versions importable (run folders and scripts
 name them).
 """
 
-from segnet import legacy as _legacy
+from segnet import aliases as _aliases
 
-_legacy.install()
+_aliases.install()

@@ -33,11 +33,13 @@ def evaluate() -> None:
 
 
 def export() -> None:
-    runpy.run_module("segnet.serving.export", run_name="__main__", alter_sys=True)
+    from segnet.commands.export import main
+
+    main()
 
 
 def predict() -> None:
-    from segnet.serving.predict import main
+    from segnet.commands.predict import main
 
     main()
 

@@ -188,15 +188,15 @@ def stopping_after(epochs: int):
     which a resume compares with its own."""
     from unittest import mock
 
-    import segnet.commands.train as pipeline
+    import segnet.commands.train as command
 
-    original = pipeline.build_trainer
+    original = command.build_trainer
 
     def build(cfg, *args, extra_callbacks=(), **kwargs):
         stop = StopAfterEpochs(epochs)
         return original(cfg, *args, extra_callbacks=(*extra_callbacks, stop), **kwargs)
 
-    with mock.patch.object(pipeline, "build_trainer", build):
+    with mock.patch.object(command, "build_trainer", build):
         yield
 
 

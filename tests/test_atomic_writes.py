@@ -107,7 +107,7 @@ def test_the_background_writer_raises_its_failure_on_the_main_thread_once(tmp_pa
 
 
 def test_training_writes_through_the_atomic_writer_whatever_the_plugins(tiny_camvid, tmp_path):
-    from segnet.commands.train import build_trainer
+    from segnet.runs.building import build_trainer
     from tests.conftest import TINY_CAMVID, compose
 
     for plugins in ([], ["trainer.plugins=null"]):

@@ -1,4 +1,6 @@
-"""The shape of the package: no import cycles, and serving apart from training."""
+"""The shape of the package: each room imports only the rooms its docstring allows, no
+import cycles, serving apart from the training stack, few loose modules and no function
+too long to read."""
 
 import ast
 import subprocess
@@ -70,6 +72,112 @@ def test_segnet_has_no_import_cycle():
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
+# Each room and the rooms it may import (besides itself and the loose modules); the
+# package docstrings (segnet/__init__.py and each room's) say the same in words
+MAY_IMPORT = {
+    "models": set(),
+    "data": set(),
+    "serving": {"models", "data"},
+    "training": {"models", "data", "serving"},
+    "runs": {"models", "data", "serving", "training"},
+    "commands": {"models", "data", "serving", "training", "runs"},
+    "sweeps": {"models", "data", "serving", "training", "runs", "commands"},
+}
+# the loose modules and the rooms each may import: writing files, quoting for a shell,
+# the log file, short and earlier module names, and the console scripts
+LOOSE = {
+    "segnet": set(),
+    "segnet.aliases": set(),
+    "segnet.files": set(),
+    "segnet.logs": set(),
+    "segnet.shell": set(),
+    "segnet.cli": {"commands"},
+}
+
+
+def room(module: str) -> str | None:
+    """The room a module is in (``serving``), None for a loose module."""
+    return None if module in LOOSE else module.split(".")[1]
+
+
+def wrong_imports(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in graph.items():
+        own = room(module)
+        allowed = MAY_IMPORT[own] if own else LOOSE[module]
+        for target in targets:
+            other = room(target)
+            if other is not None and other != own and other not in allowed:
+                wrong.append(f"{module} imports {target}")
+    return wrong
+
+
+def test_rooms_import_only_the_rooms_below_them():
+    graph = import_graph()
+    unplaced = {room(m) for m in graph} - set(MAY_IMPORT) - {None}
+    assert not unplaced, f"rooms without a rule in MAY_IMPORT: {unplaced}"
+    assert not wrong_imports(graph), "\n".join(wrong_imports(graph))
+
+
+def test_the_room_check_sees_a_wrong_import():
+    graph = {"segnet.training.module": {"segnet.runs.resume", "segnet.files"}}
+    assert wrong_imports(graph) == ["segnet.training.module imports segnet.runs.resume"]
+
+
+def test_at_most_six_modules_lie_loose():
+    loose = {p.stem for p in PACKAGE.glob("*.py")}
+    assert len(loose) <= 6, sorted(loose)
+    assert {"segnet" if m == "__init__" else f"segnet.{m}" for m in loose} == set(LOOSE)
+
+
+def test_every_room_says_what_may_import_it():
+    for name in MAY_IMPORT:
+        doc = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text()))
+        assert doc and "import" in doc, f"segnet/{name}/__init__.py: say what it may import"
+
+
+def long_functions(limit: int = 80) -> list[str]:
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > limit:
+                    found.append(f"{module_name(path)}.{node.name}: {lines} lines")
+    return found
+
+
+def test_no_function_is_over_80_lines():
+    assert not long_functions(), long_functions()
+    assert long_functions(limit=30), "the measure finds long functions at a lower limit"
+
+
+def test_earlier_module_names_are_the_current_modules():
+    """Run folders name classes by the flat layout's modules, and users' scripts import
+    them: each old name gives the current module itself, not a second copy."""
+    code = (
+        "import segnet.module, segnet.training.module as m, segnet.callbacks.ema as e, "
+        "segnet.training.callbacks.ema as f\n"
+        "from segnet.predict import Predictor\n"
+        "from segnet.serving.predict import Predictor as P\n"
+        "from hydra.utils import get_class\n"
+        "assert segnet.module is m and e is f and Predictor is P\n"
+        "assert get_class('segnet.module.SegmentationModule') is m.SegmentationModule\n"
+        "print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.parametrize("command", ["segnet.export", "segnet.predict", "segnet.bench"])
+def test_short_command_names_run_the_commands(command, tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", command, "--help"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"python -m {command}" in out.stdout
+
+
 @pytest.mark.parametrize(
     "module",
     [
@@ -77,6 +185,9 @@ def test_segnet_has_no_import_cycle():
         "segnet.serving.loading",
         "segnet.serving.export",
         "segnet.serving.inference",
+        "segnet.serving.ensemble",
+        "segnet.serving.model_card",
+        "segnet.commands.predict",
     ],
 )
 def test_serving_modules_do_not_import_the_training_stack(module):

@@ -218,7 +218,7 @@ class Running:
 
 def program() -> list[str]:
     """What runs this sweep, for ``python`` to run again: the script, or ``-m <module>``
-    where it was started so (python -m segnet.serving.export)."""
+    where it was started so (python -m segnet.export)."""
     spec = getattr(sys.modules["__main__"], "__spec__", None)
     return ["-m", spec.name] if spec else [sys.argv[0]]
 

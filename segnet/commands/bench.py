@@ -1,6 +1,6 @@
 """Benchmark what users live with: the training pipeline against a bare PyTorch loop.
 
-``python -m segnet.commands.bench [trainer=gpu]`` prints, per recipe:
+``python -m segnet.bench [trainer=gpu]`` prints, per recipe:
 
 - steady-state training steps/s of the pipeline as train.py runs it, of a hand-written
   loop over the same network, loader, optimizer, device, precision (autocast), compile and
@@ -124,7 +124,7 @@ def steady(times: list[float], skip: int) -> float:
 
 
 def build(cfg: DictConfig, **trainer_overrides: Any):
-    from segnet.commands.train import build_datamodule, build_module, build_trainer, prepare
+    from segnet.runs.building import build_datamodule, build_module, build_trainer, prepare
     from segnet.runs.console import quiet_library_noise
 
     quiet_library_noise()
@@ -363,13 +363,26 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
     r["achieved_flops"] = flops_per_sample * r["pipeline_samples_s"]
     peak = peak_flops(device)
     r["mfu"] = r["achieved_flops"] / peak if peak else None
+    shape = tuple(batch["image"].shape[2:])
+    report(name, r, dm, b, out, shape)
+    return r
+
+
+def report(
+    name: str, r: dict, dm: Any, b: DictConfig, out: Callable[[str], None], shape: tuple
+) -> None:
+    """A recipe's figures as the bench prints them, one per line."""
+    pipe, bare, alone = (r["windows"][k] for k in ("pipeline", "bare", "network"))
+    device, per_worker, ema = r["device"], r["data_samples_s_per_worker"], r["ema_update_ms"]
+    infer, infer_voxels = r["inference_samples_s"], r["inference_voxels_s"]
+    flops_per_sample = r["flops_per_sample"]
     unit, one = ("images", "image") if dm.info().spatial_dims == 2 else ("patches", "patch")
     workers_needed = -(-b.target_rate // per_worker)
     out(
         f"\n== {name} on {device} ({torch.get_num_threads()} threads), {r['precision']}, "
         f"compile {'on' if r['compiled'] else 'off'}, channels_last "
         f"{'on' if r['channels_last'] else 'off'}, batch {dm.batch_size} of "
-        f"{tuple(batch['image'].shape[2:])} =="
+        f"{shape} =="
     )
     n = f"over {b.repeats} interleaved window(s)"
     out(f"training steps, pipeline  : {r['pipeline_samples_s']:9.2f} {unit}/s {span(pipe)}")
@@ -404,7 +417,6 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         f"achieved                 : {r['achieved_flops'] / 1e9:9.1f} GFLOP/s "
         f"({flops_per_sample / 1e9:.0f} GFLOP per training {one}){mfu}"
     )
-    return r
 
 
 def hydra_of(cfg: DictConfig) -> DictConfig:
@@ -452,7 +464,7 @@ def recipe_overrides(cfg: DictConfig, name: str) -> list[str]:
 def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
     from hydra import compose
 
-    from segnet.commands.train import check_accelerator
+    from segnet.runs.checks import check_accelerator
 
     names = recipes_to_run(cfg)
     recipes = {name: compose("train", overrides=recipe_overrides(cfg, name)) for name in names}

@@ -15,19 +15,13 @@ from typing import Any
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from segnet.commands.train import (
-    build,
-    build_trainer,
-    check_accelerator,
-    check_datamodule_provides,
-    check_switches,
-    check_trainer,
-    run_test,
-    write_outputs,
-)
 from segnet.data.nifti import dataset_class_names
+from segnet.runs.building import build, build_trainer
+from segnet.runs.checks import check_accelerator, check_config_values, check_datamodule_provides
 from segnet.runs.console import log_summary, print_table, quiet_library_noise, rank_zero_speaks
-from segnet.runs.folders import refuse_run_folder_in_use
+from segnet.runs.folders import Work, refuse_run_folder_in_use
+from segnet.runs.records import write_outputs
+from segnet.runs.settings import PART_OF_MODEL, TRAINING_ONLY
 from segnet.serving.checkpoints import read_checkpoint
 from segnet.serving.ensemble import (
     check_members,
@@ -41,11 +35,10 @@ from segnet.serving.inference import check_mirroring
 from segnet.serving.loading import SIZE_KEYS, ExportedNet, load_model
 from segnet.training.callbacks.predictions import PredictionWriter
 from segnet.training.module import SegmentationModule
+from segnet.training.testing import run_test
 
 log = logging.getLogger(__name__)
 
-# how the network's input is normalised: part of the model, never changed by an evaluation
-NORMALIZATION = ("mean", "std", "clip")
 # the data.* settings that change how a volume model is applied, and the sliding-window
 # argument each sets
 WINDOW_SETTINGS = {
@@ -180,7 +173,9 @@ def check_overrides(
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
         )
-    training_only = getattr(get_class(data_cfg._target_), "training_only", ())
+    # the table's, and those a DataModule of the user's own names
+    own = getattr(get_class(data_cfg._target_), "training_only", ())
+    training_only = (*TRAINING_ONLY, *own)
     unused = [
         f"data.{k}={json.dumps(v)}"
         for k, v in overrides.items()
@@ -194,13 +189,13 @@ def check_overrides(
         )
     renormalised = [
         f"data.{k}={json.dumps(overrides[k])}"
-        for k in NORMALIZATION
+        for k in PART_OF_MODEL
         if k in overrides and overrides[k] != as_trained.get(k)
     ]
     if renormalised:
         raise ValueError(
             f"{', '.join(renormalised)}: the network takes its input normalised as it was "
-            f"trained ({', '.join(f'{k}={as_trained[k]}' for k in NORMALIZATION if k in as_trained)})"
+            f"trained ({', '.join(f'{k}={as_trained[k]}' for k in PART_OF_MODEL if k in as_trained)})"
             ", which the checkpoint keeps: leave these out."
         )
     if "image_size" in overrides and overrides["image_size"] != as_trained.get("image_size"):
@@ -231,22 +226,49 @@ def check_overrides(
     return window
 
 
-def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
+def evaluate(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float], dict[str, Any]]:
     """Test a checkpoint on ``data.split``; the data settings come from the checkpoint
-    (what it was trained with), overridden by any ``data.*`` the user gives."""
+    (what it was trained with), overridden by any ``data.*`` the user gives. ``work`` is
+    marked started as the test begins."""
+    work = work or Work()
     quiet_library_noise()
     rank_zero_speaks()
     check_accelerator(cfg, "without trainer= (the default takes whatever device there is)")
-    check_switches(cfg)
-    check_trainer(cfg)
+    check_config_values(cfg)
     out_dir = Path(cfg.paths.output_dir)
     refuse_run_folder_in_use(out_dir, "evaluate")
     paths = checkpoint_paths(cfg.ckpt_path)  # one checkpoint, or an ensemble's
-    ckpt = paths[0]
     modules = [load_module(str(p)) for p in paths]
+    dm, split = settle_data(cfg, modules, paths)
+    module = join_ensemble(modules, paths)
+    # the masks are written as the test step makes them: one pass over the split
+    writer = (PredictionWriter(dm, out_dir / "predictions"),) if cfg.get("save_predictions") else ()
+    trainer = build_trainer(cfg, extra_callbacks=writer)
+    work.starts()  # a failure from here on keeps the run folder and its log
+    metrics, split = run_test(trainer, module, dm, bool(cfg.get("recompute_bn", False)))
+    if trainer.is_global_zero:  # every file, and the table, once
+        # absolute, as training writes it: metrics.json names the files wherever it is read
+        tested = [os.path.abspath(p) for p in paths]
+        tested = tested[0] if len(paths) == 1 else tested
+        write_outputs(out_dir, module, dm, metrics, split, tested, cfg)
+        title = Path(paths[0]).name if len(paths) == 1 else f"ensemble of {len(paths)}"
+        print_table(dict(metrics), f"{title} on {split}")
+        # where the files went (metrics.json, per_case.csv, predictions/): the run folder
+        log_summary(
+            out_dir, None, split, dict(metrics), limited=(module.tested_batches or {}).get("by")
+        )
+    return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}
+
+
+def settle_data(
+    cfg: DictConfig, modules: list[SegmentationModule], paths: list[Path]
+) -> tuple[Any, str]:
+    """The DataModule an evaluation reads (the checkpoint's training data settings, with
+    the ``data.*`` given), every setting and member checked before any data is read, and
+    the split it scores."""
+    module, ckpt = modules[0], paths[0]
     if cfg.get("recompute_bn"):
         refuse_fixed_batchnorm(modules, paths)
-    module = modules[0]
     data_cfg, overrides, as_trained = data_config(cfg, module, ckpt)
     # before any data is read: members that cannot be averaged, or scored fairly, stop here
     new_cases = scores_other_data(overrides, modules)  # another folder or CSV than trained on
@@ -286,6 +308,13 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
                 **{key: dm.sliding_window[key] for key in window.values()},
             }
         log.info("sliding window for this evaluation: %s", module.sliding_window)
+    return dm, split
+
+
+def join_ensemble(modules: list[SegmentationModule], paths: list[Path]) -> SegmentationModule:
+    """The first module, with the others as ensemble members whose probabilities it
+    averages; one checkpoint's module as it is."""
+    module = modules[0]
     if len(modules) > 1:
         for warning in filter(None, map(unfinished, paths)):
             log.warning(warning)
@@ -295,19 +324,4 @@ def evaluate(cfg: DictConfig) -> tuple[dict[str, float], dict[str, Any]]:
             len(paths),
             ", ".join(map(str, paths)),
         )
-    # the masks are written as the test step makes them: one pass over the split
-    writer = (PredictionWriter(dm, out_dir / "predictions"),) if cfg.get("save_predictions") else ()
-    trainer = build_trainer(cfg, extra_callbacks=writer)
-    metrics, split = run_test(trainer, module, dm, cfg)
-    if trainer.is_global_zero:  # every file, and the table, once
-        # absolute, as training writes it: metrics.json names the files wherever it is read
-        tested = [os.path.abspath(p) for p in paths]
-        tested = tested[0] if len(paths) == 1 else tested
-        write_outputs(out_dir, module, dm, metrics, split, tested, cfg)
-        title = Path(ckpt).name if len(paths) == 1 else f"ensemble of {len(paths)}"
-        print_table(dict(metrics), f"{title} on {split}")
-        # where the files went (metrics.json, per_case.csv, predictions/): the run folder
-        log_summary(
-            out_dir, None, split, dict(metrics), limited=(module.tested_batches or {}).get("by")
-        )
-    return metrics, {"module": module, "datamodule": dm, "output_dir": out_dir}
+    return module

@@ -1,6 +1,8 @@
 """Datasets and their LightningDataModules.
 
-``camvid`` and ``nifti`` read files; ``camvid_datamodule`` and ``nifti_datamodule`` turn
-them into loaders for training. Importing this package imports none of them (serving
-code reads ``nifti`` and ``camvid`` without Lightning).
+``camvid``, ``nifti`` and ``images`` read files; ``camvid_datamodule``,
+``nifti_datamodule`` and ``images_datamodule`` turn them into loaders for training.
+Importing this package imports none of them (serving code reads ``nifti``, ``camvid``
+and ``images`` without Lightning). May import the loose modules alone; anything may
+import it.
 """

@@ -89,9 +89,9 @@ class SegmentationDataModule(L.LightningDataModule):
 
     worker_init_fn = None
     split = "test"
-    # the data settings that shape training alone (augmentation, patch sampling, the loss's
-    # class weights): evaluate.py refuses one given with another value than the checkpoint's,
-    # rather than leave the user believing it changed the scores
+    # a DataModule of the user's own: its settings that shape training alone (augmentation,
+    # patch sampling), which evaluate.py refuses to change, as it refuses those the table of
+    # settings marks (segnet.runs.settings) for the built-in ones
     training_only: tuple[str, ...] = ()
 
     def __init__(self) -> None:

@@ -88,11 +88,6 @@ class CamVidDataModule(SegmentationDataModule):
         >>> dm.setup("fit"); batch = next(iter(dm.train_dataloader()))   # doctest: +SKIP
     """
 
-    training_only = (
-        "scale", "hflip", "color_jitter", "crop_size", "class_weights", "class_weights_power",
-        "label_resize",
-    )  # fmt: skip
-
     spatial_dims = 2
     in_channels = 3
     num_classes = len(camvid.CLASS_NAMES)

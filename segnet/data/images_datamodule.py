@@ -179,11 +179,6 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         [256, 256]
     """
 
-    training_only = (
-        "flip", "scale", "foreground_ratio", "patches_per_epoch", "intensity",
-        "class_weights", "patch_size", "max_patch",
-    )  # fmt: skip
-
     def __init__(
         self,
         root: str | None = None,
@@ -224,79 +219,20 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         sw_batch_size: int = 4,
     ):
         super().__init__()
-        if root is None and csv is None:
-            raise ValueError(
-                "data.root and data.csv are both unset: point data.root at the folder with "
-                "your images and masks (images/ + labels/, or train/ val/ test/ holding "
-                "them), or data.csv at a CSV with image,label columns."
-            )
-        check_count("batch_size", batch_size)
-        check_count("eval_batch_size", eval_batch_size)
-        check_count("num_workers", num_workers, minimum=0)
-        check_count("max_patch", max_patch, minimum=2 * PATCH_MULTIPLE)
-        check_count("patches_per_epoch", patches_per_epoch, allow_none=True)
-        check_count("sw_batch_size", sw_batch_size)
-        if split not in SPLITS:
-            raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
-        if color_mode is not None and color_mode not in img.COLOR_MODES:
-            raise ValueError(
-                f"data.color_mode={color_mode!r}: one of {list(img.COLOR_MODES)}, or null "
-                "(from the images)."
-            )
-        if not 0 <= foreground_ratio <= 1:
-            raise ValueError(f"data.foreground_ratio={foreground_ratio}: a share, 0..1.")
-        scale = as_list("data.scale", scale, "[0.8,1.25]")
-        if len(scale) != 2 or not 0 < scale[0] <= scale[1]:
-            raise ValueError(f"data.scale={scale}: give [min, max] with 0 < min <= max.")
-        if not 0 <= intensity < 1:
-            raise ValueError(f"data.intensity={intensity}: a strength in [0, 1), 0 for none.")
-        size = as_list("data.patch_size", patch_size, "[256,256]")
-        if size is not None and (
-            len(size) != 2 or not all(isinstance(s, int) and s >= 2 * PATCH_MULTIPLE for s in size)
-        ):
-            raise ValueError(
-                f"data.patch_size={size}: give [H, W], each a whole number of at least "
-                f"{2 * PATCH_MULTIPLE}, or null (planned from the images)."
-            )
-        if isinstance(class_weights, str) and class_weights not in CLASS_WEIGHT_RULES:
-            raise ValueError(
-                f"data.class_weights={class_weights!r}: use {' or '.join(CLASS_WEIGHT_RULES)}, "
-                "or a list of one number per class."
-            )
-        for name, values in (("mean", mean), ("std", std)):
-            as_list(f"data.{name}", values, "[0.5]")
-        if (mean is None) != (std is None):
-            raise ValueError("data.mean and data.std: give both, or neither (from the data).")
-        if std is not None and not all(s > 0 for s in std):
-            raise ValueError(f"data.std={list(std)}: every value must be above 0.")
-        if sw_mode not in ("gaussian", "constant"):
-            raise ValueError(f"data.sw_mode={sw_mode!r}: gaussian or constant.")
-        if not 0 <= sw_overlap < 1:
-            raise ValueError(f"data.sw_overlap={sw_overlap}: a share in [0, 1).")
+        check_counts_and_choices(
+            root, csv, split, color_mode, class_weights,
+            batch_size=batch_size, eval_batch_size=eval_batch_size, num_workers=num_workers,
+            sw_batch_size=sw_batch_size,
+        )  # fmt: skip
+        scale, size = check_sampling(
+            max_patch, patches_per_epoch, foreground_ratio, scale, intensity, patch_size
+        )
+        check_normalization(mean, std)
+        check_window(sw_mode, sw_overlap)
         self.root = Path(root).expanduser() if root else None
         self.csv = csv
-        self.layout = dict(
-            image_dir=image_dir,
-            label_dir=label_dir,
-            roi_dir=roi_dir,
-            image_name=image_name,
-            label_name=label_name,
-        )
-        img.name_pattern(image_name, "data.image_name")
-        img.name_pattern(label_name, "data.label_name")
-        self._class_names = list(class_names) if class_names else None
-        self.mapping = (
-            img.LabelMapping.from_settings(class_names, label_values, palette, ignore_values)
-            if class_names
-            else None
-        )
-        self.palette = palette
-        weights = None if isinstance(class_weights, str) else list(class_weights)
-        wrong = weights is not None and (len(weights) != len(class_names or []) or min(weights) < 0)
-        if wrong and class_names:
-            raise ValueError(
-                f"data.class_weights={weights}: one number >= 0 per class ({len(class_names)})."
-            )
+        self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name)
+        self.set_classes(class_names, label_values, palette, ignore_values, class_weights)
         self.color_mode = color_mode
         self.mean = list(mean) if mean is not None else None
         self.std = list(std) if std is not None else None
@@ -317,17 +253,35 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             fold=fold,
             num_folds=num_folds,
         )
-        roi = as_list("data.sw_roi_size", sw_roi_size, "[512,512]")
-        if roi is not None and (len(roi) != 2 or min(roi) < 2 * PATCH_MULTIPLE):
-            raise ValueError(
-                f"data.sw_roi_size={roi}: give [H, W], each at least {2 * PATCH_MULTIPLE}, or "
-                "null (twice the training patch per axis)."
-            )
-        self.sw_roi_size = tuple(roi) if roi else None
+        self.sw_roi_size = check_roi(sw_roi_size)
         self.window = dict(overlap=sw_overlap, mode=sw_mode, sw_batch_size=sw_batch_size)
         self.pairs: list[img.Pair] = []
         self.splits: dict[str, list[int]] = {}
         self._loaded: dict[int, Loaded] = {}
+
+    def set_classes(
+        self,
+        class_names: Sequence[str] | None,
+        label_values: Sequence | None,
+        palette: Sequence[Sequence[int]] | None,
+        ignore_values: Sequence | None,
+        class_weights: str | Sequence[float],
+    ) -> None:
+        """The classes as given (None: found in the masks), how mask values map to them,
+        and the loss's class weights, one per class where listed."""
+        self._class_names = list(class_names) if class_names else None
+        self.mapping = (
+            img.LabelMapping.from_settings(class_names, label_values, palette, ignore_values)
+            if class_names
+            else None
+        )
+        self.palette = palette
+        weights = None if isinstance(class_weights, str) else list(class_weights)
+        wrong = weights is not None and (len(weights) != len(class_names or []) or min(weights) < 0)
+        if wrong and class_names:
+            raise ValueError(
+                f"data.class_weights={weights}: one number >= 0 per class ({len(class_names)})."
+            )
         self._class_counts: np.ndarray | None = None
 
     # -- what the model needs to know -----------------------------------------------------
@@ -620,3 +574,112 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         name = Path(self.datasets["test"].names[index]).stem
         dtype = np.uint8 if len(self._class_names) <= 256 else np.uint16
         write_image(out_dir / f"{name}.png", pred.numpy().astype(dtype))
+
+
+def check_sampling(
+    max_patch: int,
+    patches_per_epoch: int | None,
+    foreground_ratio: float,
+    scale: Sequence[float],
+    intensity: float,
+    patch_size: Sequence[int] | None,
+) -> tuple[list[float], list[int] | None]:
+    """The training patches' settings, each named where it is wrong; returns the zoom
+    range and the patch size as lists."""
+    check_count("max_patch", max_patch, minimum=2 * PATCH_MULTIPLE)
+    check_count("patches_per_epoch", patches_per_epoch, allow_none=True)
+    if not 0 <= foreground_ratio <= 1:
+        raise ValueError(f"data.foreground_ratio={foreground_ratio}: a share, 0..1.")
+    scale = as_list("data.scale", scale, "[0.8,1.25]")
+    if len(scale) != 2 or not 0 < scale[0] <= scale[1]:
+        raise ValueError(f"data.scale={scale}: give [min, max] with 0 < min <= max.")
+    if not 0 <= intensity < 1:
+        raise ValueError(f"data.intensity={intensity}: a strength in [0, 1), 0 for none.")
+    size = as_list("data.patch_size", patch_size, "[256,256]")
+    if size is not None and (
+        len(size) != 2 or not all(isinstance(s, int) and s >= 2 * PATCH_MULTIPLE for s in size)
+    ):
+        raise ValueError(
+            f"data.patch_size={size}: give [H, W], each a whole number of at least "
+            f"{2 * PATCH_MULTIPLE}, or null (planned from the images)."
+        )
+    return scale, size
+
+
+def check_normalization(mean: Sequence[float] | None, std: Sequence[float] | None) -> None:
+    for name, values in (("mean", mean), ("std", std)):
+        as_list(f"data.{name}", values, "[0.5]")
+    if (mean is None) != (std is None):
+        raise ValueError("data.mean and data.std: give both, or neither (from the data).")
+    if std is not None and not all(s > 0 for s in std):
+        raise ValueError(f"data.std={list(std)}: every value must be above 0.")
+
+
+def check_window(sw_mode: str, sw_overlap: float) -> None:
+    if sw_mode not in ("gaussian", "constant"):
+        raise ValueError(f"data.sw_mode={sw_mode!r}: gaussian or constant.")
+    if not 0 <= sw_overlap < 1:
+        raise ValueError(f"data.sw_overlap={sw_overlap}: a share in [0, 1).")
+
+
+def check_roi(sw_roi_size: Sequence[int] | None) -> tuple[int, ...] | None:
+    """The sliding window's size for whole-image evaluation (None: twice the patch)."""
+    roi = as_list("data.sw_roi_size", sw_roi_size, "[512,512]")
+    if roi is not None and (len(roi) != 2 or min(roi) < 2 * PATCH_MULTIPLE):
+        raise ValueError(
+            f"data.sw_roi_size={roi}: give [H, W], each at least {2 * PATCH_MULTIPLE}, or "
+            "null (twice the training patch per axis)."
+        )
+    return tuple(roi) if roi else None
+
+
+def check_counts_and_choices(
+    root: str | None,
+    csv: str | None,
+    split: str,
+    color_mode: str | None,
+    class_weights: str | Sequence[float],
+    **counts: int,
+) -> None:
+    """Where the data is, the loaders' counts and the settings that take one of a few
+    words, each named where it is wrong."""
+    if root is None and csv is None:
+        raise ValueError(
+            "data.root and data.csv are both unset: point data.root at the folder with "
+            "your images and masks (images/ + labels/, or train/ val/ test/ holding "
+            "them), or data.csv at a CSV with image,label columns."
+        )
+    for name, value in counts.items():
+        check_count(name, value, minimum=0 if name == "num_workers" else 1)
+    if split not in SPLITS:
+        raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
+    if color_mode is not None and color_mode not in img.COLOR_MODES:
+        raise ValueError(
+            f"data.color_mode={color_mode!r}: one of {list(img.COLOR_MODES)}, or null "
+            "(from the images)."
+        )
+    if isinstance(class_weights, str) and class_weights not in CLASS_WEIGHT_RULES:
+        raise ValueError(
+            f"data.class_weights={class_weights!r}: use {' or '.join(CLASS_WEIGHT_RULES)}, "
+            "or a list of one number per class."
+        )
+
+
+def layout(
+    image_dir: str | None,
+    label_dir: str | None,
+    roi_dir: str | None,
+    image_name: str,
+    label_name: str,
+) -> dict[str, str | None]:
+    """Where the images, masks and regions of interest are, and how their names pair
+    (``{id}`` patterns, each checked)."""
+    img.name_pattern(image_name, "data.image_name")
+    img.name_pattern(label_name, "data.label_name")
+    return dict(
+        image_dir=image_dir,
+        label_dir=label_dir,
+        roi_dir=roi_dir,
+        image_name=image_name,
+        label_name=label_name,
+    )

@@ -242,7 +242,7 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
     raise NiftiDataError(
         f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders; "
         "set data.image_dir and data.label_dir, or data.csv (in evaluate.py with a leading "
-        "+: +data.image_dir=...). Images without labels: python -m segnet.serving.predict segments "
+        "+: +data.image_dir=...). Images without labels: python -m segnet.predict segments "
         "them."
     )
 
@@ -271,7 +271,7 @@ def _cases_from_csv(path: Path) -> list[Case]:
         raise NiftiDataError(
             f"{path} line {lines[first]} ({rows[first]['image']}) has no label "
             f"({len(unlabelled)} row(s) in all): every case is trained, validated or tested "
-            "on. Leave unlabelled volumes out; python -m segnet.serving.predict segments them."
+            "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
         )
     base = path.parent
     cases = [Case(case_name(Path(r["image"])), base / r["image"], base / r["label"]) for r in rows]

@@ -274,11 +274,6 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         ['background', 'Anterior', 'Posterior']
     """
 
-    training_only = (
-        "flip", "rotate90", "rotate", "zoom", "affine_prob", "intensity_scale",
-        "intensity_shift", "foreground_ratio", "samples_per_volume",
-    )  # fmt: skip
-
     worker_init_fn = staticmethod(_seed_worker)
 
     def __init__(

@@ -1,5 +1,7 @@
 """Networks and the registry that builds them by name.
 
+Plain torch; imports nothing else of the package, and anything may import it.
+
 Example:
     >>> net = create_model("segnet_basic", out_channels=11)
     >>> create_model(**net.spec()).spec() == net.spec()

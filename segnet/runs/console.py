@@ -10,6 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from segnet.logs import log_files, to_log_file, to_log_files
+from segnet.runs.folders import Work, discard_refused_run
+
 log = logging.getLogger(__name__)
 
 # Lightning's info lines that advertise products or narrate internals
@@ -120,23 +123,6 @@ def log_summary(
     log.info("summary\n  %s", "\n  ".join(lines))
 
 
-def to_log_file(text: str, name: str = "segnet.progress") -> None:
-    """``text`` into the run's log file (``train.log``) only: the console already shows it,
-    or shows a progress bar that a logged line would break."""
-    to_log_files(logging.LogRecord(name, logging.INFO, __file__, 0, text, None, None))
-
-
-def log_files() -> list[logging.FileHandler]:
-    """The run's log files (Hydra's ``<task>.log``), as the root logger writes them."""
-    return [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
-
-
-def to_log_files(record: logging.LogRecord) -> None:
-    for handler in log_files():
-        if record.levelno >= handler.level:
-            handler.handle(record)
-
-
 # What a run refuses (a setting, a file, a checkpoint it cannot take), raised by this
 # package's own checks: messages that name what to change, which a traceback would bury
 REFUSALS = (ValueError, FileExistsError, FileNotFoundError)
@@ -161,17 +147,17 @@ def is_refusal(err: BaseException) -> bool:
 
 
 @contextmanager
-def traceback_in_log(what: str) -> Iterator[None]:
+def traceback_in_log(what: str) -> Iterator[Work]:
     """A failure's traceback goes into the run's log file (``train.log``), so that it says
-    why the run failed. On the console, a refusal (``REFUSALS``) of a single run shows as
-    its message alone, with where the traceback is; anything else as Hydra shows it, with
-    its traceback (in a multirun, Hydra reports each failed job itself)."""
+        why the run failed. On the console, a refusal (``REFUSALS``) of a single run shows as
+        its message alone, with where the traceback is; anything else as Hydra shows it, with
+        its traceback (in a multirun, Hydra reports each failed job itself). Yields the
+    command's :class:`Work`: a refusal before it starts leaves no run folder behind."""
     from segnet.files import OutOfSpaceError
-    from segnet.runs.folders import WORK, discard_refused_run
 
-    WORK["started"] = False
+    work = Work()
     try:
-        yield
+        yield work
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as err:
@@ -189,7 +175,7 @@ def traceback_in_log(what: str) -> Iterator[None]:
             raise SystemExit(f"{what} stopped: {err}{where}") from None
         if is_refusal(err) and not in_multirun():
             where = f"\n(the traceback is in {files[0].baseFilename})" if files else ""
-            if discard_refused_run([Path(h.baseFilename) for h in files]) is not None:
+            if discard_refused_run([Path(h.baseFilename) for h in files], work) is not None:
                 where = ""  # nothing ran: no run folder is kept, nor its log
                 for handler in files:
                     logging.getLogger().removeHandler(handler)

@@ -13,10 +13,6 @@ import numpy as np
 import torch
 
 from segnet.models import without_init_only
-from segnet.shell import override
-
-# Scheduler state keys that fix the length of the schedule at creation time.
-SCHEDULE_LENGTH_KEYS = ("total_steps", "total_iters", "T_max")
 
 
 class CheckpointError(ValueError):
@@ -164,74 +160,6 @@ def check_same_spacing(ckpt: dict[str, Any], info: Any, path: str | Path) -> Non
         f"resamples to {f'{ours} mm' if ours else 'none'}. Resume with the data.spacing "
         "(and data) it started with, or start a new run from its weights with init_from=."
     )
-
-
-def check_same_length(ckpt: dict[str, Any], max_epochs: int | None, path: str | Path) -> None:
-    """Resuming under a learning-rate schedule planned for another length would run past
-    its end (a zero or undefined learning rate): stop and say what to do instead."""
-    planned = (ckpt.get("segnet") or {}).get("max_epochs")
-    schedules = ckpt.get("lr_schedulers") or []
-    fixed = any(any(k in s for k in SCHEDULE_LENGTH_KEYS) for s in schedules)
-    if not fixed or planned is None or planned == max_epochs:
-        return
-    raise CheckpointError(
-        f"ckpt_path={str(path)!r} belongs to a run planned for trainer.max_epochs={planned}, "
-        f"and its learning-rate schedule ends there; this resume asks for {max_epochs}.\n"
-        f"  To finish that run: resume with trainer.max_epochs={planned}.\n"
-        f"  To train on with a new schedule over {max_epochs} epochs: start a new run from its "
-        f"weights with init_from={path} (instead of ckpt_path)."
-    )
-
-
-def check_not_finished(ckpt: dict[str, Any], max_epochs: int | None, path: str | Path) -> None:
-    """A resume of a run that has trained all its epochs would train nothing, then test
-    again and write its metrics over the run's: say how to test it, or train it on."""
-    progress = ((ckpt.get("loops") or {}).get("fit_loop") or {}).get("epoch_progress") or {}
-    done = (progress.get("current") or {}).get("processed")
-    if max_epochs is None or max_epochs < 0 or done is None or done < max_epochs:
-        return
-    best = Path(path).expanduser().parent / "best.ckpt"
-    raise CheckpointError(
-        f"ckpt_path={str(path)!r} is the end of its run: all {done} epochs of "
-        f"trainer.max_epochs={max_epochs} are trained, so a resume has nothing to train.\n"
-        f"  To test it: python evaluate.py {override('ckpt_path', best)}\n"
-        f"  To train it on: a new run from its weights, {override('init_from', path)} "
-        "instead of ckpt_path (or, where the run has no learning-rate schedule, resume with "
-        "a larger trainer.max_epochs)."
-    )
-
-
-def check_latest(ckpt: dict[str, Any], path: str | Path) -> None:
-    """A resume from an earlier checkpoint of a run (``best.ckpt``) would train that run on
-    from an earlier step and write its ``last.ckpt`` over the later one beside it: stop and
-    say how to continue the run, or how to start a new one from these weights."""
-    path = Path(path).expanduser()
-    last = path.parent / "last.ckpt"
-    if path.name == last.name or not last.is_file():
-        return
-    later = peek_checkpoint(last)
-    if later is None:  # an unreadable last.ckpt holds nothing to lose
-        return
-    step, last_step = ckpt.get("global_step", 0), later.get("global_step", 0)
-    if last_step > step:
-        raise CheckpointError(
-            f"ckpt_path={str(path)!r} is at step {step} of its run, and {last} beside it at "
-            f"step {last_step}: resuming from it would train the run on from step {step} "
-            "and replace last.ckpt.\n"
-            f"  To continue the run: {override('ckpt_path', last)}\n"
-            f"  To train a new run from these weights: {override('init_from', path)} (instead "
-            "of ckpt_path)."
-        )
-    if last_step == step:
-        # the same step, saved at validation: last.ckpt, saved after it, is the run's state
-        # (a finished run's is refused as such; this one would pass for unfinished)
-        raise CheckpointError(
-            f"ckpt_path={str(path)!r} is at step {step}, as {last} beside it, which holds the "
-            "run's state from after that step.\n"
-            f"  To continue the run: {override('ckpt_path', last)}\n"
-            f"  To train a new run from these weights: {override('init_from', path)} (instead "
-            "of ckpt_path)."
-        )
 
 
 def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -32,7 +32,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,7 @@ import torch
 from torch import nn
 
 from segnet.files import staged, write_text
-from segnet.runs.console import to_log_file, traceback_in_log
-from segnet.runs.folders import work_starts
+from segnet.logs import to_log_file
 from segnet.serving.loading import (  # noqa: F401  (the loaders are part of this module's API)
     ENSEMBLE_NAME,
     LOADERS,
@@ -183,12 +182,14 @@ def export_checkpoint(
     out_dir: str | Path,
     formats: tuple[str, ...] = FORMATS,
     example_size: list[int] | None = None,
+    on_write: Callable[[], Any] | None = None,
 ) -> dict[str, float]:
-    """Write each format plus ``model.json``; return the largest reload difference per format."""
+    """Write each format plus ``model.json``; return the largest reload difference per
+    format. ``on_write`` is called once every check has passed, before the first file."""
     check_free(Path(out_dir), formats)  # before the checkpoint is even read
     check_rebuildable([Path(ckpt_path)])
     # reads the checkpoint once: weights, spec and best score
-    return write_model(load_model(ckpt_path), out_dir, formats, example_size)
+    return write_model(load_model(ckpt_path), out_dir, formats, example_size, on_write)
 
 
 # exported programs: a traced graph, not the network's modules and weights to export again
@@ -256,14 +257,16 @@ def write_model(
     out_dir: str | Path,
     formats: tuple[str, ...] = FORMATS,
     example_size: list[int] | None = None,
+    on_write: Callable[[], Any] | None = None,
 ) -> dict[str, float]:
     """A loaded checkpoint's network in each format plus ``model.json``; the largest reload
-    difference per format."""
+    difference per format. ``on_write``: as for :func:`export_checkpoint`."""
     out_dir = Path(out_dir)
     net = model.net
     check_example_size(example_size, net.spatial_dims, model.inference.min_input)
     check_free(out_dir, formats)
-    work_starts()  # a failure from here on keeps the run folder and its log
+    if on_write is not None:
+        on_write()
     out_dir.mkdir(parents=True, exist_ok=True)
     card = make_card(
         model.spec, model.module_args, model.info, model.metrics, model.inference.min_input
@@ -323,6 +326,7 @@ def export_ensemble(
     out_dir: str | Path,
     formats: tuple[str, ...] = FORMATS,
     example_size: list[int] | None = None,
+    on_write: Callable[[], Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Each checkpoint exported into ``out_dir/member_<i>`` and ``ensemble.json`` listing
     them, in the order given; return each member's reload differences. Members that could
@@ -355,7 +359,7 @@ def export_ensemble(
     try:
         for member, path, model in zip(members, ckpt_paths, models, strict=True):
             say(f"{member}: {path}")
-            diffs[member] = write_model(model, out_dir / member, formats, example_size)
+            diffs[member] = write_model(model, out_dir / member, formats, example_size, on_write)
         listing = {
             "members": members,
             "checkpoints": [str(p) for p in ckpt_paths],
@@ -379,35 +383,5 @@ def export_ensemble(
     return diffs
 
 
-def _main() -> None:
-    import sys
-
-    import hydra
-    from omegaconf import DictConfig, OmegaConf
-
-    from segnet.runs.folders import output_dir_as_run_dir, refuse_existing_run_dir
-
-    sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
-    # before Hydra writes its config into a folder that holds another run's
-    refuse_existing_run_dir(sys.argv[1:])
-
-    @hydra.main(version_base="1.3", config_path="../../configs", config_name="export")
-    def run(cfg: DictConfig) -> None:
-        from segnet.serving.ensemble import checkpoint_paths
-
-        with traceback_in_log("export"):
-            paths = checkpoint_paths(cfg.ckpt_path)  # a run or multirun folder, or a list
-            write = export_checkpoint if len(paths) == 1 else export_ensemble
-            write(
-                paths[0] if len(paths) == 1 else paths,
-                cfg.paths.output_dir,
-                # formats=onnx (one, without brackets) as formats=[onnx]
-                (cfg.formats,) if isinstance(cfg.formats, str) else tuple(cfg.formats),
-                OmegaConf.to_container(cfg, resolve=True)["example_size"],
-            )
-
-    run()
-
-
-if __name__ == "__main__":
-    _main()
+if __name__ == "__main__":  # the command is its own module, which may use Hydra
+    raise SystemExit("the export command is: python -m segnet.export (or segnet-export)")

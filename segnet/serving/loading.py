@@ -186,7 +186,7 @@ def model_files(path: str | Path) -> list[Path]:
     if files is None:
         raise FileNotFoundError(
             f"{path}: a folder without {CARD_NAME} or {ENSEMBLE_NAME}; give an export folder "
-            "(python -m segnet.serving.export) or the model file."
+            "(python -m segnet.export) or the model file."
         )
     return files
 

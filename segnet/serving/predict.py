@@ -9,19 +9,11 @@ API::
 
 Predicting imports neither Lightning, Hydra nor torchmetrics (``segnet.serving.loading``).
 
-CLI (``key=value``, as every other command; ``segnet-predict`` is the same)::
-
-    python -m segnet.serving.predict model=export/model.onnx 'inputs=[a.png,b.png]' out=masks/
-    python -m segnet.serving.predict model=export/model.onnx inputs=imagesTs/ out=predictions/
-    python -m segnet.serving.predict model=fold0/model.onnx,fold1/model.onnx inputs=imagesTs/ out=ens/
-    python -m segnet.serving.predict ... device=cuda tta=false
-
-The flag form (``python -m segnet.serving.predict export/model.onnx a.png --out masks/``) works too.
+The command line is ``segnet.commands.predict`` (``python -m segnet.predict``).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +25,7 @@ from torchvision import tv_tensors
 
 from segnet.data import images as own_images
 from segnet.data import nifti
-from segnet.data.camvid import CamVidDataError, check_image, rgb_of
+from segnet.data.camvid import check_image, rgb_of
 from segnet.data.info import voxel_size_warning
 from segnet.data.palette import colorize
 from segnet.data.transforms import normalize, resize_images
@@ -43,8 +35,6 @@ from segnet.serving.inference import check_mirroring
 from segnet.serving.loading import load_model, model_files
 
 IMAGE_SUFFIXES = own_images.IMAGE_SUFFIXES
-# what the command takes as key=value (inputs also as input=)
-SETTINGS = ("model", "inputs", "out", "device", "tta")
 
 log = logging.getLogger(__name__)
 
@@ -239,137 +229,5 @@ class Predictor:
         return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
 
 
-def model_paths(arg: str) -> list[str]:
-    """The models named on the command line: one file, or several comma-separated (an
-    ensemble). A file that exists under the whole name is one model, commas and all."""
-    return [arg] if Path(arg).exists() else arg.split(",")
-
-
-def check_device(device: str) -> None:
-    """``--device`` names a device this machine has, before any model is loaded."""
-    try:
-        kind = torch.device(device).type
-    except RuntimeError as err:
-        raise SystemExit(f"--device {device}: {err}") from None
-    missing = {
-        "cuda": not torch.cuda.is_available(),
-        "mps": not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()),
-    }
-    if missing.get(kind):
-        raise SystemExit(f"--device {device}: this machine has no {kind} device; use --device cpu.")
-
-
-def from_key_values(argv: list[str]) -> list[str]:
-    """``model=... inputs=[a,b] out=... device=... tta=...`` as the flag form argparse
-    reads; arguments in the flag form pass through. A key that is no setting is refused,
-    naming those that are."""
-    if not any("=" in a and not a.startswith("-") for a in argv):
-        return argv
-    given: dict[str, str] = {}
-    rest = []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep or arg.startswith("-"):
-            rest.append(arg)
-            continue
-        if key not in SETTINGS and key != "input":
-            raise SystemExit(
-                f"{key}={value}: segnet.serving.predict takes {', '.join(s + '=' for s in SETTINGS)}."
-            )
-        given["inputs" if key == "input" else key] = value
-    if "model" not in given:
-        raise SystemExit("model=...: give the model (a .onnx, .safetensors, .pt2 or .ckpt).")
-    inputs = given.get("inputs", "")
-    items = [i.strip() for i in inputs.strip("[]").split(",") if i.strip()] if inputs else []
-    out = [given["model"], *items, *rest]
-    if "out" in given:
-        out += ["--out", given["out"]]
-    if "device" in given:
-        out += ["--device", given["device"]]
-    if "tta" in given:
-        tta = given["tta"].lower()
-        if tta not in ("true", "false", "null"):
-            raise SystemExit(f"tta={given['tta']}: true, false or null (as the model's recipe).")
-        out += [] if tta == "null" else ["--tta" if tta == "true" else "--no-tta"]
-    return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    import sys
-
-    argv = from_key_values(list(sys.argv[1:] if argv is None else argv))
-    parser = argparse.ArgumentParser(
-        prog="python -m segnet.serving.predict",
-        description=__doc__.split("\n")[0],
-        epilog="The same as key=value: model=export/model.onnx 'inputs=[a.png,b.png]' "
-        "out=masks/ device=cuda tta=false",
-    )
-    parser.add_argument(
-        "model",
-        help=".ckpt, or an exported .safetensors/.onnx/.pt2 with model.json, or an "
-        "export folder (an exported ensemble's included); several, comma-separated "
-        "(a.onnx,b.onnx), predict as an ensemble",
-    )
-    parser.add_argument(
-        "inputs", nargs="+", help="PNG/JPEG images or NIfTI volumes, or folders of them"
-    )
-    parser.add_argument("--out", required=True, help="folder for the masks (out=...)")
-    parser.add_argument(
-        "--device", default="cpu", help="cpu, cuda, cuda:1 or mps (device=...; default cpu)"
-    )
-    parser.add_argument(
-        "--tta",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="mirroring test-time augmentation (default: as the model's recipe tested)",
-    )
-    args = parser.parse_args(argv)
-    check_device(args.device)
-    out = Path(args.out)
-    # every input is checked before the model is loaded or anything predicted, so a bad
-    # one never leaves the folder half written
-    inputs = expand_inputs(args.inputs)
-    writers: dict[Path, list[Path]] = {}
-    for item in inputs:
-        for target in Predictor.targets(item, out):
-            writers.setdefault(target, []).append(item)
-    clash = next(((t, w) for t, w in writers.items() if len(w) > 1), None)
-    if clash:
-        raise SystemExit(
-            f"{' and '.join(map(str, clash[1]))} would both write {clash[0]}; predict them "
-            "into separate --out folders."
-        )
-    existing = [t for t in writers if t.exists()]
-    if existing:
-        raise SystemExit(
-            f"{existing[0]} exists ({len(existing)} output(s) in all); predictions are never "
-            "overwritten: choose another --out folder."
-        )
-    if out.exists() and not out.is_dir():
-        raise SystemExit(f"--out {out} is a file; give a folder for the masks.")
-    # every input decodes whole (a truncated file, a text file, NaN voxels), one at a
-    # time: reading each twice costs less than a folder half predicted
-    for item in inputs:
-        try:
-            if item.name.endswith(nifti.NIFTI_SUFFIXES):
-                nifti.load_volume(nifti.Case(nifti.case_name(item), item, None))
-            else:
-                own_images.open_image(item)  # what kind the model takes: check_kind
-        except (CamVidDataError, own_images.ImageDataError, nifti.NiftiDataError) as err:
-            raise SystemExit(str(err)) from None
-    try:  # a missing model, or members that cannot be averaged: a message, not a traceback
-        predictor = Predictor(model_paths(args.model), args.device, args.tta)
-    except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(str(err)) from None
-    for item in inputs:  # a volume among images (or the reverse) before any is written
-        try:
-            predictor.check_kind(item)
-        except ValueError as err:
-            raise SystemExit(str(err)) from None
-    for item in inputs:
-        for written in predictor.predict_file(item, args.out):
-            print(written)
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the command is its own module, which may use Hydra
+    raise SystemExit("the predict command is: python -m segnet.predict (or segnet-predict)")

@@ -1,5 +1,5 @@
 """Multiruns: the preflight that checks every job before the first starts, the summary
 table of a sweep, and Optuna studies.
 
-May import anything in the package; nothing imports it but the sweep's own configs (and
-``serving.ensemble`` reading a sweep folder's layout through ``sweeps.layout``)."""
+May import anything in the package; nothing in it imports this room (the sweeps' Hydra
+configs and the parallel launcher do)."""

@@ -44,7 +44,7 @@ class SweepPreflight(Callback):
             return
         from hydra.core.global_hydra import GlobalHydra
 
-        from segnet.commands.train import check_job_config
+        from segnet.runs.checks import check_job_config
         from segnet.runs.console import is_refusal
 
         jobs = job_override_lists(config)

@@ -15,8 +15,6 @@ from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.data.info import DataInfo, test_mirror_axes
 from segnet.models import batchnorm_layers, create_model, without_init_only
-from segnet.runs.resume import this_config_folder
-from segnet.serving.checkpoints import CheckpointError
 from segnet.serving.ensemble import average_probabilities
 from segnet.serving.inference import Inference, check_mirroring
 from segnet.training.losses import (
@@ -41,7 +39,9 @@ STAGES = ("val", "test")
 CASE_METRICS = {3: ("dice", "hd95", "nsd"), 2: ("dice", "iou", "precision", "recall")}
 # Scheduler arguments that mean "length of the run"; left unset, they are filled in with
 # the trainer's number of optimizer steps.
-_SCHEDULE_LENGTH_ARGS = ("total_steps", "total_iters", "T_max")
+# the arguments of torch's schedulers that fix a schedule's length, filled in from the run's
+# planned number of steps or epochs (segnet.runs.resume checks a resume keeps it)
+SCHEDULE_LENGTH_ARGS = ("total_steps", "total_iters", "T_max")
 
 
 def enable_tf32() -> None:
@@ -158,6 +158,23 @@ class SegmentationModule(L.LightningModule):
         self.class_names = list(info.class_names)
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.scheduler_interval = scheduler_interval
+        self.set_loss(loss, lovasz_stride, ce_top_k)
+        self.set_class_weights(class_weights)
+        # whole-input inference (sliding window, small-input padding, TTA): plain torch,
+        # shared with evaluation and deployed models
+        self.inference = Inference.for_net(self.net, info.sliding_window, info.mirror_axes)
+        self.tta = tta
+        # evaluate.py's further checkpoints of an ensemble (segnet.serving.ensemble), averaged with
+        # this one in predict_logits; empty (and absent from checkpoints) otherwise
+        self.ensemble_members = nn.ModuleList()
+        self.monitor = monitor
+        self.surface_tolerance_mm = surface_tolerance_mm
+        self.add_metrics(info)
+        self.set_speed_options(compile, channels_last)
+        self.reset_run_state()
+
+    def set_loss(self, loss: dict[str, float] | None, lovasz_stride: int, ce_top_k: float) -> None:
+        """The loss terms' weights (cross-entropy, soft Dice, Lovasz), each checked."""
         self.lovasz_stride = int(lovasz_stride)
         self.loss_weights = {"ce": 1.0, "dice": 0.0, "lovasz": 0.0, **(loss or {})}
         unknown = set(self.loss_weights) - {"ce", "dice", "lovasz"}
@@ -175,7 +192,6 @@ class SegmentationModule(L.LightningModule):
         if not 0 < ce_top_k <= 1:
             raise ValueError(f"model.ce_top_k={ce_top_k}: use a fraction in (0, 1].")
         self.ce_top_k = float(ce_top_k)
-        self.set_class_weights(class_weights)
         self.dice_loss = None
         if self.loss_weights["dice"] > 0:
             from monai.losses import DiceLoss
@@ -183,20 +199,16 @@ class SegmentationModule(L.LightningModule):
             # soft Dice over the batch (see soft_dice). With an ignore label (CamVid's
             # void) every class counts; without one (volumes) label 0 is the background,
             # which nnU-Net leaves out
-            self.dice_loss = DiceLoss(include_background=ignore_index is not None, batch=True)
-        # whole-input inference (sliding window, small-input padding, TTA): plain torch,
-        # shared with evaluation and deployed models
-        self.inference = Inference.for_net(self.net, info.sliding_window, info.mirror_axes)
-        self.tta = tta
-        # evaluate.py's further checkpoints of an ensemble (segnet.serving.ensemble), averaged with
-        # this one in predict_logits; empty (and absent from checkpoints) otherwise
-        self.ensemble_members = nn.ModuleList()
+            self.dice_loss = DiceLoss(include_background=self.ignore_index is not None, batch=True)
+
+    def add_metrics(self, info: DataInfo) -> None:
+        """The confusion matrices, per-case rows and losses each evaluation stage keeps,
+        and the best validation score (kept in checkpoints)."""
+        num_classes, ignore_index = info.num_classes, info.ignore_index
         self.per_case = info.per_case
-        self.monitor = monitor
         self.confusion = nn.ModuleDict(
             {s: MulticlassConfusionMatrix(num_classes, ignore_index=ignore_index) for s in STAGES}
         )
-        self.surface_tolerance_mm = surface_tolerance_mm
         # per case: [dataset index, Dice per class (, HD95 per class, NSD per class)]; the
         # index puts cases back in dataset order after a gather across DDP ranks
         self.case_rows = nn.ModuleDict({s: CatMetric(nan_strategy="disable") for s in STAGES})
@@ -207,6 +219,10 @@ class SegmentationModule(L.LightningModule):
         self.best.persistent(True)  # kept in checkpoints, so a resumed run's best survives
         self.last_confusion: dict[str, torch.Tensor] = {}
         self.last_case_metrics: dict[str, dict[str, torch.Tensor]] = {}
+
+    def set_speed_options(self, compile: bool | str, channels_last: bool | str) -> None:
+        """``compile`` and ``channels_last`` (true, false or auto), applied by
+        :meth:`accelerate` once the device is known."""
         for name, value in (("compile", compile), ("channels_last", channels_last)):
             if value not in (True, False, "auto"):
                 raise ValueError(f"model.{name}={value!r}: use true, false or auto.")
@@ -214,18 +230,23 @@ class SegmentationModule(L.LightningModule):
         self.channels_last = False
         self.compiled = False  # whether accelerate() compiled the network
         self._accelerated = False
+
+    def reset_run_state(self) -> None:
+        """What a run learns about this module as it goes, none of it a setting."""
         # set once BatchNorm statistics were recomputed over the training set; stored in
         # checkpoints, so evaluation knows the weights are the ones training tested
         self.bn_recomputed: dict[str, Any] | None = None
         # the cases of each split the checkpoint was trained with (None: not recorded)
         self.recorded_splits: dict[str, list[str]] | None = None
-        # the run's config as composed (train.py sets it): stored in each checkpoint, so a
-        # resume from a copy outside its run folder is checked against it all the same
+        # set by the train command: the settings as composed and the folder of the run's
+        # config this part trained with (.hydra, .hydra.<n>), which its checkpoints record
+        # for a resume to compare with
         self.run_settings: dict[str, Any] | None = None
+        self.config_record: str | None = None
         # after a test of part of its split (trainer.limit_test_batches): how many batches
         self.tested_batches: dict[str, int] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
-        self._planned_schedule: dict[str, int] = {}
+        self.planned_schedule: dict[str, int] = {}
 
     def validation_scores(self) -> list[str]:
         """The names of the scores each validation reports (what ``monitor`` may name),
@@ -259,7 +280,7 @@ class SegmentationModule(L.LightningModule):
             checkpoint["segnet"] = {
                 # the run's config folder of this part (.hydra, .hydra.<n>): what a resume
                 # from this checkpoint composes its settings from
-                "config": this_config_folder(),
+                "config": self.config_record,
                 "max_epochs": self.trainer.max_epochs,
                 # an ensemble need not warn that this member stopped short of max_epochs
                 "stopping": stopping_on_purpose(self.trainer),
@@ -279,24 +300,6 @@ class SegmentationModule(L.LightningModule):
         # a resume from a tested best.ckpt trains the weights on: its recomputed statistics
         # no longer describe them, and its later checkpoints must not say they do
         self.bn_recomputed = None
-        self.check_resumed_schedule()
-
-    def check_resumed_schedule(self) -> None:
-        """A resume restores the schedule's planned length from the checkpoint. Where this
-        run has another number of steps (another batch size, number of devices or training
-        set), the schedule would end early (OneCycle stops the run, a polynomial decay
-        holds the rate at 0) or late: stop before the first step instead."""
-        scheduler = self.lr_schedulers()
-        for arg, length in self._planned_schedule.items():
-            restored = getattr(scheduler, arg, length)
-            if restored != length:
-                raise CheckpointError(
-                    f"the checkpoint's learning-rate schedule was planned for {restored} "
-                    f"{self.scheduler_interval}s and this resume has {length}: its batch size, "
-                    "number of devices or training set differ from the run's. Resume with "
-                    "the run's settings (its .hydra/overrides.yaml), or start a new run from "
-                    "its weights with init_from= instead of ckpt_path=."
-                )
 
     def setup(self, stage: str) -> None:
         """Speed settings that depend on the device the trainer chose ("auto": on for 2D
@@ -519,7 +522,7 @@ class SegmentationModule(L.LightningModule):
         if not self.optimizer_factory:
             raise ValueError("model.optimizer is not set: training needs an optimizer config.")
         optimizer = self.optimizer_factory(params=self.net.parameters())
-        self._planned_schedule = {}
+        self.planned_schedule = {}
         if not self.scheduler_factory:  # None, or {} from scheduler=none
             return optimizer
         func = getattr(self.scheduler_factory, "func", self.scheduler_factory)
@@ -530,9 +533,9 @@ class SegmentationModule(L.LightningModule):
             if self.scheduler_interval == "step"
             else self.trainer.max_epochs
         )
-        fill = {a: int(length) for a in _SCHEDULE_LENGTH_ARGS if a in params and a not in given}
+        fill = {a: int(length) for a in SCHEDULE_LENGTH_ARGS if a in params and a not in given}
         scheduler = self.scheduler_factory(optimizer=optimizer, **fill)
-        self._planned_schedule = fill  # a resume restores the old length over it: checked
+        self.planned_schedule = fill  # a resume restores the old length over it: checked
         return {
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": self.scheduler_interval},

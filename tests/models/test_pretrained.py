@@ -68,7 +68,7 @@ def test_no_network_and_no_file_says_where_to_put_it(tmp_path, monkeypatch):
     # through train.py's config: the message as written, not folded into one line of Hydra's
     from omegaconf import OmegaConf
 
-    from segnet.commands.train import build
+    from segnet.runs.building import build
     from tests.helpers import data_info
 
     node = OmegaConf.create(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import lightning as L
 from lightning.pytorch.callbacks import ProgressBar, RichProgressBar
 
-from segnet.runs.console import to_log_file
+from segnet.logs import to_log_file
 
 
 class EpochLines:

@@ -1,6 +1,6 @@
 """The model summary at the start of training, without Lightning's FLOPs column: it counts
 FLOPs only with an ``example_input_array``, whose extra forward pass would compile the
-network a second time on a GPU; it printed zeros. ``python -m segnet.commands.bench`` reports the
+network a second time on a GPU; it printed zeros. ``python -m segnet.bench`` reports the
 measured FLOP rate instead."""
 
 from __future__ import annotations

@@ -76,10 +76,10 @@ def test_a_gpu_recipe_on_a_cpu_without_bf16_units_trains_in_fp32_on_its_cores(
     """debug=fdr of a GPU recipe on a machine without a GPU: bf16, which such a CPU would
     emulate (a 3D step 33x slower), becomes fp32, and the recipe's 8 loader workers the
     machine's cores, each said in one line."""
-    from segnet.commands import train as pipeline
+    from segnet.runs import building
 
-    monkeypatch.setattr(pipeline, "cpu_has_bf16_units", lambda: False)
-    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(building, "cpu_has_bf16_units", lambda: False)
+    monkeypatch.setattr(building.os, "cpu_count", lambda: 1)
     overrides = [
         "experiment=hippocampus_gpu", "debug=fdr", f"data.root={volumes}",
         "data.patch_size=[16,16,16]", "data.batch_size=2",

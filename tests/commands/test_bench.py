@@ -23,7 +23,7 @@ def compose_bench(overrides):
     ],
 )
 def test_readme_commands_compose_every_recipe(command):
-    """`python -m segnet.commands.bench trainer=gpu` and friends, as the README writes them."""
+    """`python -m segnet.bench trainer=gpu` and friends, as the README writes them."""
     cfg = compose_bench([c.strip("'") for c in command])
     names = cfg.run or list(cfg.recipes)
     for name in names:

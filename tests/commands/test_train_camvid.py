@@ -378,7 +378,7 @@ def test_a_test_of_part_of_the_split_says_so_and_records_it(tiny_camvid, tmp_pat
     ],
 )
 def test_settings_that_never_validate_are_known_before_training(trainer, reason):
-    from segnet.commands.train import never_validates
+    from segnet.runs.checks import never_validates
 
     said = never_validates(trainer)
     assert (said is None) if reason is None else (reason in said)

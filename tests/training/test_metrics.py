@@ -150,7 +150,7 @@ def test_metrics_json_is_strict_json_with_null_for_undefined_scores(tmp_path):
     writes null there, which every JSON parser reads (NaN is not JSON)."""
     import json
 
-    from segnet.commands.train import write_metrics
+    from segnet.runs.records import write_metrics
 
     path = write_metrics(
         tmp_path / "metrics.json",

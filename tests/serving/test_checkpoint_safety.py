@@ -131,7 +131,7 @@ def test_export(trained, tmp_path):
 
 
 def test_predict(trained, tmp_path):
-    from segnet.serving.predict import main as predict_main
+    from segnet.commands.predict import main as predict_main
 
     path, marker = crafted(trained, tmp_path / "given")
     image = tmp_path / "photo.png"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from segnet.serving.predict import from_key_values
+from segnet.commands.predict import from_key_values
 from tests.conftest import REPO
 
 
@@ -23,7 +23,7 @@ def test_predict_takes_key_value_and_keeps_its_flags():
         "--device", "cuda:1",
     ]  # fmt: skip
     with pytest.raises(
-        SystemExit, match=r"outdir=masks: segnet.serving.predict takes model=, inputs="
+        SystemExit, match=r"outdir=masks: python -m segnet.predict takes model=, inputs="
     ):
         from_key_values(["model=m.onnx", "outdir=masks"])
     with pytest.raises(SystemExit, match="tta=maybe"):

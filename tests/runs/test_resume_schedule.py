@@ -124,7 +124,7 @@ def test_evaluate_names_an_unreadable_checkpoint(tmp_path):
 def test_a_resume_from_an_earlier_checkpoint_of_a_run_is_refused(tmp_path):
     """Resuming from best.ckpt would train on from its step and replace the later
     last.ckpt beside it: refused, with the two ways on."""
-    from segnet.serving.checkpoints import check_latest
+    from segnet.runs.resume import check_latest
 
     folder = tmp_path / "run" / "checkpoints"
     folder.mkdir(parents=True)

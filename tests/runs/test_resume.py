@@ -338,3 +338,29 @@ def test_a_checkpoint_copied_out_of_its_run_resumes_only_with_its_settings(tmp_p
     # a checkpoint from before checkpoints stored settings has nothing to compare with
     torch.save({"segnet": {"config": ".hydra"}}, ckpt)
     check_same_settings(changed, None, str(ckpt), None)
+
+
+def test_a_run_of_the_flat_layout_resumes(tiny_camvid, tmp_path):
+    """A run folder written before the package was arranged by role records its classes by
+    the flat layout's modules (``segnet.module.SegmentationModule``): a resume takes them
+    for the same classes, not for changed settings."""
+    from segnet.aliases import RENAMED
+
+    run = tmp_path / "run"
+    base = TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false", "trainer.max_epochs=2"]
+    with stopping_after(1):
+        train(compose("train", base, run))
+    last = run / "checkpoints" / "last.ckpt"
+    ckpt = torch.load(last, weights_only=True)
+    earlier = OmegaConf.to_yaml(ckpt["segnet"]["settings"])
+    for old, new in RENAMED.items():  # as the flat layout wrote them
+        earlier = earlier.replace(f"_target_: {new}.", f"_target_: {old}.")
+    assert "_target_: segnet.module.SegmentationModule" in earlier
+    ckpt["segnet"]["settings"] = OmegaConf.to_container(OmegaConf.create(earlier))
+    torch.save(ckpt, last)
+    metrics, _ = train(compose("train", base + [f"ckpt_path={last}"], tmp_path / "elsewhere"))
+    assert torch.load(last, weights_only=True)["epoch"] == 1
+    # a setting that did change is still named
+    changed = base + [f"ckpt_path={last}", "model.optimizer.lr=0.5"]
+    with pytest.raises(ValueError, match="model.optimizer.lr"):
+        train(compose("train", changed, tmp_path / "again"))

@@ -1,8 +1,11 @@
-"""Module names of earlier versions, before the package was arranged by role: run folders'
-recorded configs name their classes by them (``segnet.module.SegmentationModule`` as a
-``_target_``), and users' scripts and commands import them (``from segnet.predict import
-Predictor``, ``python -m segnet.export``). Each old name is the new module itself, not a
-copy, so a class is the same class under either name."""
+"""Short and earlier module names. Before the package was arranged by role its modules
+lay flat in ``segnet/``: run folders' recorded configs name classes by those names
+(``segnet.module.SegmentationModule`` as a ``_target_``), and users' scripts import them
+(``from segnet.predict import Predictor``). Each such name is the current module itself,
+not a copy, so a class is the same class under either name.
+
+The commands keep their short forms: ``python -m segnet.export``, ``segnet.predict`` and
+``segnet.bench`` run ``segnet.commands.export``, ``.predict`` and ``.bench``."""
 
 from __future__ import annotations
 
@@ -38,6 +41,14 @@ RENAMED = {
 }
 
 
+# what ``python -m <name>`` runs, where it differs from what ``import <name>`` gives
+RUN_AS = {
+    "segnet.export": "segnet.commands.export",
+    "segnet.predict": "segnet.commands.predict",
+    "segnet.bench": "segnet.commands.bench",
+}
+
+
 def current_name(name: str) -> str:
     """The module (or dotted object path, as a ``_target_``) ``name`` is called now."""
     for old, new in RENAMED.items():
@@ -47,8 +58,8 @@ def current_name(name: str) -> str:
 
 
 class _Alias(importlib.abc.Loader):
-    def __init__(self, target: str) -> None:
-        self.target = target
+    def __init__(self, name: str, target: str) -> None:
+        self.name, self.target = name, target
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         return importlib.import_module(self.target)
@@ -56,9 +67,10 @@ class _Alias(importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         """Already executed under its current name."""
 
-    def get_code(self, fullname: str):  # ``python -m <old name>`` runs the new module
-        spec = importlib.util.find_spec(self.target)
-        return spec.loader.get_code(self.target)
+    def get_code(self, fullname: str):  # ``python -m <name>``: the command's module
+        command = RUN_AS.get(self.name, self.target)
+        spec = importlib.util.find_spec(command)
+        return spec.loader.get_code(command)
 
     def is_package(self, fullname: str) -> bool:
         spec = importlib.util.find_spec(self.target)
@@ -76,11 +88,11 @@ class _OldNames(importlib.abc.MetaPathFinder):
         if real is None:
             return None
         spec = importlib.util.spec_from_loader(
-            fullname, _Alias(new), is_package=real.submodule_search_locations is not None
+            fullname, _Alias(fullname, new), is_package=real.submodule_search_locations is not None
         )
         if real.submodule_search_locations is not None:
             spec.submodule_search_locations = list(real.submodule_search_locations)
-        spec.origin = real.origin
+        spec.origin = importlib.util.find_spec(RUN_AS.get(fullname, new)).origin
         return spec
 
 

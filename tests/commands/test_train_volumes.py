@@ -487,8 +487,8 @@ def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path
 def test_the_split_record_is_the_runs_first_and_a_resume_says_when_cases_changed(tmp_path, caplog):
     from types import SimpleNamespace
 
-    from segnet.commands.train import record_split
     from segnet.runs.folders import refuse_run_folder_in_use
+    from segnet.runs.records import record_split
 
     first = {"train": ["a", "b"], "val": ["c"], "test": ["d"]}
     data = lambda names: SimpleNamespace(split_names=lambda: names)  # noqa: E731
@@ -518,9 +518,9 @@ def test_bf16_on_a_cpu_trains_and_warns_only_without_bf16_units(
     training where the CPU has bf16 units) trains, validates and tests through the same
     code; on a CPU without bf16 units, which would emulate it many times slower, the run
     trains in fp32 instead, saying so."""
-    from segnet.commands import train as pipeline
+    from segnet.runs import building
 
-    monkeypatch.setattr(pipeline, "cpu_has_bf16_units", lambda: units)
+    monkeypatch.setattr(building, "cpu_has_bf16_units", lambda: units)
     root = nifti_dataset(tmp_path / "data", "msd", n=6, shape=(19, 23, 17))
     overrides = [
         "experiment=hippocampus_unet3d",

@@ -81,7 +81,7 @@ def test_the_checks_before_a_sweep_expand_its_jobs_and_leave_the_random_state(
     import torch
     from omegaconf import OmegaConf
 
-    from segnet.commands.train import check_job_config
+    from segnet.runs.checks import check_job_config
     from segnet.sweeps.preflight import job_override_lists
 
     config = OmegaConf.create(

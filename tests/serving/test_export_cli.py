@@ -1,4 +1,4 @@
-"""python -m segnet.serving.export, evaluate.py on exported files, segnet.serving.predict."""
+"""python -m segnet.export, evaluate.py on exported files, segnet.serving.predict."""
 
 import json
 import shutil
@@ -11,9 +11,10 @@ import torch
 from PIL import Image
 
 from segnet.commands.evaluate import evaluate
+from segnet.commands.predict import main as predict_main
+from segnet.commands.predict import model_paths
 from segnet.commands.train import train
-from segnet.serving.predict import Predictor, model_paths
-from segnet.serving.predict import main as predict_main
+from segnet.serving.predict import Predictor
 from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
 from tests.test_imports import TRAINING_STACK
 
@@ -29,9 +30,7 @@ def exported(tiny_camvid, tmp_path_factory):
     metrics, _ = train(cfg)
     ckpt = tmp / "run" / "checkpoints" / "best.ckpt"
     out = tmp / "export"
-    proc = run_cli(
-        ["-m", "segnet.serving.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}"], cwd=REPO
-    )
+    proc = run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}"], cwd=REPO)
     return ckpt, out, metrics, proc.stdout + proc.stderr
 
 
@@ -124,7 +123,7 @@ def test_one_format_named_without_brackets_is_that_format_and_none_is_refused(ex
 
     ckpt, _, _, _ = exported
     out = tmp_path / "one"
-    run_cli(["-m", "segnet.serving.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}",
+    run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}",
              "formats=safetensors"], cwd=REPO)  # fmt: skip
     assert sorted(p.name for p in out.glob("model.*")) == ["model.json", "model.safetensors"]
     with pytest.raises(ValueError, match=r"formats=\[\]: name at least one"):
@@ -159,7 +158,7 @@ def test_export_into_a_run_folder_is_refused_before_hydra_writes_there(exported)
     run = ckpt.parent.parent
     with pytest.raises(AssertionError, match="already holds a run's outputs"):
         run_cli(
-            ["-m", "segnet.serving.export", f"ckpt_path={ckpt}", f"paths.output_dir={run}"],
+            ["-m", "segnet.export", f"ckpt_path={ckpt}", f"paths.output_dir={run}"],
             cwd=REPO,
         )
     assert not (run / ".hydra").exists() and not (run / "model.json").exists()
@@ -280,7 +279,7 @@ def test_predicting_with_an_exported_model_imports_no_training_stack(
     _, out, _, _ = exported
     image = tiny_camvid / "test" / "test_000.png"
     code = (
-        "import sys; from segnet.serving.predict import main; "
+        "import sys; from segnet.commands.predict import main; "
         f"main([{str(out / name)!r}, {str(image)!r}, '--out', {str(tmp_path)!r}]); "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {TRAINING_STACK!r}))"
     )
@@ -441,7 +440,7 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
     ):
         predictor.predict_file(two / "imagesTr" / "case_000.nii.gz", tmp_path / "out3")
     # ... by the command line before any input is predicted: nothing is written
-    from segnet.serving.predict import main as predict_main
+    from segnet.commands.predict import main as predict_main
 
     good = root / "imagesTr" / "case_000.nii.gz"
     bad = two / "imagesTr" / "case_000.nii.gz"

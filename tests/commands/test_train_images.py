@@ -78,14 +78,14 @@ def test_export_and_predict_at_native_size(trained, tmp_path):
     root, run, _ = trained
     out = tmp_path / "export"
     run_cli(
-        ["-m", "segnet.serving.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
          "formats=[onnx]", f"hydra.run.dir={out}"],
         cwd=REPO,
     )  # fmt: skip
     card = json.loads((out / "model.json").read_text())
     assert card["input"]["normalization"]["kind"] == "image_mean_std"
     run_cli(  # key=value, as every other command
-        ["-m", "segnet.serving.predict", f"model={out / 'model.onnx'}",
+        ["-m", "segnet.predict", f"model={out / 'model.onnx'}",
          f"inputs=[{root / 'images' / '1.png'}]", f"out={tmp_path / 'masks'}"],
         cwd=REPO,
     )  # fmt: skip
@@ -112,12 +112,12 @@ def test_membrane_trains_evaluates_exports_and_predicts_from_the_command_line(tm
     assert metrics["test/dice/membrane"] > 0.3  # two short epochs: learning, not converged
     out = tmp_path / "export"
     run_cli(
-        ["-m", "segnet.serving.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
          "formats=[safetensors]", f"hydra.run.dir={out}"],
         cwd=REPO,
     )  # fmt: skip
     run_cli(
-        ["-m", "segnet.serving.predict", str(out / "model.safetensors"), str(root / "images" / "0.png"),
+        ["-m", "segnet.predict", str(out / "model.safetensors"), str(root / "images" / "0.png"),
          "--out", str(tmp_path / "masks")],
         cwd=REPO,
     )  # fmt: skip

@@ -6,7 +6,8 @@ import pytest
 
 from segnet.commands.evaluate import evaluate
 from segnet.commands.train import train
-from segnet.runs.folders import output_dir_as_run_dir, refuse_existing_run_dir, resume_into_its_run
+from segnet.runs.folders import output_dir_as_run_dir, refuse_existing_run_dir
+from segnet.runs.resume import resume_into_its_run
 from tests.conftest import TINY_CAMVID, compose, compose_config
 
 
@@ -269,7 +270,7 @@ def test_evaluate_refuses_a_switch_given_as_a_word(tmp_path):
 def test_overrides_given_twice_compose_once():
     """A resume puts the run's recorded overrides before those given now: each setting is
     then given once, deletions and additions included, and composes."""
-    from segnet.runs.folders import one_per_key
+    from segnet.runs.resume import one_per_key
 
     assert one_per_key(["~callbacks.ema", "a=1", "-m", "~callbacks.ema", "a=2"]) == [
         "~callbacks.ema",
@@ -327,7 +328,7 @@ def test_only_a_new_run_folder_of_a_refusal_before_any_work_is_removed(tmp_path,
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict
 
-    from segnet.runs.folders import WORK, discard_refused_run
+    from segnet.runs.folders import Work, discard_refused_run
     from tests.conftest import compose_config
 
     def refused_run(name: str, run_dir_given: bool = False, extra: str | None = None):
@@ -344,15 +345,15 @@ def test_only_a_new_run_folder_of_a_refusal_before_any_work_is_removed(tmp_path,
         HydraConfig.instance().set_config(cfg)
         return folder, [folder / "train.log"]
 
-    monkeypatch.setitem(WORK, "started", False)
+    work = Work()
     try:
         folder, logs = refused_run("new")
-        assert discard_refused_run(logs) == folder and not folder.exists()
+        assert discard_refused_run(logs, work) == folder and not folder.exists()
         for folder, logs in (refused_run("named", run_dir_given=True),
                              refused_run("more", extra="notes.txt")):  # fmt: skip
-            assert discard_refused_run(logs) is None and (folder / "train.log").is_file()
+            assert discard_refused_run(logs, work) is None and (folder / "train.log").is_file()
         folder, logs = refused_run("worked")
-        WORK["started"] = True  # e.g. an export that failed its reload check: its log stays
-        assert discard_refused_run(logs) is None and (folder / "train.log").is_file()
+        work.starts()  # e.g. an export that failed its reload check: its log stays
+        assert discard_refused_run(logs, work) is None and (folder / "train.log").is_file()
     finally:
         HydraConfig.instance().cfg = None

@@ -290,7 +290,7 @@ def test_predict_averages_the_same_members_as_evaluate(two_folds, tmp_path):
     the same ensemble: one way of averaging, whichever entry point."""
     import nibabel as nib
 
-    from segnet.serving.predict import main as predict_main
+    from segnet.commands.predict import main as predict_main
 
     ckpts = [str(two_folds / f / "checkpoints" / "best.ckpt") for f in ("0", "1")]
     cfg = compose(
@@ -399,14 +399,14 @@ def test_an_ensemble_whose_member_fails_its_reload_check_leaves_nothing(tmp_path
 
 
 def test_an_exported_ensemble_folder_predicts_and_scores_as_its_checkpoints(two_folds, tmp_path):
-    """python -m segnet.serving.export with a multirun folder of folds writes one folder that
+    """python -m segnet.export with a multirun folder of folds writes one folder that
     segnet.serving.predict and evaluate.py take as the ensemble of its members: the same masks
     and metrics as the checkpoints themselves, and the folder is never written over."""
     import nibabel as nib
 
+    from segnet.commands.predict import main as predict_main
     from segnet.serving.export import export_ensemble
     from segnet.serving.loading import load_model
-    from segnet.serving.predict import main as predict_main
 
     ckpts = checkpoint_paths(str(two_folds))
     out = tmp_path / "export"
