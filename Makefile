@@ -3,7 +3,7 @@
 PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3.14 python3 python; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 	2>/dev/null && echo $$p && break; done)
-# Extras installed by `make install` (track: MLflow); add cluster (SLURM launcher) with EXTRAS=export,dev,tune,track,cluster
+# Extras installed by `make install` (track: MLflow and W&B); add cluster (SLURM launcher) with EXTRAS=export,dev,tune,track,cluster
 EXTRAS ?= export,dev,tune,track
 VENV   := .venv
 BIN    := $(VENV)/bin

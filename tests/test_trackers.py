@@ -102,6 +102,80 @@ def test_mlflow_server_gets_metrics_params_pictures_and_metrics_json(
     assert pictures and all(p.endswith(".png") for p in pictures)
 
 
+def test_an_export_of_a_run_reaches_the_run_s_mlflow_run(
+    tiny_camvid, tmp_path, mlflow_server, monkeypatch
+):
+    """The run records where its MLflow run is (trackers.json); exporting its checkpoint
+    adds the exported model and its card to that run, under export/."""
+    from mlflow.tracking import MlflowClient
+
+    from segnet.commands.train import train
+    from tests.conftest import REPO, run_cli
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    run = tmp_path / "run"
+    cfg = compose(
+        "train",
+        [*TINY, f"data.root={tiny_camvid}", "logger=[tensorboard,mlflow]",
+         f"logger.mlflow.tracking_uri={mlflow_server}", "logger.mlflow.experiment_name=export"],
+        run,
+    )  # fmt: skip
+    train(cfg)
+    (record,) = json.loads((run / "trackers.json").read_text())
+    assert record["tracker"] == "mlflow" and record["tracking_uri"] == mlflow_server
+    out = run_cli(
+        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+         "formats=[safetensors]", f"hydra.run.dir={tmp_path / 'export'}"],
+        cwd=REPO,
+    )  # fmt: skip
+    assert f"MLflow run {record['run_id']}" in out.stdout
+    client = MlflowClient(mlflow_server)
+    sent = {a.path for a in client.list_artifacts(record["run_id"], "export")}
+    assert sent == {"export/model.json", "export/model.safetensors"}, sent
+
+
+def test_an_unreachable_tracker_leaves_the_export_whole(tmp_path, caplog, monkeypatch):
+    from segnet.runs.records import send_to_run_trackers, write_tracker_record
+
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    address = {
+        "tracker": "mlflow",
+        "tracking_uri": f"http://127.0.0.1:{free_port()}",
+        "run_id": "x",
+    }
+    write_tracker_record(tmp_path, [address])
+    (tmp_path / "model.json").write_text("{}")
+    assert send_to_run_trackers(tmp_path, [tmp_path / "model.json"], "export") == []
+    assert "the mlflow run of" in caplog.text and "did not take the export" in caplog.text
+
+
+def test_wandb_offline_gets_the_run_and_its_export(tiny_camvid, tmp_path, monkeypatch):
+    """logger=wandb, offline as configured: the run's files are kept for ``wandb sync``,
+    and an export of its checkpoint is saved with the same W&B run."""
+    wandb = pytest.importorskip("wandb")
+    from segnet.commands.train import train
+    from tests.conftest import REPO, run_cli
+
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run = tmp_path / "run"
+    cfg = compose("train", [*TINY, f"data.root={tiny_camvid}", "logger=[tensorboard,wandb]"], run)
+    train(cfg)
+    wandb.finish()  # as the end of train.py's process does; this test goes on in it
+    (record,) = json.loads((run / "trackers.json").read_text())
+    assert record["tracker"] == "wandb" and record["offline"] is True
+    (offline,) = (run / "wandb").glob(f"offline-run-*-{record['id']}")
+    assert (offline / "files" / "metrics.json").is_file()
+    out = run_cli(
+        ["-m", "segnet.export", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
+         "formats=[safetensors]", f"hydra.run.dir={tmp_path / 'export'}"],
+        cwd=REPO, env={"WANDB_SILENT": "true"},
+    )  # fmt: skip
+    assert f"W&B run {record['id']} (offline)" in out.stdout
+    saved = {p.name for p in (run / "wandb").glob(f"offline-run-*-{record['id']}/files/*")}
+    assert {"metrics.json", "model.json", "model.safetensors"} <= saved, saved
+
+
 def test_a_tracker_that_fails_to_take_a_file_does_not_fail_the_run(caplog, monkeypatch):
     from segnet.training.callbacks import trackers as t
 

@@ -6,6 +6,7 @@ files). Hydra is imported here alone, so the serving package stays free of it.""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -30,6 +31,25 @@ def run(cfg: DictConfig) -> None:
             OmegaConf.to_container(cfg, resolve=True)["example_size"],
             on_write=work.starts,  # a failure from here on keeps the run folder and its log
         )
+        if len(paths) == 1:
+            to_trackers(paths[0], Path(cfg.paths.output_dir))
+
+
+def to_trackers(ckpt: Path, out_dir: Path) -> None:
+    """The exported files added to the trackers the checkpoint's training run logged to
+    (MLflow, W&B), as artifacts under ``export/``."""
+    from segnet.logs import to_log_file
+    from segnet.runs.records import send_to_run_trackers
+    from segnet.runs.resume import run_folder_of
+
+    run = run_folder_of(Path(ckpt).expanduser().resolve())
+    if run is None:
+        return
+    files = sorted(p for p in out_dir.iterdir() if p.is_file() and p.name.startswith("model"))
+    for where in send_to_run_trackers(run, files, "export"):
+        line = f"sent to      {where}"
+        print(line)
+        to_log_file(line, "segnet.commands.export")
 
 
 def main() -> None:

@@ -45,7 +45,13 @@ from segnet.runs.console import (
     rank_zero_speaks,
 )
 from segnet.runs.folders import Work, refuse_run_folder_in_use
-from segnet.runs.records import record_split, saved_epoch, write_metrics, write_outputs
+from segnet.runs.records import (
+    record_split,
+    saved_epoch,
+    write_metrics,
+    write_outputs,
+    write_tracker_record,
+)
 from segnet.runs.resume import (
     check_same_settings,
     check_start_checkpoints,
@@ -56,7 +62,7 @@ from segnet.runs.resume import (
 )
 from segnet.serving.checkpoints import load_weights, read_checkpoint
 from segnet.shell import override
-from segnet.training.callbacks.trackers import record_file
+from segnet.training.callbacks.trackers import record_file, tracker_addresses
 from segnet.training.module import SegmentationModule
 from segnet.training.testing import run_test
 
@@ -294,6 +300,7 @@ def finish(
         for name in ("metrics.json", "per_case.csv", "splits.json"):  # as trackers keep files
             if (out_dir / name).is_file():
                 record_file(trainer, out_dir / name)
+        write_tracker_record(out_dir, tracker_addresses(trainer))
     for logger in trainer.loggers:
         # "hp/" names: the logger also writes these as scalars at step 0, which must not
         # add a stray point to the val/* and test/* curves.

@@ -258,6 +258,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.pairs: list[img.Pair] = []
         self.splits: dict[str, list[int]] = {}
         self._loaded: dict[int, Loaded] = {}
+        # training images and masks as describe() decoded them (for the statistics and the
+        # mask values), kept until the training split is loaded: each file decoded once
+        self._decoded_masks: dict[int, np.ndarray] = {}
+        self._decoded_images: dict[int, tuple[str, np.ndarray]] = {}
 
     def set_classes(
         self,
@@ -299,7 +303,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         mode = self.color_mode or ("RGBA" if "RGBA" in modes else "RGB" if "RGB" in modes else "L")
         train = self.splits["train"]
         if self._class_names is None:
-            counts = self._count_codes(train or list(range(len(self.pairs))))
+            counts = self._count_codes(train or list(range(len(self.pairs))), keep=False)
             raise ValueError(
                 f"data.class_names is not set for {self.where()}: name one class per mask "
                 f"value. Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
@@ -377,11 +381,17 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         splits["all"] = list(range(n))
         return splits
 
-    def _count_codes(self, indices: Sequence[int]) -> dict[int, int]:
+    def _count_codes(self, indices: Sequence[int], keep: bool = True) -> dict[int, int]:
+        """The pixel count of each value over the masks of ``indices`` (kept decoded for
+        loading where ``keep``), and a mask holding each value."""
         counts: dict[int, int] = {}
         self._first_with: dict[int, Path] = {}
-        for i in indices:
-            values, n = np.unique(img.read_mask(self.pairs[i].label), return_counts=True)
+        with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
+            masks = pool.map(lambda i: img.read_mask(self.pairs[i].label), indices)
+        for i, mask in zip(indices, masks, strict=True):
+            if keep:
+                self._decoded_masks[i] = mask
+            values, n = np.unique(mask, return_counts=True)
             for v, c in zip(values.tolist(), n.tolist(), strict=True):
                 counts[v] = counts.get(v, 0) + c
                 self._first_with.setdefault(v, self.pairs[i].label)
@@ -424,8 +434,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """Per-channel mean and std over the training images (their own units)."""
         total = total_sq = None
         pixels = 0
-        for i in indices:
-            x = img.read_image(self.pairs[i].image, mode).astype(np.float64)
+        with ThreadPoolExecutor(4) as pool:
+            images = pool.map(lambda i: img.read_image(self.pairs[i].image, mode), indices)
+        for i, raw in zip(indices, images, strict=True):
+            self._decoded_images[i] = (mode, raw)  # loading takes it from here
+            x = raw.astype(np.float64)
             flat = x.reshape(-1, x.shape[-1])
             s, sq = flat.sum(0), (flat**2).sum(0)
             total = s if total is None else total + s
@@ -477,8 +490,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def _load_one(self, i: int) -> Loaded:
         pair = self.pairs[i]
         norm = self.info().normalization
-        raw = img.read_image(pair.image, norm["color_mode"])
-        codes = img.read_mask(pair.label)
+        mode, raw = self._decoded_images.pop(i, (None, None))
+        if mode != norm["color_mode"]:  # none kept, or decoded otherwise
+            raw = img.read_image(pair.image, norm["color_mode"])
+        codes = self._decoded_masks.pop(i, None)
+        if codes is None:
+            codes = img.read_mask(pair.label)
         if codes.shape != raw.shape[:2]:
             raise img.ImageDataError(
                 f"mask {pair.label} is {codes.shape[1]}x{codes.shape[0]} and its image "

@@ -1,5 +1,7 @@
 """What a run records beside its checkpoints: ``metrics.json`` (what was tested, on which
-split, with what), ``per_case.csv`` and ``splits.json`` (the cases of each split)."""
+split, with what), ``per_case.csv``, ``splits.json`` (the cases of each split) and
+``trackers.json`` (where its trackers keep it, so that an export of its checkpoint can
+add the exported model there)."""
 
 from __future__ import annotations
 
@@ -123,3 +125,53 @@ def write_outputs(
     )
     if cases is not None:
         dm.write_case_table(cases, out_dir / "per_case.csv")
+
+
+TRACKERS_RECORD = "trackers.json"
+
+
+def write_tracker_record(out_dir: Path, addresses: list[dict[str, Any]]) -> None:
+    """Where the run's trackers keep it (an MLflow run's URI and id, a W&B run's id), for
+    ``python -m segnet.export`` to add the exported model to the same runs."""
+    if addresses:
+        write_text(out_dir / TRACKERS_RECORD, json.dumps(addresses, indent=2) + "\n")
+
+
+def send_to_run_trackers(run: Path, files: list[Path], folder: str) -> list[str]:
+    """``files`` added, under ``folder``, to each tracker run that ``run``'s record names;
+    returns where each went. A tracker that cannot take them (its server gone, its
+    library not installed) is named in a warning: the files are in place either way."""
+    path = run / TRACKERS_RECORD
+    sent = []
+    for address in json.loads(path.read_text()) if path.is_file() else []:
+        try:
+            sent.append(SENDERS[address["tracker"]](address, files, folder))
+        except Exception as err:  # noqa: BLE001 - the export is written and verified
+            log.warning(
+                "the %s run of %s did not take the export: %s", address["tracker"], run, err
+            )
+    return sent
+
+
+def send_to_mlflow(address: dict[str, Any], files: list[Path], folder: str) -> str:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=address["tracking_uri"])
+    for file in files:
+        client.log_artifact(address["run_id"], str(file), artifact_path=folder)
+    return f"MLflow run {address['run_id']} ({address['tracking_uri']}), artifacts {folder}/"
+
+
+def send_to_wandb(address: dict[str, Any], files: list[Path], folder: str) -> str:
+    import wandb
+
+    mode = "offline" if address.get("offline") else "online"
+    with wandb.init(
+        project=address["project"], id=address["id"], dir=address["dir"], resume="allow", mode=mode
+    ) as run:
+        for file in files:
+            run.save(str(file), base_path=str(Path(file).parent), policy="now")
+    return f"W&B run {address['id']} ({mode})"
+
+
+SENDERS = {"mlflow": send_to_mlflow, "wandb": send_to_wandb}

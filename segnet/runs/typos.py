@@ -11,6 +11,17 @@ from pathlib import Path
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
+# Settings a command does not take, which users reach for: why, in place of Hydra's advice
+# to add them with +
+NOT_TAKEN = {
+    "evaluate": {
+        "data.patch_size": "an evaluation applies a volume model with the window it was "
+        "validated with (data.sw_roi_size sets another) and an image model to whole images",
+        "data.spacing": "a network is applied at the voxel spacing it was trained at, which "
+        "the checkpoint keeps; scores are taken on each case's own grid",
+    },
+}
+
 
 def setting_hints(config_name: str, argv: Sequence[str]) -> list[str]:
     """For each ``a.b.c=value`` in ``argv`` that the config (composed with the other
@@ -32,6 +43,10 @@ def setting_hints(config_name: str, argv: Sequence[str]) -> list[str]:
         return []
     hints = []
     for key in asked:
+        why = NOT_TAKEN.get(config_name, {}).get(key)
+        if why:
+            hints.append(f"{key} is not a setting of {config_name}: {why}.")
+            continue
         parent, _, leaf = key.rpartition(".")
         node = OmegaConf.select(cfg, parent)
         if not isinstance(node, DictConfig) or leaf in node:

@@ -312,7 +312,7 @@ def test_evaluate_applies_the_window_it_is_given(trained, tmp_path):
         ("data.sw_overlap=1.0", "sw_overlap=1.0 must be in 0..1"),
         ("data.sw_mode=linear", "sw_mode='linear'.*gaussian"),
         ("data.sw_roi_size=24", "sw_roi_size=24 must be 3 positive whole numbers"),
-        ("data.patch_size=[24,24,24]", "patch_size.*does not change an evaluation.*sw_roi_size"),
+        ("+data.patch_size=[24,24,24]", "patch_size.*does not change an evaluation.*sw_roi_size"),
         ("+data.flip=false", r"data.flip=false: settings of training .*tta=true or false"),
         (
             "data.sw_roi_size=[2,2,2]",
@@ -411,7 +411,7 @@ def test_a_resampled_run_is_scored_evaluated_and_deployed_on_each_cases_grid(tmp
     for pred in predictions:
         assert nib.load(str(pred)).shape == nib.load(str(root / "imagesTr" / pred.name)).shape
     with pytest.raises(ValueError, match=r"data\.spacing=.* is refused: .* trained at"):
-        evaluate(compose("evaluate", [*ev_cfg, "data.spacing=[1,1,1]"], tmp_path / "ev2"))
+        evaluate(compose("evaluate", [*ev_cfg, "+data.spacing=[1,1,1]"], tmp_path / "ev2"))
     # new cases of another voxel size are resampled to the spacing trained at, not to
     # their own median
     other = spaced_dataset(tmp_path / "other", [(2.0, 2.0, 2.0)] * 2, shape=(24, 24, 20))

@@ -233,3 +233,30 @@ def test_a_csv_row_without_a_label_is_named(tmp_path):
     (root / "b.csv").write_text("image,mask\nimages/0.png,labels/0.png\n")
     with pytest.raises(ImageDataError, match="image and label columns"):
         find_pairs(root, str(root / "b.csv"))
+
+
+def test_each_training_file_is_decoded_once(tmp_path, monkeypatch):
+    """The statistics and the mask-value check decode the training images and masks;
+    training then takes them as decoded rather than reading each file again."""
+    from segnet.data import images as img
+
+    root = make_folder(tmp_path / "d", n=10)
+    reads: list[str] = []
+    for name in ("read_image", "read_mask"):
+        real = getattr(img, name)
+        monkeypatch.setattr(img, name, lambda p, *a, real=real: reads.append(p.name) or real(p, *a))
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    train_labels(dm)
+    # training reads the train and val splits: one image and one mask each, once
+    read = [dm.pairs[i] for split in ("train", "val") for i in dm.splits[split]]
+    assert len(read) > len(dm.splits["train"]) > 0
+    assert sorted(reads) == sorted([p.image.name for p in read] + [p.label.name for p in read])
+    # the data as read once is the data as read afresh
+    fresh = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    fresh._decoded_images.clear()
+    fresh._decoded_masks.clear()
+    a, b = dm.load("train"), fresh.load("train")
+    assert all(
+        torch.equal(x.image, y.image) and torch.equal(x.label, y.label)
+        for x, y in zip(a, b, strict=True)
+    )

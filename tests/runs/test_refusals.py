@@ -324,6 +324,29 @@ def test_a_mistyped_setting_is_given_the_one_meant():
     assert setting_hints("train", ["trainer.max_epochs=1", "experiment=nope"]) == []
 
 
+def test_evaluate_help_lists_no_setting_it_refuses_and_says_why_when_given(tmp_path):
+    """data.patch_size and data.spacing are no settings of evaluate (--help does not list
+    them); given anyway, Hydra's advice to add them with + comes with why they are not."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    shown = subprocess.run(
+        [sys.executable, "evaluate.py", "--help"], cwd=REPO, capture_output=True, text=True
+    ).stdout
+    assert "sw_roi_size" in shown and "patch_size" not in shown and "spacing:" not in shown
+    given = subprocess.run(
+        [sys.executable, "evaluate.py", "ckpt_path=x.ckpt", "data.spacing=[1,1,1]",
+         f"hydra.run.dir={tmp_path / 'ev'}"],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert given.returncode == 1
+    assert "hint: data.spacing is not a setting of evaluate: a network is applied at the " in (
+        given.stderr
+    )
+
+
 def test_only_a_new_run_folder_of_a_refusal_before_any_work_is_removed(tmp_path, monkeypatch):
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import open_dict

@@ -34,6 +34,11 @@ class Tracker:
         """A file of the run (metrics.json, an exported model); by default left where it
         is, in the run folder the tracker's own files sit beside."""
 
+    def address(self) -> dict[str, Any] | None:
+        """How a later command (export) finds this tracker's run again to add files to it;
+        None where the run folder is the tracker's store (TensorBoard, CSV)."""
+        return None
+
 
 def figure_pixels(fig: Any) -> np.ndarray:
     import matplotlib.pyplot as plt
@@ -86,6 +91,13 @@ class MLflowTracker(Tracker):
     def file(self, path: Path) -> None:
         self.logger.experiment.log_artifact(self.logger.run_id, str(path))
 
+    def address(self) -> dict[str, Any] | None:
+        return {
+            "tracker": "mlflow",
+            "tracking_uri": self.logger._tracking_uri,  # the file store's URI where unset
+            "run_id": self.logger.run_id,
+        }
+
 
 class WandbTracker(Tracker):
     """Pictures as ``wandb.Image``; files saved with the run (offline runs keep them for
@@ -96,6 +108,16 @@ class WandbTracker(Tracker):
 
     def file(self, path: Path) -> None:
         self.logger.experiment.save(str(path), base_path=str(Path(path).parent), policy="now")
+
+    def address(self) -> dict[str, Any] | None:
+        run = self.logger.experiment
+        return {
+            "tracker": "wandb",
+            "project": run.project,
+            "id": run.id,
+            "dir": str(self.logger.save_dir),
+            "offline": bool(getattr(self.logger, "_offline", False)),
+        }
 
 
 ADAPTERS = {
@@ -131,3 +153,8 @@ def record_file(trainer: L.Trainer, path: Path) -> None:
             tracker.file(path)
         except Exception as err:  # a tracker server gone away must not fail a finished run
             log.warning("%s did not take %s: %s", type(tracker.logger).__name__, path, err)
+
+
+def tracker_addresses(trainer: L.Trainer) -> list[dict[str, Any]]:
+    """How to reach each of the run's trackers that keeps files outside the run folder."""
+    return [a for a in (t.address() for t in trackers(trainer)) if a]
