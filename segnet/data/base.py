@@ -1,4 +1,4 @@
-"""What every DataModule provides (the contract the pipeline relies on) and what the
+"""What every DataModule provides (the contract the commands rely on) and what the
 CamVid and NIfTI DataModules share: loaders that are exact under DDP."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def check_shareable(items: int, processes: int, what: str) -> None:
 
 
 class SegmentationDataModule(L.LightningDataModule):
-    """Base class: the contract between a dataset and the rest of the pipeline.
+    """Base class: the contract between a dataset and the commands that train and evaluate on it.
 
     A subclass implements:
 

@@ -109,7 +109,7 @@ class SegmentationModule(L.LightningModule):
             the axes training flipped (``data.mirror_axes``), and is refused for a network
             trained without flips.
         data_cfg: the data config the run's DataModule was made from; kept in checkpoints
-            so that ``evaluate.py`` rebuilds the same data (the pipeline sets it).
+            so that ``evaluate.py`` rebuilds the same data (``runs.building`` sets it).
 
     Example:
         >>> from segnet.data.info import DataInfo, rgb_normalization
