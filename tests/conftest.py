@@ -100,3 +100,15 @@ def run_cli(args: list[str], cwd: Path, timeout: int = 600, env: dict | None = N
             f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
         )
     return proc
+
+
+@pytest.fixture(scope="session")
+def statistics_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("xdg_cache")
+
+
+@pytest.fixture(autouse=True)
+def cache_of_the_tests(statistics_cache, monkeypatch):
+    """Statistics cached by the DataModules go to a folder of the test session's, not the
+    user's ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(statistics_cache))

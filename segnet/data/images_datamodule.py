@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 from segnet.data import images as img
+from segnet.data import stats_cache
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo
 from segnet.data.palette import label_palette
@@ -310,14 +311,13 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"{img.suggestion(counts, None)}."
             )
         if self.mean is None:  # training: the masks are checked before anything else
-            self._check_values(train)
             if not train:
                 raise ValueError(
                     f"the 'train' split of {self.where()} is empty ({len(self.pairs)} images, "
                     f"{self.split_args}): lower data.test_fraction or data.val_fraction, or "
                     "give a train/ folder."
                 )
-            self.mean, self.std = self._statistics(train, mode)
+            self.mean, self.std = self._scan_training(train, mode)
         channels = img.COLOR_MODES[mode]
         if len(self.mean) != channels:
             raise ValueError(
@@ -397,18 +397,45 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 self._first_with.setdefault(v, self.pairs[i].label)
         return counts
 
-    def _check_values(self, indices: Sequence[int]) -> None:
+    def _scan_training(self, train: list[int], mode: str) -> tuple[list[float], list[float]]:
+        """The training masks' values (checked) and the images' mean and std: from the
+        cache where these same files (paths, sizes, modification times) were scanned
+        before, else decoded (kept for loading, so each file is decoded once) and cached."""
+        files = [f for i in train for f in (self.pairs[i].image, self.pairs[i].label)]
+        key = stats_cache.file_key([*map(str, files), mode])
+        cached = stats_cache.read("images", key)
+        if cached is not None:
+            counts = {int(v): c for v, c in cached["counts"].items()}
+            self._first_with = {int(v): Path(f) for v, f in cached["first_with"].items()}
+            self._check_values(counts, len(train))
+            log.info("statistics of the training set from %s", stats_cache.path("images", key))
+            return cached["mean"], cached["std"]
+        counts = self._count_codes(train)
+        self._check_values(counts, len(train))
+        mean, std = self._statistics(train, mode)
+        stats_cache.write(
+            "images",
+            key,
+            {
+                "counts": counts,
+                "first_with": {v: str(f) for v, f in self._first_with.items()},
+                "mean": mean,
+                "std": std,
+            },
+        )
+        return mean, std
+
+    def _check_values(self, counts: dict[int, int], images: int) -> None:
         """Every value of the training masks maps to a class or void: logged with its pixel
         share and class; one that does not stops the run, naming a mask that holds it and
         suggesting settings that fit (0/255 masks are never read as 256 classes, nor 255
         as void by default)."""
-        counts = self._count_codes(indices)
         table = self.mapping.lookup()
         unmapped = sorted(c for c in counts if c not in table)
         if not unmapped:
             log.info(
                 "mask values over the %d training masks (pixel share -> class):\n  %s",
-                len(indices),
+                images,
                 img.value_table(counts, self.mapping),
             )
             return

@@ -260,3 +260,32 @@ def test_each_training_file_is_decoded_once(tmp_path, monkeypatch):
         torch.equal(x.image, y.image) and torch.equal(x.label, y.label)
         for x, y in zip(a, b, strict=True)
     )
+
+
+def test_training_statistics_are_cached_until_a_file_changes(tmp_path, monkeypatch, caplog):
+    """The next run on the same files reads the mean, std and mask values from the cache
+    (the files are decoded once, for training); a changed file is scanned afresh."""
+    import logging
+
+    from segnet.data import images as img
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = make_folder(tmp_path / "d", n=10)
+    settings = dict(class_names=["background", "disc"], label_values=[0, 255])
+    first = prepared(root, **settings).info()
+    assert len(list((tmp_path / "cache" / "segnet").glob("images_*.json"))) == 1
+    reads: list[str] = []
+    for name in ("read_image", "read_mask"):
+        real = getattr(img, name)
+        monkeypatch.setattr(img, name, lambda p, *a, real=real: reads.append(p.name) or real(p, *a))
+    with caplog.at_level(logging.INFO):
+        again = prepared(root, **settings)
+        assert again.info().normalization == first.normalization and reads == []
+    assert "statistics of the training set from" in caplog.text
+    assert "mask values over the" in caplog.text  # the values are still logged and checked
+    # a mask of the training set changed: its values are checked again
+    train_mask = again.pairs[again.splits["train"][0]].label
+    Image.fromarray(np.full((40, 48), 7, np.uint8)).save(train_mask)
+    with pytest.raises(img.ImageDataError, match=r"holds 7"):
+        prepared(root, **settings).info()
+    assert reads  # decoded, not taken from the cache
