@@ -349,6 +349,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             monitor="val/dice",
             per_case=True,
             mirror_axes=list(self.flip_axes),
+            patch_size=list(patch),
         )
 
     @classmethod

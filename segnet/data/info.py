@@ -45,6 +45,8 @@ class DataInfo:
         the largest voxel size (mm) along each RAS axis over the training cases, as
         ``[[min, min, min], [max, max, max]]``, so that inference can tell a case the
         network would see at another scale (:func:`voxel_size_warning`); None otherwise.
+    patch_size: the training patch where the DataModule plans it from the data (your own
+        images, native size): the network's depth is planned from it; None otherwise.
     """
 
     spatial_dims: int
@@ -59,6 +61,7 @@ class DataInfo:
     per_case: bool
     mirror_axes: list[int] | None = None
     voxel_sizes: list[list[float]] | None = None
+    patch_size: list[int] | None = None
 
     @property
     def num_classes(self) -> int:

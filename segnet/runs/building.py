@@ -63,10 +63,30 @@ def build_module(cfg: DictConfig, dm: SegmentationDataModule) -> SegmentationMod
 
 
 def module_for(cfg: DictConfig, info: DataInfo, class_weights=None) -> SegmentationModule:
-    """``cfg.model`` built for data described by ``info``, its ``monitor`` (null: the
-    dataset's own) checked against the scores validation reports."""
+    """``cfg.model`` built for data described by ``info`` (a UNet's depth planned from the
+    training patch, where the data plans one), its ``monitor`` (null: the dataset's own)
+    checked against the scores validation reports."""
     monitor = cfg.get("monitor") or info.monitor
-    module = build(cfg.model, data=info.to_dict(), class_weights=class_weights, monitor=monitor)
+    net = OmegaConf.to_container(cfg.model.net, resolve=True)
+    planned = planned_net(net, info)
+    if info.patch_size is not None and planned.get("name") == "unet":
+        bottom = [p // 2 ** (len(planned["features"]) - 1) for p in info.patch_size]
+        log.info(
+            "network plan: %s, %d poolings (features %s%s): the %s patch is %s at the bottom",
+            planned["name"],
+            len(planned["features"]) - 1,
+            planned["features"],
+            f", the deepest {len(net['features']) - len(planned['features'])} level(s) of "
+            f"model.net.features dropped"
+            if planned != net
+            else "",
+            "x".join(map(str, info.patch_size)),
+            "x".join(map(str, bottom)),
+        )
+    overrides = {"net": planned} if planned != net else {}
+    module = build(
+        cfg.model, data=info.to_dict(), class_weights=class_weights, monitor=monitor, **overrides
+    )
     check_monitor(module.monitor, module.validation_scores())
     return module
 
@@ -148,3 +168,26 @@ def cpu_has_bf16_units() -> bool | None:
         return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
     except AttributeError:  # private helpers: gone in some torch, say nothing then
         return None
+
+
+# the smallest side a planned UNet leaves its training patch at the bottom (nnU-Net's 4)
+MIN_BOTTOM = 4
+
+
+def planned_net(net: dict[str, Any], info: DataInfo) -> dict[str, Any]:
+    """A UNet's depth planned from the training patch, where the data plans one (your own
+    images): the deepest levels of ``features`` (and of a per-stage ``convs``) dropped until
+    the patch's shortest side is at least ``MIN_BOTTOM`` pixels at the bottom, as nnU-Net
+    plans its poolings. Any other network, or data without a planned patch, as given."""
+    features = net.get("features")
+    if net.get("name") != "unet" or info.patch_size is None or not isinstance(features, list):
+        return net
+    levels = len(features)
+    while levels > 2 and min(info.patch_size) / 2 ** (levels - 1) < MIN_BOTTOM:
+        levels -= 1
+    if levels == len(features):
+        return net
+    planned = {**net, "features": list(features[:levels])}
+    if isinstance(net.get("convs"), list):
+        planned["convs"] = list(net["convs"][:levels])
+    return planned

@@ -332,7 +332,10 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
             "ckpt_path= resumes a run and init_from= starts a new one from a checkpoint's "
             "weights: give one of them."
         )
-    expected = expected_model(OmegaConf.to_container(cfg.model.net, resolve=True), dm.info())
+    from segnet.runs.building import planned_net
+
+    net = planned_net(OmegaConf.to_container(cfg.model.net, resolve=True), dm.info())
+    expected = expected_model(net, dm.info())
     if ckpt_path:
         ckpt = read_checkpoint(ckpt_path, "ckpt_path")
         check_same_model(ckpt, expected, ckpt_path, "ckpt_path")

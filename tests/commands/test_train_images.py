@@ -52,6 +52,34 @@ def test_training_scores_per_class_and_image_and_records_the_split(trained):
     assert sum(len(v) for v in splits.values()) == 10
 
 
+def test_the_network_depth_is_planned_from_the_patch(trained):
+    """A 32x32 patch through the recipe's four poolings would be 2x2 at the bottom: the
+    plan keeps three (4x4), and the checkpoint records the network as planned."""
+    import torch
+
+    _, run, _ = trained
+    ckpt = torch.load(run / "checkpoints" / "best.ckpt", weights_only=True)
+    assert ckpt["hyper_parameters"]["net"]["features"] == [4, 8, 8, 8]
+    assert ckpt["hyper_parameters"]["data"]["patch_size"] == [32, 32]
+
+
+def test_planned_depth_keeps_what_fits_and_leaves_other_networks():
+    from segnet.data.info import DataInfo
+    from segnet.runs.building import planned_net
+    from tests.helpers import data_info
+
+    def info(patch):
+        return DataInfo.from_dict({**data_info(), "patch_size": patch})
+
+    unet = {"name": "unet", "features": [16, 32, 64, 128, 256], "convs": [1, 1, 1, 1, 2]}
+    for patch, levels in (([128, 128], 5), ([64, 96], 5), ([48, 64], 4), ([32, 32], 4)):
+        planned = planned_net(unet, info(patch))
+        assert len(planned["features"]) == len(planned["convs"]) == levels, patch
+    assert planned_net(unet, info(None)) is unet  # no planned patch (CamVid, volumes)
+    segnet_basic = {"name": "segnet_basic", "features": [24, 24, 24, 24]}
+    assert planned_net(segnet_basic, info([32, 32])) is segnet_basic
+
+
 def test_evaluate_a_csv_of_new_images_at_native_size_and_save_predictions(trained, tmp_path):
     root, run, _ = trained
     new = make_folder(tmp_path / "new", n=3, sizes=[(70, 90)])
@@ -108,6 +136,7 @@ def test_membrane_trains_evaluates_exports_and_predicts_from_the_command_line(tm
     )  # fmt: skip
     log = (run / "train.log").read_text()
     assert "training patch 128x128" in log and "-> membrane" in log  # the plan, the values
+    assert "network plan: unet, 4 poolings" in log and "is 8x8 at the bottom" in log
     metrics = json.loads((run / "metrics.json").read_text())["metrics"]
     assert metrics["test/dice/membrane"] > 0.3  # two short epochs: learning, not converged
     out = tmp_path / "export"
