@@ -256,6 +256,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         )
         self.sw_roi_size = check_roi(sw_roi_size)
         self.window = dict(overlap=sw_overlap, mode=sw_mode, sw_batch_size=sw_batch_size)
+        self.start_empty()
+
+    def start_empty(self) -> None:
+        """No pairs found and nothing decoded yet."""
         self.pairs: list[img.Pair] = []
         self.splits: dict[str, list[int]] = {}
         self._loaded: dict[int, Loaded] = {}
