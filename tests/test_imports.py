@@ -197,3 +197,22 @@ def test_serving_modules_do_not_import_the_training_stack(module):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "segnet.commands.argv",  # each command's own reading of its command line
+        "segnet.runs.resume",
+        "segnet.runs.typos",
+        "segnet.sweeps.summary",  # Hydra's callbacks, loaded at every start
+        "segnet.sweeps.preflight",
+        "hydra_plugins.segnet_parallel.launcher",
+    ],
+)
+def test_what_runs_before_the_work_does_not_load_torch(module):
+    """What a command loads before Hydra has parsed its command line, or Hydra at every
+    start, stays light: --help and a refused override answer in a second or two."""
+    code = f"import sys, {module}; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

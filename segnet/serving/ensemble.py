@@ -20,6 +20,7 @@ import torch
 from segnet.models import batchnorm_layers
 from segnet.serving.checkpoints import peek_checkpoint
 from segnet.serving.loading import exported_models
+from segnet.serving.sweep_folders import FOLD_OVERRIDE, job_overrides, jobs_of
 
 log = logging.getLogger(__name__)
 
@@ -70,25 +71,6 @@ def checkpoint_paths(value: Any) -> list[Path]:
             )
         seen.add(path.resolve())
     return paths
-
-
-# A multirun folder, as Hydra lays it out: one numbered folder per job
-FOLD_OVERRIDE = "data.fold="
-
-
-def jobs_of(sweep_dir: Path) -> list[Path]:
-    return sorted(
-        (p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
-        key=lambda p: int(p.name),
-    )
-
-
-def job_overrides(job: Path) -> list[str]:
-    """A multirun job's command-line overrides, as Hydra recorded them."""
-    import yaml
-
-    path = job / ".hydra" / "overrides.yaml"
-    return (yaml.safe_load(path.read_text()) or []) if path.is_file() else []
 
 
 def multirun_checkpoints(sweep: Path) -> list[Path]:

@@ -14,7 +14,7 @@ import numpy as np
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from segnet.serving.ensemble import FOLD_OVERRIDE, job_overrides, jobs_of
+from segnet.serving.sweep_folders import FOLD_OVERRIDE, job_overrides, jobs_of
 from segnet.shell import override
 
 log = logging.getLogger(__name__)
