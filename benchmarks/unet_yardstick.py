@@ -2,11 +2,13 @@
 
 Four stages of 16-128 features, random 96x96 crops with flips, AdamW at 2e-3 decayed
 linearly over the time budget, cross-entropy + soft Dice; then each held-out image whole.
-It reads the split a training run recorded, so both are scored on the same images:
+It reads the run's data through the run's own DataModule (the same pairs, split, mask
+mapping, void pixels and normalisation), so both are scored on the same held-out images:
 
     python benchmarks/unet_yardstick.py --run outputs/train/runs/<run> --minutes 15
 
-and prints the mean foreground Dice over the test images, as ``test/dice`` is defined.
+and prints the test Dice as ``test/dice`` is defined (each foreground class's mean over the
+images where it is defined, then their mean), void pixels left out.
 """
 
 import argparse
@@ -14,11 +16,11 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import nn
+
+from segnet.training.metrics import per_case_dice
 
 
 def block(i, o):
@@ -50,13 +52,30 @@ class UNet(nn.Module):
         return self.head(x)
 
 
-def load(image, label, values):
-    x = np.asarray(Image.open(image).convert("L"), np.float32)[None]
-    y = np.asarray(Image.open(label))
-    out = np.zeros(y.shape, np.int64)
-    for cls, v in enumerate(values):
-        out[y == v] = cls
-    return torch.from_numpy(x), torch.from_numpy(out)
+def crop(x, y, size, void):
+    """A random ``size`` x ``size`` crop, images smaller than that padded (label void)."""
+    ph, pw = (max(0, size - s) for s in y.shape)
+    if ph or pw:
+        x = F.pad(x, (0, pw, 0, ph))
+        y = F.pad(y, (0, pw, 0, ph), value=void)
+    i, j = (torch.randint(s - size + 1, ()).item() for s in y.shape)
+    return x[:, i : i + size, j : j + size], y[i : i + size, j : j + size]
+
+
+def run_data(run: Path):
+    """The run's own training and test images, read and normalised by its DataModule (the
+    same pairs, split, mask mapping, void pixels and training-set mean and std)."""
+    import yaml
+    from hydra.utils import instantiate
+
+    config = yaml.safe_load((run / ".hydra" / "config.yaml").read_text())
+    dm = instantiate(config["data"])
+    dm.prepare_data()
+    info = dm.info()
+    splits = json.loads((run / "splits.json").read_text())
+    if dm.split_names() != {k: splits[k] for k in dm.split_names()}:
+        raise SystemExit(f"{run}/splits.json differs from the split drawn now: a changed folder?")
+    return dm.load("train"), dm.load(dm.split), info
 
 
 def main():
@@ -66,19 +85,10 @@ def main():
     )
     p.add_argument("--minutes", type=float, default=15.0)
     a = p.parse_args()
-    run = Path(a.run)
-    import yaml
-
-    data = yaml.safe_load((run / ".hydra" / "config.yaml").read_text())["data"]
-    root, values = Path(data["root"]), data["label_values"]
-    splits = json.loads((run / "splits.json").read_text())
-    pairs = {s: [load(root / "images" / n, root / "labels" / n, values) for n in splits[s]]
-             for s in ("train", "test")}  # fmt: skip
-    mean = torch.cat([x.flatten() for x, _ in pairs["train"]]).mean()
-    std = torch.cat([x.flatten() for x, _ in pairs["train"]]).std()
-    classes = len(values)
+    train, test, info = run_data(Path(a.run))
+    classes, void = len(info.class_names), info.ignore_index
     torch.manual_seed(0)
-    net, budget = UNet(1, classes), a.minutes * 60
+    net, budget = UNet(info.in_channels, classes), a.minutes * 60
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3)
     start, steps = time.monotonic(), 0
     while (elapsed := time.monotonic() - start) < budget:
@@ -86,34 +96,38 @@ def main():
             g["lr"] = 2e-3 * (1 - elapsed / budget)
         xs, ys = [], []
         for _ in range(8):
-            x, y = pairs["train"][torch.randint(len(pairs["train"]), ()).item()]
-            i, j = (torch.randint(s - 96 + 1, ()).item() for s in y.shape)
-            x, y = x[:, i : i + 96, j : j + 96], y[i : i + 96, j : j + 96]
+            item = train[torch.randint(len(train), ()).item()]
+            x, y = crop(item.image, item.label, 96, void)
             for axis in (0, 1):
                 if torch.rand(()) < 0.5:
                     x, y = x.flip(1 + axis), y.flip(axis)
-            xs.append((x - mean) / std)
+            xs.append(x)
             ys.append(y)
-        x, y = torch.stack(xs), torch.stack(ys)
+        x, y = torch.stack(xs), torch.stack(ys).long()
         logits = net(x)
-        prob = logits.softmax(1)
-        onehot = F.one_hot(y, classes).permute(0, 3, 1, 2).float()
+        valid = (y != void).unsqueeze(1).float()
+        prob = logits.softmax(1) * valid
+        onehot = F.one_hot(y.clamp(max=classes - 1), classes).permute(0, 3, 1, 2).float() * valid
         dice = 1 - (2 * (prob * onehot).sum((0, 2, 3)) + 1) / ((prob + onehot).sum((0, 2, 3)) + 1)
-        loss = F.cross_entropy(logits, y) + dice.mean()
+        loss = F.cross_entropy(logits, y, ignore_index=void) + dice.mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
         steps += 1
     net.eval()
-    scores = []
+    rows = []
     with torch.no_grad():
-        for x, y in pairs["test"]:
-            pred = net(((x - mean) / std)[None]).argmax(1)[0]
-            per = [2 * ((pred == c) & (y == c)).sum() / ((pred == c).sum() + (y == c).sum())
-                   for c in range(1, classes) if (pred == c).any() or (y == c).any()]  # fmt: skip
-            scores.append(torch.stack(per).mean().item())
+        for item in test:
+            x = item.image[None]
+            h, w = x.shape[2:]
+            x = F.pad(x, (0, -w % 8, 0, -h % 8))  # three poolings: multiples of 8
+            pred = net(x).argmax(1)[:, :h, :w]
+            rows.append(per_case_dice(pred, item.label[None], classes, void)[0])
+    per_class = torch.stack(rows).nanmean(0)  # as test/dice: each class over the images
+    scores = zip(info.class_names, per_class.tolist(), strict=True)
     print(f"yardstick U-Net: {steps} steps in {a.minutes:g} min; test Dice "
-          f"{np.mean(scores):.4f} over {len(scores)} images")  # fmt: skip
+          f"{per_class[1:].nanmean():.4f} over {len(rows)} images; per class "
+          + ", ".join(f"{n} {d:.4f}" for n, d in scores))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ def test_commands_shown_in_the_docs_compose(page, script, args):
     and settings exist (placeholders such as <run> or ... stand for the user's paths)."""
     import shlex
 
+    from segnet.commands.argv import quote_name_rules
     from tests.conftest import compose_config
 
     args = re.sub(r"<[^>]*>", "placeholder", args)  # <run>: the user's own path
@@ -105,4 +106,5 @@ def test_commands_shown_in_the_docs_compose(page, script, args):
     # sweeps' comma lists: the first value of each
     words = [w.split(",")[0] if "=" in w and not set("[{") & set(w) else w for w in words]
     words = [w for w in words if not w.startswith("$")]  # a shell variable the page sets
-    compose_config(config, words)
+    # as the commands read them: a name rule's {id} quoted for Hydra
+    compose_config(config, quote_name_rules(words))

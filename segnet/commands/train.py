@@ -24,6 +24,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.data.base import SegmentationDataModule, check_shareable
+from segnet.runs.batch_plan import plan_batch
 from segnet.runs.building import (
     build_datamodule,
     build_module,
@@ -84,6 +85,8 @@ def train(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float], 
     test_items = read_training_data(cfg, dm, module, test_split)
     extra = (resumed_schedule_check(),) if cfg.get("ckpt_path") else ()
     trainer = build_trainer(cfg, extra_callbacks=extra)
+    if cfg.get("train", True):
+        plan_batch(dm, module.net, trainer.strategy.root_device, trainer.precision)
     if test_items is not None:  # a test split too small for the processes: now, not after training
         check_shareable(test_items, trainer.world_size, f"'{test_split}'")
     objects = {"cfg": cfg, "datamodule": dm, "module": module, "trainer": trainer}

@@ -139,6 +139,11 @@ class SegmentationDataModule(L.LightningDataModule):
             dataset[i]
         return len(dataset)
 
+    def train_input_shape(self) -> tuple[int, ...] | None:
+        """(channels, *spatial) of one training input (a patch, a crop, a frame): what the
+        batch is planned from memory for. None: not known before loading (no plan)."""
+        return None
+
     def test_input_warning(self, info: DataInfo) -> str | None:
         """A warning about the test split's inputs, for a model described by ``info``
         (the checkpoint's, which may come from other data): inputs unlike those it was

@@ -166,6 +166,10 @@ class CamVidDataModule(SegmentationDataModule):
             mirror_axes=[1] if self.aug["hflip"] else [],  # (height, width): the width
         )
 
+    def train_input_shape(self) -> tuple[int, ...] | None:
+        # random crops of the frames, or whole frames (360x480 where not resized)
+        return (self.in_channels, *(self.crop_size or self.image_size or (360, 480)))
+
     # -- data on disk -------------------------------------------------------------------
     def fetch(self) -> None:
         if not self._present("train") and self.split and self._present(self.split):

@@ -72,6 +72,23 @@ def plan_patch(sizes: Sequence[tuple[int, int]], max_patch: int) -> tuple[int, i
     )
 
 
+# nnU-Net's bounds on a planned batch: at least 2 patches, and no more than make up 5%
+# of the training pixels (a small set is not seen whole in every step)
+MIN_BATCH, MAX_BATCH_SHARE = 2, 0.05
+
+
+def plan_batch_size(
+    patch: Sequence[int], sizes: Sequence[tuple[int, int]], batch_pixels: int
+) -> int:
+    """The training batch planned from the data, as nnU-Net plans its own: as many patches
+    as fill ``batch_pixels`` (the step a recipe is timed and sized for: 8 of 128x128 in
+    ``images_quick``), so that small images train in fewer, larger batches at about the
+    same cost per step; at most 5% of the training pixels, at least 2."""
+    area = patch[0] * patch[1]
+    share = int(MAX_BATCH_SHARE * sum(h * w for h, w in sizes) // area)
+    return max(MIN_BATCH, min(batch_pixels // area, share))
+
+
 def median_frequency(counts: np.ndarray) -> list[float]:
     """SegNet's balancing from per-image class counts (images x classes): ``median(freq) /
     freq(c)``, ``freq(c)`` being c's pixels over the pixels of the images c appears in."""
@@ -198,9 +215,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         std: Sequence[float] | None = None,
         patch_size: Sequence[int] | None = None,
         max_patch: int = 256,
-        batch_size: int = 8,
+        batch_size: int | None = None,
+        batch_pixels: int = 8 * 256 * 256,
         eval_batch_size: int = 1,
         patches_per_epoch: int | None = None,
+        steps_per_epoch: int | None = None,
         foreground_ratio: float = 0.33,
         flip: bool | Sequence[int] = True,
         scale: Sequence[float] = (0.8, 1.25),
@@ -222,12 +241,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         super().__init__()
         check_counts_and_choices(
             root, csv, split, color_mode, class_weights,
-            batch_size=batch_size, eval_batch_size=eval_batch_size, num_workers=num_workers,
-            sw_batch_size=sw_batch_size,
+            eval_batch_size=eval_batch_size, num_workers=num_workers,
+            sw_batch_size=sw_batch_size, batch_pixels=batch_pixels,
         )  # fmt: skip
-        scale, size = check_sampling(
-            max_patch, patches_per_epoch, foreground_ratio, scale, intensity, patch_size
-        )
+        check_batch(batch_size, patches_per_epoch, steps_per_epoch)
+        scale, size = check_sampling(max_patch, foreground_ratio, scale, intensity, patch_size)
         check_normalization(mean, std)
         check_window(sw_mode, sw_overlap)
         self.root = Path(root).expanduser() if root else None
@@ -240,7 +258,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.patch_size = tuple(size) if size else None
         self.max_patch = max_patch
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
-        self.patches_per_epoch = patches_per_epoch
+        self.given_batch, self.batch_pixels = batch_size, batch_pixels
+        self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
         self.foreground_ratio, self.intensity = foreground_ratio, intensity
         self.flip_axes = check_flip_2d(flip)
         self.scale = tuple(scale)
@@ -331,6 +350,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         sizes = [headers[i][1:] for i in (train or self.splits["all"])]
         patch = self.patch_size or plan_patch(sizes, self.max_patch)
         self.patch_size = tuple(patch)
+        self.batch_size = self.given_batch or plan_batch_size(patch, sizes, self.batch_pixels)
+        self.step_batch = self.batch_size  # before any lowering to fit a device's memory
         names = self._class_names
         palette = (
             [list(c) for c in self.palette]
@@ -487,7 +508,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         counts = {s: len(v) for s, v in self.splits.items() if s != "all"}
         log.info(
             "plan for %s: %d images (%s), %s %s; sizes %d-%d x %d-%d (median %dx%d, H x W); "
-            "training patch %dx%d, batch %d; whole images at native size in validation and "
+            "training patch %dx%d, batch %d%s; whole images at native size in validation and "
             "test, in %dx%d windows where larger; flips of axes %s",
             self.where(),
             len(self.pairs),
@@ -497,12 +518,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             min(hs), max(hs), min(ws), max(ws), int(np.median(hs)), int(np.median(ws)),
             *patch,
             self.batch_size,
+            "" if self.given_batch else f" (planned from data.batch_pixels={self.batch_pixels})",
             *roi,
             list(self.flip_axes) or "none",
         )  # fmt: skip
 
     def case_names(self) -> list[str]:
         return [p.name for p in self.pairs]
+
+    def train_input_shape(self) -> tuple[int, ...] | None:
+        return (self.info().in_channels, *self.patch_size)
 
     def read_split(self, split: str) -> int:
         return len(self.load(split))
@@ -578,6 +603,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             if self._class_counts is None:
                 self._log_values(train, self.splits["train"])
             length = self.patches_per_epoch or self._default_length(train)
+            log.info(
+                "an epoch: %d patches in %d steps of %d", length, -(-length // self.batch_size),
+                self.batch_size,
+            )  # fmt: skip
             self.datasets["train"] = PatchDataset(
                 train, self.patch_size, length, self.mapping.void, self.flip_axes, self.scale,
                 self.foreground_ratio, self.intensity,
@@ -587,8 +616,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self.datasets["test"] = WholeImageDataset(self.load(self.split))
 
     def _default_length(self, train: list[Loaded]) -> int:
-        """Patches per epoch: enough to cover the training pixels about once, at least a
-        few batches."""
+        """Patches per epoch: ``steps_per_epoch`` batches of the batch planned from the data
+        (not of one lowered to fit a device's memory: the same inputs in more steps), or
+        enough to cover the training pixels about once, at least a few batches."""
+        if self.steps_per_epoch:
+            return self.steps_per_epoch * self.step_batch
         pixels = sum(it.label.numel() for it in train)
         area = self.patch_size[0] * self.patch_size[1]
         return max(4 * self.batch_size, -(-pixels // area))
@@ -625,9 +657,22 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         write_image(out_dir / f"{name}.png", pred.numpy().astype(dtype))
 
 
+def check_batch(
+    batch_size: int | None, patches_per_epoch: int | None, steps_per_epoch: int | None
+) -> None:
+    """The batch (null: planned) and the epoch's length in patches or in steps, not both."""
+    check_count("batch_size", batch_size, allow_none=True)
+    check_count("patches_per_epoch", patches_per_epoch, allow_none=True)
+    check_count("steps_per_epoch", steps_per_epoch, allow_none=True)
+    if patches_per_epoch is not None and steps_per_epoch is not None:
+        raise ValueError(
+            f"data.patches_per_epoch={patches_per_epoch} and data.steps_per_epoch="
+            f"{steps_per_epoch}: give one length of an epoch, and null the other."
+        )
+
+
 def check_sampling(
     max_patch: int,
-    patches_per_epoch: int | None,
     foreground_ratio: float,
     scale: Sequence[float],
     intensity: float,
@@ -636,7 +681,6 @@ def check_sampling(
     """The training patches' settings, each named where it is wrong; returns the zoom
     range and the patch size as lists."""
     check_count("max_patch", max_patch, minimum=2 * PATCH_MULTIPLE)
-    check_count("patches_per_epoch", patches_per_epoch, allow_none=True)
     if not 0 <= foreground_ratio <= 1:
         raise ValueError(f"data.foreground_ratio={foreground_ratio}: a share, 0..1.")
     scale = as_list("data.scale", scale, "[0.8,1.25]")

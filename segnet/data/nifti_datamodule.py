@@ -417,6 +417,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     def case_names(self) -> list[str]:
         return [c.name for c in self.cases]
 
+    def train_input_shape(self) -> tuple[int, ...] | None:
+        return (self.info().in_channels, *self.patch_size)
+
     def read_split(self, split: str) -> int:
         return len(self.volumes(split))
 

@@ -142,6 +142,8 @@ SETTINGS: dict[str, Setting] = {
     "data.foreground_ratio": TRAINING,
     "data.samples_per_volume": TRAINING,
     "data.patches_per_epoch": TRAINING,
+    "data.steps_per_epoch": TRAINING,
+    "data.batch_pixels": TRAINING,
     "data.patch_size": TRAINING,
     "data.max_patch": TRAINING,
     "data.class_weights": TRAINING,

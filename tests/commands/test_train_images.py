@@ -16,7 +16,7 @@ from tests.data.test_images import make_folder
 QUICK = [
     "experiment=images_quick",
     "data.max_patch=32",
-    "data.patches_per_epoch=16",
+    "data.steps_per_epoch=4",
     "data.batch_size=4",
     "data.num_workers=0",
     "model.net.features=[4,8,8,8,8]",
@@ -130,13 +130,14 @@ def test_membrane_trains_evaluates_exports_and_predicts_from_the_command_line(tm
     run_cli(
         ["train.py", "experiment=images_quick", f"data.root={root}",
          "data.class_names=[cell,membrane]", "data.label_values=[255,0]",
-         "trainer.max_epochs=2", "data.patches_per_epoch=64", "trainer.check_val_every_n_epoch=1",
+         "trainer.max_epochs=2", "data.steps_per_epoch=8", "trainer.check_val_every_n_epoch=1",
          f"hydra.run.dir={run}"],
         cwd=REPO,
     )  # fmt: skip
     log = (run / "train.log").read_text()
     assert "training patch 128x128" in log and "-> membrane" in log  # the plan, the values
     assert "network plan: unet, 4 poolings" in log and "is 8x8 at the bottom" in log
+    assert "batch plan: 8 inputs of 128x128" in log  # the recipe's batch fits
     metrics = json.loads((run / "metrics.json").read_text())["metrics"]
     assert metrics["test/dice/membrane"] > 0.3  # two short epochs: learning, not converged
     out = tmp_path / "export"

@@ -9,7 +9,7 @@ import torch
 from PIL import Image
 
 from segnet.data.images import ImageDataError, find_pairs
-from segnet.data.images_datamodule import ImageFolderDataModule, plan_patch
+from segnet.data.images_datamodule import ImageFolderDataModule, plan_batch_size, plan_patch
 
 
 def blob_label(h: int, w: int, seed: int) -> np.ndarray:
@@ -194,6 +194,31 @@ def test_the_patch_is_planned_from_the_median_image_size():
     assert plan_patch([(512, 512)] * 3, 128) == (128, 128)
     assert plan_patch([(100, 300), (110, 310), (90, 290)], 256) == (96, 256)
     assert plan_patch([(20, 20)], 256) == (32, 32)  # smaller images are padded
+
+
+def test_the_batch_is_planned_from_a_pixel_budget_within_nnunet_bounds():
+    budget = 8 * 128 * 128
+    # images_quick on 22 frames of 512x512: its 8 patches of 128x128
+    assert plan_batch_size((128, 128), [(512, 512)] * 22, budget) == 8
+    # small images: four times as many patches a quarter the size, the same pixels a step
+    assert plan_batch_size((64, 64), [(64, 64)] * 1000, budget) == 32
+    # at most 5% of the training pixels: 200 images of 64x64 allow 10 patches
+    assert plan_batch_size((64, 64), [(64, 64)] * 200, budget) == 10
+    # and at least 2, however few the images
+    assert plan_batch_size((512, 512), [(512, 512)] * 3, budget) == 2
+
+
+def test_an_epoch_is_steps_of_the_planned_batch_or_given_patches(tmp_path):
+    root = make_folder(tmp_path / "d", n=40, size=(64, 64))
+    classes = dict(class_names=["background", "disc"], label_values=[0, 255])
+    dm = prepared(root, max_patch=32, batch_pixels=4 * 32 * 32, steps_per_epoch=3, **classes)
+    dm.setup("fit")
+    assert dm.batch_size == 4 and len(dm.datasets["train"]) == 12
+    dm = prepared(root, max_patch=32, batch_size=5, patches_per_epoch=7, **classes)
+    dm.setup("fit")
+    assert dm.batch_size == 5 and len(dm.datasets["train"]) == 7
+    with pytest.raises(ValueError, match="give one length of an epoch"):
+        ImageFolderDataModule(str(root), patches_per_epoch=7, steps_per_epoch=3, **classes)
 
 
 @pytest.mark.parametrize(
