@@ -52,3 +52,18 @@ def test_gpu_training_runs_and_checkpoints_keep_plain_keys(tiny_camvid, tmp_path
     assert metrics["time/startup_s"] >= 0
     ckpt = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)
     assert not any("_orig_mod" in k for k in ckpt["state_dict"])
+
+
+def test_the_batch_plan_measures_a_step_on_the_gpu_and_leaves_nothing_behind():
+    from segnet.models.nets.unet import UNet
+    from segnet.runs.batch_plan import measured_on_gpu
+
+    net = UNet(spatial_dims=2, in_channels=1, out_channels=2, features=[16, 32, 64, 128])
+    device = torch.device("cuda")
+    before = torch.cuda.memory_allocated(device)
+    small = measured_on_gpu(net, (1, 64, 64), device, "32-true")
+    large = measured_on_gpu(net, (1, 128, 128), device, "32-true")
+    assert small.measured and 3 < large.per_sample / small.per_sample < 5
+    assert measured_on_gpu(net, (1, 128, 128), device, "bf16-mixed").per_sample < large.per_sample
+    assert torch.cuda.memory_allocated(device) == before  # the probe is freed
+    assert next(net.parameters()).device.type == "cpu"  # the run's network stays put

@@ -616,11 +616,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self.datasets["test"] = WholeImageDataset(self.load(self.split))
 
     def _default_length(self, train: list[Loaded]) -> int:
-        """Patches per epoch: ``steps_per_epoch`` batches of the batch planned from the data
-        (not of one lowered to fit a device's memory: the same inputs in more steps), or
-        enough to cover the training pixels about once, at least a few batches."""
+        """Patches per epoch: ``steps_per_epoch`` steps' worth of patches, a step being the
+        batch given, or the ``batch_pixels`` a planned batch is made of (where the 5% bound
+        makes that batch smaller, or memory lowers it, the same patches take more steps);
+        else enough to cover the training pixels about once, at least a few batches."""
         if self.steps_per_epoch:
-            return self.steps_per_epoch * self.step_batch
+            area = self.patch_size[0] * self.patch_size[1]
+            step = self.given_batch or max(self.step_batch, self.batch_pixels // area)
+            return self.steps_per_epoch * step
         pixels = sum(it.label.numel() for it in train)
         area = self.patch_size[0] * self.patch_size[1]
         return max(4 * self.batch_size, -(-pixels // area))

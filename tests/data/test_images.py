@@ -214,6 +214,11 @@ def test_an_epoch_is_steps_of_the_planned_batch_or_given_patches(tmp_path):
     dm = prepared(root, max_patch=32, batch_pixels=4 * 32 * 32, steps_per_epoch=3, **classes)
     dm.setup("fit")
     assert dm.batch_size == 4 and len(dm.datasets["train"]) == 12
+    # a budget of 16 patches that the 5% bound cuts to 5: the epoch keeps 3 steps' worth
+    # of the budget's patches (48), in more steps of 5
+    dm = prepared(root, max_patch=32, batch_pixels=16 * 32 * 32, steps_per_epoch=3, **classes)
+    dm.setup("fit")
+    assert dm.batch_size == 5 and len(dm.datasets["train"]) == 48
     dm = prepared(root, max_patch=32, batch_size=5, patches_per_epoch=7, **classes)
     dm.setup("fit")
     assert dm.batch_size == 5 and len(dm.datasets["train"]) == 7
