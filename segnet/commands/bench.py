@@ -21,7 +21,6 @@ Figures are medians; nothing here asserts a time.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import resource
 import statistics
@@ -56,16 +55,6 @@ def peak_memory_gb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 1e9
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB -> GB (Linux)
-
-
-def autocast(trainer: L.Trainer, device: torch.device):
-    """The autocast context the trainer's precision plugin uses, for the bare loop."""
-    precision = str(trainer.precision)
-    if precision.startswith("bf16") and "mixed" in precision:
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    if precision.startswith("16") and "mixed" in precision:
-        return torch.autocast(device.type, dtype=torch.float16)
-    return contextlib.nullcontext()
 
 
 def step_flops(module, batch: dict, amp) -> float:
@@ -177,7 +166,9 @@ class BareLoop:
         self.module = module.to(self.device)
         if not module._accelerated:
             module.accelerate(self.device)
-        self.amp = autocast(trainer, self.device)
+        from segnet.runs.batch_plan import autocast_for
+
+        self.amp = autocast_for(trainer.precision, self.device.type)
         self.dm, self.net = dm, module.net
         self.optimizer = module.optimizer_factory(params=self.net.parameters())
         self.memory = torch.channels_last if module.channels_last else torch.contiguous_format

@@ -351,7 +351,6 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         patch = self.patch_size or plan_patch(sizes, self.max_patch)
         self.patch_size = tuple(patch)
         self.batch_size = self.given_batch or plan_batch_size(patch, sizes, self.batch_pixels)
-        self.step_batch = self.batch_size  # before any lowering to fit a device's memory
         names = self._class_names
         palette = (
             [list(c) for c in self.palette]
@@ -622,7 +621,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         else enough to cover the training pixels about once, at least a few batches."""
         if self.steps_per_epoch:
             area = self.patch_size[0] * self.patch_size[1]
-            step = self.given_batch or max(self.step_batch, self.batch_pixels // area)
+            step = self.given_batch or max(MIN_BATCH, self.batch_pixels // area)
             return self.steps_per_epoch * step
         pixels = sum(it.label.numel() for it in train)
         area = self.patch_size[0] * self.patch_size[1]

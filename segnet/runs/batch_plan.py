@@ -12,6 +12,7 @@ twice over for their gradients: an allocator-level peak is not readable there.""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections.abc import Sequence
@@ -49,9 +50,15 @@ def sum_outputs(out) -> torch.Tensor:
     return out.float().mean()
 
 
-def autocast_dtype(precision: str) -> torch.dtype | None:
-    text = str(precision)
-    return torch.bfloat16 if "bf16" in text else torch.float16 if "16" in text else None
+def autocast_for(precision: str, device_type: str):
+    """The autocast context a Lightning precision (``bf16-mixed``, ``16-mixed``, ...)
+    trains under; none for full or true-half precision."""
+    precision = str(precision)
+    if precision.startswith("bf16") and "mixed" in precision:
+        return torch.autocast(device_type, dtype=torch.bfloat16)
+    if precision.startswith("16") and "mixed" in precision:
+        return torch.autocast(device_type, dtype=torch.float16)
+    return contextlib.nullcontext()
 
 
 def measured_on_gpu(
@@ -59,7 +66,6 @@ def measured_on_gpu(
 ) -> StepMemory:
     """Peak memory of a forward and backward pass of a copy of ``net`` at batch 1 and 2."""
     probe = copy.deepcopy(net).to(device).train()
-    dtype = autocast_dtype(precision)
     torch.cuda.synchronize(device)
     start = torch.cuda.memory_allocated(device)
     peaks = []
@@ -67,7 +73,7 @@ def measured_on_gpu(
         for batch in (1, 2):
             torch.cuda.reset_peak_memory_stats(device)
             x = torch.zeros(batch, *shape, device=device)  # no random numbers drawn
-            with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+            with autocast_for(precision, "cuda"):
                 loss = sum_outputs(probe(x))
             loss.backward()
             torch.cuda.synchronize(device)
@@ -96,12 +102,10 @@ def estimated_on_cpu(net: nn.Module, shape: Sequence[int], precision: str) -> St
 
     leaves = [m for m in net.modules() if not any(True for _ in m.children())]
     hooks = [m.register_forward_hook(count) for m in leaves]
-    dtype = autocast_dtype(precision)
     was_training = net.training
     try:
         net.eval()  # batch statistics untouched: the run's network is not to change
-        with torch.no_grad(), torch.autocast("cpu", dtype=dtype or torch.bfloat16,
-                                             enabled=dtype is not None):  # fmt: skip
+        with torch.no_grad(), autocast_for(precision, "cpu"):
             net(torch.zeros(1, *shape))
     finally:
         for h in hooks:
