@@ -9,7 +9,7 @@ any weight is trained):
 4. :func:`read_training_data`: the training labels (class weights) and the test split;
 5. :func:`fit`: training, from the resumed checkpoint where there is one;
 6. :func:`test_best` (or :func:`record_untested`): the best checkpoint on the test split;
-7. :func:`finish`: the summary, and the run's record to each tracker."""
+7. :func:`finish`: the run's record to each tracker, and the summary."""
 
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ from segnet.shell import override
 from segnet.training.callbacks.trackers import record_file, tracker_addresses
 from segnet.training.module import SegmentationModule
 from segnet.training.testing import run_test
+from segnet.training.tracker_guard import close_guards
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +214,8 @@ def fit(
         # weights_only: Lightning's own read of a resumed checkpoint cannot run code
         trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"), weights_only=True)
     except SIGTERMException:
+        # what the trackers have queued gets a few seconds, then stays in their journals
+        close_guards(trainer.loggers, wait_s=5.0)
         # CheckpointOnInterrupt has saved last.ckpt; a stopped run is not tested. The
         # command is said once (rank 0); the other ranks stop with the same failure code
         said = "training interrupted; resume with python train.py " + override(
@@ -291,19 +294,9 @@ def finish(
     """The summary on the console, the run's files to each tracker, and the settings with
     the final scores to each logger."""
     if trainer.is_global_zero:
-        log_summary(
-            out_dir,
-            best,
-            split,
-            metrics,
-            best_epoch,
-            limited=(module.tested_batches or {}).get("by"),
-            monitor=module.monitor,
-        )
         for name in ("metrics.json", "per_case.csv", "splits.json"):  # as trackers keep files
             if (out_dir / name).is_file():
                 record_file(trainer, out_dir / name)
-        write_tracker_record(out_dir, tracker_addresses(trainer))
     for logger in trainer.loggers:
         # "hp/" names: the logger also writes these as scalars at step 0, which must not
         # add a stray point to the val/* and test/* curves.
@@ -315,3 +308,17 @@ def finish(
             logger.log_hyperparams(params)
             logger.log_metrics(final)
         logger.finalize("success")
+    if trainer.is_global_zero:
+        # what each tracker on a server still has queued, sent before its record is written
+        deliveries = close_guards(trainer.loggers)
+        write_tracker_record(out_dir, tracker_addresses(trainer))
+        log_summary(
+            out_dir,
+            best,
+            split,
+            metrics,
+            best_epoch,
+            limited=(module.tested_batches or {}).get("by"),
+            monitor=module.monitor,
+            trackers=deliveries,
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -21,6 +22,7 @@ from segnet.runs.console import raised_here
 from segnet.training.callbacks.progress import EpochLog, progress_bar
 from segnet.training.checkpoint_io import write_checkpoints_atomically
 from segnet.training.module import SegmentationModule, check_monitor, enable_tf32
+from segnet.training.tracker_guard import guard_loggers
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +111,10 @@ def build_trainer(
         callbacks += [progress_bar(), EpochLog()]
     else:
         overrides["enable_progress_bar"] = False
+    allow_mlflow_file_store(cfg)
     loggers = [instantiate(c) for c in (cfg.get("logger") or {}).values() if c]
+    # a tracker that fails or goes away never stops the run (segnet.training.tracker_guard)
+    guard_loggers(loggers, Path(cfg.paths.output_dir))
     if not loggers:
         # the learning-rate monitor has nothing to write to (logger=none), and Lightning
         # would stop the run at its first epoch for it
@@ -133,6 +138,15 @@ def build_trainer(
         # that tensor cores go unused when it is still the default
         enable_tf32()
     return trainer
+
+
+def allow_mlflow_file_store(cfg: DictConfig) -> None:
+    """``logger=mlflow`` with no server keeps a local store in ``outputs/mlruns``, a
+    folder store that MLflow 3 refuses unless told otherwise (``MLFLOW_ALLOW_FILE_STORE``);
+    a user's own setting of it wins."""
+    for c in (cfg.get("logger") or {}).values():
+        if c and str(c.get("_target_", "")).endswith("MLFlowLogger") and not c.get("tracking_uri"):
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
 
 
 def on_cpu(cfg: DictConfig) -> bool:

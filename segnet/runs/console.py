@@ -99,10 +99,12 @@ def log_summary(
     best_epoch: int | None = None,
     limited: str | None = None,
     monitor: str | None = None,
+    trackers: list[dict] = (),
 ) -> None:
     """The end of a run in a few lines: where everything went and the headline numbers
     (``limited``: the setting that left part of the split untested; ``monitor``:
-    the validation metric that picked the best checkpoint, whose best value is shown)."""
+    the validation metric that picked the best checkpoint, whose best value is shown;
+    ``trackers``: what each guarded tracker got, as ``close_guards`` returns it)."""
     lines = [f"run folder: {out_dir}"]
     if best_ckpt:
         about = [] if best_epoch is None else [f"epoch {best_epoch}"]
@@ -120,7 +122,20 @@ def log_summary(
         lines.append(f"metrics: {out_dir / 'metrics.json'}")
     if (out_dir / "tensorboard").is_dir():  # none with logger=none
         lines.append(f"tensorboard --logdir {out_dir / 'tensorboard'}")
+    lines += [delivery_line(t, out_dir) for t in trackers]
     log.info("summary\n  %s", "\n  ".join(lines))
+
+
+def delivery_line(tracker: dict, out_dir: Path) -> str:
+    """Whether a tracker got everything it was sent, and how to send it the rest."""
+    if tracker["complete"]:
+        return f"{tracker['label']}: got all {tracker['calls']} records"
+    missed = tracker["calls"] - tracker["delivered"]
+    return (
+        f"{tracker['label']}: missed {missed} of {tracker['calls']} records "
+        f"({tracker.get('last_error', 'unreachable')}); they are kept in "
+        f"{out_dir / tracker['journal']}: segnet-replay {out_dir}"
+    )
 
 
 # What a run refuses (a setting, a file, a checkpoint it cannot take), raised by this

@@ -15,6 +15,8 @@ from typing import Any
 import lightning as L
 import numpy as np
 
+from segnet.training.tracker_guard import is_guarded
+
 log = logging.getLogger(__name__)
 
 
@@ -92,10 +94,13 @@ class MLflowTracker(Tracker):
         self.logger.experiment.log_artifact(self.logger.run_id, str(path))
 
     def address(self) -> dict[str, Any] | None:
+        # the run id as known, without asking a server (None: the run was never opened,
+        # and a replay opens one in the experiment named)
         return {
             "tracker": "mlflow",
             "tracking_uri": self.logger._tracking_uri,  # the file store's URI where unset
-            "run_id": self.logger.run_id,
+            "experiment_name": self.logger._experiment_name,
+            "run_id": self.logger._run_id,
         }
 
 
@@ -111,6 +116,8 @@ class WandbTracker(Tracker):
 
     def address(self) -> dict[str, Any] | None:
         run = self.logger.experiment
+        if run is None:  # W&B never started (its failure was named then)
+            return None
         return {
             "tracker": "wandb",
             "project": run.project,
@@ -128,6 +135,38 @@ ADAPTERS = {
 }
 
 
+class GuardedTracker(Tracker):
+    """A guarded logger's adapter (:mod:`segnet.training.tracker_guard`): pictures and
+    files go through the logger's delivery, journalled, never raising."""
+
+    def __init__(self, inner: Tracker):
+        super().__init__(inner.logger)
+        self.inner = inner
+        self.delivery = inner.logger._delivery
+
+    def image(self, tag: str, picture: np.ndarray, step: int) -> None:
+        picture = np.array(picture, copy=True)  # the caller's array may change before it goes
+        entry = {"call": "image", "tag": tag, "step": step, "name": tag_file(tag, step)}
+        self.delivery.submit(lambda: self.inner.image(tag, picture, step), entry, picture)
+
+    def figure(self, tag: str, fig: Any, step: int) -> None:
+        self.image(tag, figure_pixels(fig), step)  # drawn here: matplotlib is not threaded
+
+    def file(self, path: Path) -> None:
+        entry = {"call": "file", "path": run_relative(path, self.delivery.run_dir)}
+        self.delivery.submit(lambda: self.inner.file(path), entry)
+
+    def address(self) -> dict[str, Any] | None:
+        return self.inner.address()
+
+
+def run_relative(path: Path, run_dir: Path) -> str:
+    """``path`` as the journal keeps it: within the run folder where it is there, so that a
+    moved run folder replays."""
+    path, run_dir = Path(path).resolve(), Path(run_dir).resolve()
+    return str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
+
+
 def trackers(trainer: L.Trainer) -> list[Tracker]:
     """An adapter for each of the trainer's loggers that has one."""
     out = []
@@ -141,7 +180,7 @@ def trackers(trainer: L.Trainer) -> list[Tracker]:
             None,
         )
         if adapter is not None:
-            out.append(adapter(logger))
+            out.append(GuardedTracker(adapter(logger)) if is_guarded(logger) else adapter(logger))
     return out
 
 
@@ -156,5 +195,16 @@ def record_file(trainer: L.Trainer, path: Path) -> None:
 
 
 def tracker_addresses(trainer: L.Trainer) -> list[dict[str, Any]]:
-    """How to reach each of the run's trackers that keeps files outside the run folder."""
-    return [a for a in (t.address() for t in trackers(trainer)) if a]
+    """How to reach each of the run's trackers that keeps files outside the run folder,
+    and, for a guarded one, what it was sent and what it got (``delivery``)."""
+    adapters = {id(t.logger): t for t in trackers(trainer)}
+    out = []
+    for logger in trainer.loggers:
+        adapter = adapters.get(id(logger))
+        address = adapter.address() if adapter is not None else None
+        if is_guarded(logger):
+            address = {**(address or {"tracker": type(logger).__name__}),
+                       "delivery": logger._delivery.summary()}  # fmt: skip
+        if address:
+            out.append(address)
+    return out
