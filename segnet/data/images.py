@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -298,48 +299,72 @@ def read_image(path: Path, mode: str) -> np.ndarray:
     return np.asarray(im.convert(mode), dtype=np.float32)
 
 
-def read_mask(path: Path) -> np.ndarray:
-    """A mask as one integer code per pixel: its value (grey, 16-bit, palette index, bool
-    as 0/1), or for a colour mask ``r * 65536 + g * 256 + b``."""
+# Mask codes: a grey pixel is its grey level (below COLOUR: 0-255, or 0-65535 for 16-bit
+# values); a coloured pixel COLOUR + r * 65536 + g * 256 + b, so that no colour is taken
+# for a grey level, and a grey [r, r, r] is the level r however the file stores it.
+COLOUR = 1 << 24
+# the version of this reading, in the statistics cache's keys (2: masks as they look)
+MASK_READING = 2
+WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N")
+
+
+def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = False) -> np.ndarray:
+    """A mask as a viewer shows it, one integer code per pixel (see ``COLOUR``): 1-bit
+    files 0 black and 255 white (``one_bit_white``: 1 where masks hold class numbers);
+    8-bit grey their level; 16-bit grey their value, or the 8-bit level where the file
+    holds 8-bit greys widened (multiples of 257: 65535 is 255); RGB(A) and palette files
+    their colours, a grey colour as its level. A palette of colours is read by its index
+    (the class number of VOC-style masks) unless ``palette_colours`` (``data.palette``
+    maps colours)."""
     im = open_image(path)
-    if im.mode in ("RGB", "RGBA", "CMYK", "YCbCr"):
-        rgb = np.asarray(im.convert("RGB")).astype(np.int64)
-        if (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 1] == rgb[..., 2]).all():
-            return rgb[..., 0]  # grey values saved as colour
-        return rgb[..., 0] * 65536 + rgb[..., 1] * 256 + rgb[..., 2]
-    if im.mode == "LA":
-        im = im.getchannel("L")
-    codes = np.asarray(im).astype(np.int64)
-    if im.mode == "P":
-        # a palette of greys (GIF masks, grey PNGs saved with a palette) shows grey values,
-        # which are what a user reads and names; a palette of colours (VOC-style masks)
-        # keeps its indices, the class numbers
+    if im.mode == "1":
+        return np.asarray(im).astype(np.int64) * one_bit_white
+    if im.mode in WIDE_MODES:
+        codes = np.asarray(im).astype(np.int64)
+        widened = codes.max(initial=0) <= 65535 and not (codes % 257).any()
+        return codes // 257 if widened else codes
+    if im.mode == "F":
+        values = np.asarray(im)
+        if not np.array_equal(values, np.round(values)) or values.min(initial=0) < 0:
+            raise ImageDataError(
+                f"mask {path} holds fractions or negative numbers (a floating-point image): "
+                "save the mask with whole class values or colours."
+            )
+        return values.astype(np.int64)
+    if im.mode in ("L", "LA"):
+        return np.asarray(im.getchannel("L") if im.mode == "LA" else im).astype(np.int64)
+    if im.mode in ("P", "PA") and not palette_colours:
+        indices = np.asarray(im.getchannel(0) if im.mode == "PA" else im).astype(np.int64)
         palette = np.array(im.getpalette() or [], np.int64).reshape(-1, 3)
-        used = np.unique(codes)
-        if len(palette) > used.max() and (palette[used] == palette[used][:, :1]).all():
-            return palette[codes, 0]
-    return codes
+        used = np.unique(indices)
+        if len(palette) <= used.max() or (palette[used] != palette[used][:, :1]).any():
+            return indices  # a palette of colours: the index is the class number
+    rgb = np.asarray(im.convert("RGB")).astype(np.int64)
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    return np.where((r == g) & (g == b), r, COLOUR + r * 65536 + g * 256 + b)
 
 
 def is_colour(code: int) -> bool:
-    return code > 65535
+    return code >= COLOUR
 
 
 def code_text(code: int) -> str:
     if is_colour(code):
-        return f"[{code >> 16},{(code >> 8) & 255},{code & 255}]"
+        rgb = code - COLOUR
+        return f"[{rgb >> 16},{(rgb >> 8) & 255},{rgb & 255}]"
     return str(code)
 
 
 def colour_code(value: int | Sequence[int], setting: str) -> int:
-    """A mask value (a number) or colour ([r, g, b]) as a code :func:`read_mask` gives."""
+    """A mask value (a number) or colour ([r, g, b]) as a code :func:`read_mask` gives: a
+    grey colour is its level, as a grey pixel of any mask is."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     if isinstance(value, Sequence) and len(value) == 3 and all(0 <= int(v) <= 255 for v in value):
         r, g, b = (int(v) for v in value)
         if r == g == b:
             return r
-        return r * 65536 + g * 256 + b
+        return COLOUR + r * 65536 + g * 256 + b
     raise ValueError(
         f"{setting}: {value!r} is neither a mask value (a whole number >= 0) nor an RGB "
         "colour [r, g, b]."
@@ -354,6 +379,16 @@ class LabelMapping:
     class_names: list[str]
     label_values: list[int] | None  # code of class i; None: the value is the class
     ignore: list[int]
+    by_colour: bool = False  # data.palette: palette files are read by their colours
+
+    def reading(self) -> dict[str, Any]:
+        """How :func:`read_mask` reads masks for this mapping: as a viewer shows them where
+        values or colours are given; 1-bit files as the class numbers 0 and 1 where masks
+        hold class numbers (no ``data.label_values``)."""
+        return {
+            "one_bit_white": 1 if self.label_values is None else 255,
+            "palette_colours": self.by_colour,
+        }
 
     @property
     def void(self) -> int:
@@ -392,7 +427,7 @@ class LabelMapping:
                 f"data.ignore_values: {code_text(min(clash))} is also a class's value; a "
                 "value is either a class or void."
             )
-        return cls(names, codes, ignore)
+        return cls(names, codes, ignore, by_colour=palette is not None)
 
     def lookup(self) -> dict[int, int]:
         codes = self.label_values if self.label_values is not None else range(self.void)
@@ -439,7 +474,8 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
             "(label_values[i] is the mask value of class i: swap them, or the names, to "
             "choose which is which)"
         )
-    listed = ",".join(code_text(c) for c in codes[:16])
+    # in a palette, a grey level is the colour [v,v,v] (as a grey pixel reads)
+    listed = ",".join(f"[{c},{c},{c}]" if colour and c <= 255 else code_text(c) for c in codes[:16])
     setting = "data.palette" if colour else "data.label_values"
     return (
         f"'{setting}=[{listed}]' with one name per value in data.class_names (values that "

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -327,11 +328,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         mode = self.color_mode or ("RGBA" if "RGBA" in modes else "RGB" if "RGB" in modes else "L")
         train = self.splits["train"]
         if self._class_names is None:
-            counts = self._count_codes(train or list(range(len(self.pairs))), keep=False)
+            every = list(range(len(self.pairs)))
+            counts = self._count_codes(every, keep=False)
             raise ValueError(
                 f"data.class_names is not set for {self.where()}: name one class per mask "
                 f"value. Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
-                f"{img.suggestion(counts, None)}."
+                f"{self._suggested(counts, every)}."
             )
         if self.mean is None:  # training: the masks are checked before anything else
             if not train:
@@ -406,37 +408,74 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         splits["all"] = list(range(n))
         return splits
 
-    def _count_codes(self, indices: Sequence[int], keep: bool = True) -> dict[int, int]:
+    def reading(self) -> dict[str, Any]:
+        """How masks are read for the mapping given (:meth:`LabelMapping.reading`); as a
+        viewer shows them where no classes are named yet."""
+        return self.mapping.reading() if self.mapping is not None else {}
+
+    def _count_codes(
+        self, indices: Sequence[int], keep: bool = True, reading: dict | None = None
+    ) -> dict[int, int]:
         """The pixel count of each value over the masks of ``indices`` (kept decoded for
         loading where ``keep``), and a mask holding each value."""
+        how = self.reading() if reading is None else reading
         counts: dict[int, int] = {}
         self._first_with: dict[int, Path] = {}
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
-            masks = pool.map(lambda i: img.read_mask(self.pairs[i].label), indices)
+            masks = pool.map(lambda i: img.read_mask(self.pairs[i].label, **how), indices)
         for i, mask in zip(indices, masks, strict=True):
-            if keep:
-                self._decoded_masks[i] = mask
+            if keep:  # codes are below 2**25: half the memory of int64
+                self._decoded_masks[i] = mask.astype(np.int32)
             values, n = np.unique(mask, return_counts=True)
             for v, c in zip(values.tolist(), n.tolist(), strict=True):
                 counts[v] = counts.get(v, 0) + c
                 self._first_with.setdefault(v, self.pairs[i].label)
         return counts
 
+    def _suggested(self, counts: dict[int, int], indices: Sequence[int]) -> str:
+        """Settings that fit every mask of ``indices``: the masks counted as the suggested
+        settings would read them, as a viewer shows them (1-bit white as 255, palette
+        files by colour where some masks are colour masks)."""
+        shown = {"one_bit_white": 255, "palette_colours": any(map(img.is_colour, counts))}
+        if shown != self.reading():
+            first_with = self._first_with
+            counts = self._count_codes(indices, keep=False, reading=shown)
+            self._first_with = first_with
+        return img.suggestion(counts, self._class_names)
+
     def _scan_training(self, train: list[int], mode: str) -> tuple[list[float], list[float]]:
-        """The training masks' values (checked) and the images' mean and std: from the
+        """The mask values of every split (checked: a value no setting maps stops the run
+        now, not at the first validation) and the training images' mean and std: from the
         cache where these same files (paths, sizes, modification times) were scanned
-        before, else decoded (kept for loading, so each file is decoded once) and cached."""
+        before, else decoded (the training files kept for loading, so each is decoded
+        once) and cached."""
+        others = [i for i in self.splits["all"] if i not in set(train)]
         files = [f for i in train for f in (self.pairs[i].image, self.pairs[i].label)]
-        key = stats_cache.file_key([*map(str, files), mode])
+        files += [self.pairs[i].label for i in others if self.pairs[i].label is not None]
+        # the mask reading's version: codes from another reading must not be reused
+        key = stats_cache.file_key([*map(str, files), mode, f"masks:{img.MASK_READING}",
+                                    f"reading:{sorted(self.reading().items())}"])  # fmt: skip
         cached = stats_cache.read("images", key)
         if cached is not None:
             counts = {int(v): c for v, c in cached["counts"].items()}
             self._first_with = {int(v): Path(f) for v, f in cached["first_with"].items()}
-            self._check_values(counts, len(train))
+            self._check_values(counts, self.splits["all"])
             log.info("statistics of the training set from %s", stats_cache.path("images", key))
             return cached["mean"], cached["std"]
         counts = self._count_codes(train)
-        self._check_values(counts, len(train))
+        first_with = self._first_with
+        # validation masks kept too (read at the first validation); test masks, read at
+        # the end if at all, decoded again then rather than held through training
+        val = set(self.splits["val"])
+        kept = self._count_codes([i for i in others if i in val])
+        for v, c in kept.items():
+            counts[v] = counts.get(v, 0) + c
+            first_with.setdefault(v, self._first_with[v])
+        for v, c in self._count_codes([i for i in others if i not in val], keep=False).items():
+            counts[v] = counts.get(v, 0) + c
+            first_with.setdefault(v, self._first_with[v])
+        self._first_with = first_with
+        self._check_values(counts, self.splits["all"])
         mean, std = self._statistics(train, mode)
         stats_cache.write(
             "images",
@@ -450,25 +489,22 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         )
         return mean, std
 
-    def _check_values(self, counts: dict[int, int], images: int) -> None:
-        """Every value of the training masks maps to a class or void: logged with its pixel
-        share and class; one that does not stops the run, naming a mask that holds it and
-        suggesting settings that fit (0/255 masks are never read as 256 classes, nor 255
-        as void by default)."""
+    def _check_values(self, counts: dict[int, int], indices: Sequence[int]) -> None:
+        """Every value of the masks of ``indices`` (every split) maps to a class or void:
+        logged with its pixel share and class; one that does not stops the run, naming a
+        mask that holds it and suggesting settings that fit them all (0/255 masks are
+        never read as 256 classes, nor 255 as void by default)."""
         table = self.mapping.lookup()
         unmapped = sorted(c for c in counts if c not in table)
         if not unmapped:
             log.info(
-                "mask values over the %d training masks (pixel share -> class):\n  %s",
-                images,
+                "mask values over the %d masks of every split (pixel share -> class):\n  %s",
+                len(indices),
                 img.value_table(counts, self.mapping),
             )
             return
-        others = (
-            f" (and the training masks {len(unmapped) - 1} other value(s))"
-            if len(unmapped) > 1
-            else ""
-        )
+        others = f" (and the masks {len(unmapped) - 1} other value(s))" if len(unmapped) > 1 else ""
+        table_text = img.value_table(counts, self.mapping)
         raise img.ImageDataError(
             f"mask {self._first_with[unmapped[0]]} holds {img.code_text(unmapped[0])}{others}, "
             f"which data.class_names={self._class_names}"
@@ -478,8 +514,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 if self.mapping.label_values is None
                 else " and data.label_values / data.palette do not map"
             )
-            + f". The training masks hold:\n  {img.value_table(counts, self.mapping)}\n"
-            f"Settings that fit: {img.suggestion(counts, self._class_names)}."
+            + f". The masks of every split hold:\n  {table_text}\n"
+            f"Settings that fit: {self._suggested(counts, indices)}."
         )
 
     def _statistics(self, indices: Sequence[int], mode: str) -> tuple[list[float], list[float]]:
@@ -551,7 +587,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             raw = img.read_image(pair.image, norm["color_mode"])
         codes = self._decoded_masks.pop(i, None)
         if codes is None:
-            codes = img.read_mask(pair.label)
+            codes = img.read_mask(pair.label, **self.reading())
         if codes.shape != raw.shape[:2]:
             raise img.ImageDataError(
                 f"mask {pair.label} is {codes.shape[1]}x{codes.shape[0]} and its image "

@@ -274,13 +274,18 @@ def test_each_training_file_is_decoded_once(tmp_path, monkeypatch):
     reads: list[str] = []
     for name in ("read_image", "read_mask"):
         real = getattr(img, name)
-        monkeypatch.setattr(img, name, lambda p, *a, real=real: reads.append(p.name) or real(p, *a))
+        monkeypatch.setattr(
+            img, name, lambda p, *a, real=real, **k: reads.append(p.name) or real(p, *a, **k)
+        )
     dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
     train_labels(dm)
-    # training reads the train and val splits: one image and one mask each, once
+    # training reads the train and val splits: one image and one mask each, once; the
+    # mask-value check reads the test split's masks too (test images are not read)
     read = [dm.pairs[i] for split in ("train", "val") for i in dm.splits[split]]
-    assert len(read) > len(dm.splits["train"]) > 0
-    assert sorted(reads) == sorted([p.image.name for p in read] + [p.label.name for p in read])
+    test = [dm.pairs[i].label.name for i in dm.splits["test"]]
+    assert len(read) > len(dm.splits["train"]) > 0 and test
+    expected = [p.image.name for p in read] + [p.label.name for p in read] + test
+    assert sorted(reads) == sorted(expected)
     # the data as read once is the data as read afresh
     fresh = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
     fresh._decoded_images.clear()
@@ -307,7 +312,9 @@ def test_training_statistics_are_cached_until_a_file_changes(tmp_path, monkeypat
     reads: list[str] = []
     for name in ("read_image", "read_mask"):
         real = getattr(img, name)
-        monkeypatch.setattr(img, name, lambda p, *a, real=real: reads.append(p.name) or real(p, *a))
+        monkeypatch.setattr(
+            img, name, lambda p, *a, real=real, **k: reads.append(p.name) or real(p, *a, **k)
+        )
     with caplog.at_level(logging.INFO):
         again = prepared(root, **settings)
         assert again.info().normalization == first.normalization and reads == []
