@@ -63,7 +63,9 @@ from segnet.runs.resume import (
 )
 from segnet.serving.checkpoints import load_weights, read_checkpoint
 from segnet.shell import override
+from segnet.training.callbacks.time_budget import TimeBudget
 from segnet.training.callbacks.trackers import record_file, tracker_addresses
+from segnet.training.clock_schedule import check_clock_schedule
 from segnet.training.module import SegmentationModule
 from segnet.training.testing import run_test
 from segnet.training.tracker_guard import close_guards
@@ -80,11 +82,15 @@ def train(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float], 
     # as composed, before anything below fills in a default: what a checkpoint stores, and
     # what a resume from it compares with
     settings = OmegaConf.to_container(cfg, resolve=False)
+    budget = time_budget_of(cfg)
     resumed = check_before_start(cfg)
     out_dir = open_run_folder(cfg, resumed)
     dm, module, test_split = build_run(cfg, settings)
     test_items = read_training_data(cfg, dm, module, test_split)
     extra = (resumed_schedule_check(),) if cfg.get("ckpt_path") else ()
+    if budget is not None:
+        extra += (budget,)
+        module.schedule_progress = budget.progress
     trainer = build_trainer(cfg, extra_callbacks=extra)
     if cfg.get("train", True):
         plan_batch(dm, module.net, trainer.strategy.root_device, trainer.precision)
@@ -109,6 +115,34 @@ def train(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float], 
         record_untested(out_dir, module, metrics, best, epochs)
     finish(cfg, trainer, module, out_dir, metrics, best, split, epochs.get("best_epoch"))
     return metrics, objects
+
+
+def time_budget_of(cfg: DictConfig) -> TimeBudget | None:
+    """``train_minutes``: the run's time budget, which then decides the epochs; None for a
+    run counted in epochs. ``trainer.max_epochs`` given beside a recipe's budget counts
+    epochs instead (said in a line). Under a budget ``trainer.max_epochs`` becomes -1
+    (unbounded) in the config the run records, so that a resume compares like with like."""
+    minutes, epochs = cfg.get("train_minutes"), cfg.trainer.get("max_epochs")
+    if not cfg.get("train", True) or cfg.trainer.get("fast_dev_run"):
+        return None
+    if minutes is None:
+        if epochs is None:
+            raise ValueError(
+                "train_minutes=null and trainer.max_epochs=null: give the length of the run, "
+                "in minutes (train_minutes=15) or in epochs (trainer.max_epochs=50)."
+            )
+        return None
+    if epochs is not None and epochs >= 0:
+        log.info(
+            "trainer.max_epochs=%s: training counts epochs (train_minutes=%s is not used)",
+            epochs, minutes,
+        )  # fmt: skip
+        return None
+    scheduler = cfg.model.get("scheduler") or {}
+    check_clock_schedule(scheduler.get("_target_"))
+    with open_dict(cfg):
+        cfg.trainer.max_epochs = -1
+    return TimeBudget(float(minutes))
 
 
 def check_before_start(cfg: DictConfig) -> Path | None:

@@ -48,6 +48,8 @@ SETTINGS: dict[str, Setting] = {
     "task_name": RESUMABLE,
     "tags": RESUMABLE,
     "seed": RESUMABLE,
+    # a time budget decides the epochs and the schedule's length: a resume keeps it
+    "train_minutes": Setting("number", minimum=0, above=True),
     "paths": RESUMABLE,
     "hydra": RESUMABLE,
     "logger": RESUMABLE,

@@ -17,6 +17,7 @@ from segnet.data.info import DataInfo, test_mirror_axes
 from segnet.models import batchnorm_layers, create_model, without_init_only
 from segnet.serving.ensemble import average_probabilities
 from segnet.serving.inference import Inference, check_mirroring
+from segnet.training.clock_schedule import clock_schedule
 from segnet.training.losses import (
     cross_entropy,
     deep_supervision_weights,
@@ -247,6 +248,8 @@ class SegmentationModule(L.LightningModule):
         self.tested_batches: dict[str, int] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
         self.planned_schedule: dict[str, int] = {}
+        # a time budget's progress (0..1): the learning-rate schedule follows it, not steps
+        self.schedule_progress: Any = None
 
     def validation_scores(self) -> list[str]:
         """The names of the scores each validation reports (what ``monitor`` may name),
@@ -525,6 +528,12 @@ class SegmentationModule(L.LightningModule):
         self.planned_schedule = {}
         if not self.scheduler_factory:  # None, or {} from scheduler=none
             return optimizer
+        if self.schedule_progress is not None:  # train_minutes: the schedule follows the clock
+            scheduler = clock_schedule(optimizer, self.scheduler_factory, self.schedule_progress)
+            return {
+                "optimizer": optimizer,
+                "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+            }
         func = getattr(self.scheduler_factory, "func", self.scheduler_factory)
         params = inspect.signature(func).parameters
         given = getattr(self.scheduler_factory, "keywords", {})

@@ -13,12 +13,17 @@ import time
 
 import lightning as L
 
+from segnet.training.callbacks.time_budget import time_budget
+
 
 def is_last_epoch(trainer: L.Trainer) -> bool:
     """Whether the epoch now running is the last one training will run (as far as the
     trainer can know: early stopping decides later)."""
     if trainer.should_stop or trainer.fast_dev_run:
         return True
+    budget = time_budget(trainer)
+    if budget is not None:  # train_minutes: the budget knows
+        return budget.last_epoch
     max_epochs = trainer.max_epochs
     if max_epochs is not None and max_epochs >= 0 and trainer.current_epoch + 1 >= max_epochs:
         return True

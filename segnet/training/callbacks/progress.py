@@ -11,6 +11,7 @@ import lightning as L
 from lightning.pytorch.callbacks import ProgressBar, RichProgressBar
 
 from segnet.logs import to_log_file
+from segnet.training.callbacks.time_budget import time_budget
 
 
 class EpochLines:
@@ -57,10 +58,12 @@ class EpochLines:
         done = trainer.current_epoch + 1 - self._first_epoch
         per_epoch = (time.monotonic() - self._fit_start) / max(done, 1)
         left = max(trainer.max_epochs - trainer.current_epoch - 1, 0) if trainer.max_epochs else 0
+        budget = time_budget(trainer)
+        eta = budget.remaining() if budget is not None else per_epoch * left
         return (
             f"epoch {trainer.current_epoch} "
             + " ".join(f"{k} {v:.4f}" for k, v in sorted(shown.items()))
-            + f" | eta {format_duration(per_epoch * left)}"
+            + f" | {'budget left' if budget is not None else 'eta'} {format_duration(eta)}"
         )
 
 
