@@ -379,3 +379,37 @@ def test_a_journal_resumed_goes_on_counting_in_a_new_session(tmp_path):
     parts = sessions(read_journal(tmp_path / "t.jsonl"))
     assert [e["seq"] for e in parts[1]["pending"]] == [2]
     assert [e["seq"] for e in parts[2]["pending"]] == [3]
+
+
+def test_a_server_that_never_answers_does_not_hold_up_training(tiny_camvid, tmp_path, monkeypatch):
+    """A tracker whose server accepts connections and never answers (a network black hole):
+    its calls wait out MLflow's timeout on the tracker's own thread, not the training's;
+    the run trains, tests and records that the tracker got nothing."""
+    pytest.importorskip("mlflow")
+    from segnet.commands.train import train
+    from segnet.training import tracker_guard
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "3")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setattr(tracker_guard, "CLOSE_WAIT_S", 2.0)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # accepts (the kernel does), never reads nor answers
+    uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    run = tmp_path / "run"
+    cfg = compose(
+        "train",
+        [*TINY, f"data.root={tiny_camvid}", "trainer.max_epochs=3", "logger=[csv,mlflow]",
+         f"logger.mlflow.tracking_uri={uri}"],
+        run,
+    )  # fmt: skip
+    try:
+        metrics, _ = train(cfg)
+    finally:
+        silent.close()
+    assert "test/miou" in metrics and (run / "checkpoints" / "last.ckpt").is_file()
+    (record,) = json.loads((run / "trackers.json").read_text())
+    delivery = record["delivery"]
+    assert delivery["delivered"] == 0 and record["run_id"] is None
+    assert delivery["calls"] >= 10 and "timed out" in delivery["last_error"].lower(), delivery

@@ -154,11 +154,20 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 
 
 def short_error(err: BaseException) -> str:
-    """The failure in a line: an HTTP client's nested message cut down to its cause."""
+    """The failure in a line: an HTTP client's nested message cut down to its cause
+    (``[Errno 111] Connection refused``, ``ReadTimeoutError: Read timed out``)."""
     text = str(err).strip()
-    cause = re.search(r"\[Errno -?\d+\][^'\")]*", text)
-    first = text.splitlines()[0] if text else ""
-    return f"{type(err).__name__}: {cause.group(0) if cause else first[:200]}"
+    errno = re.search(r"\[Errno -?\d+\][^'\")]*", text)
+    cause = re.search(r"Caused by (\w+)\((.*)", text)
+    if errno:
+        detail = errno.group(0)
+    elif cause:
+        # what follows the last "(host...): ", less the quote and brackets that close it
+        reason = re.sub(r"[\"']\)+$", "", re.sub(r".*\): ", "", cause.group(2)))
+        detail = f"{cause.group(1)}: {reason}"
+    else:
+        detail = text.splitlines()[0] if text else ""
+    return f"{type(err).__name__}: {detail[:200]}"
 
 
 class Delivery:

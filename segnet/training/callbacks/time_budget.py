@@ -129,10 +129,11 @@ class TimeBudget(L.Callback):
         epoch, val = self.epoch_estimate()
         steps = trainer.num_training_batches
         epochs = trainer.current_epoch + 1 + self.remaining() / (epoch + val / 2 or 1e-9)
+        validation = f"a validation {val:.1f} s" if self.val_s else "validation not timed yet"
         log.info(
-            "time budget: an epoch takes %.1f s (%s steps) and a validation %.1f s: about "
-            "%d epochs (%s steps) fit in %.1f minutes",
-            epoch, steps, val, epochs,
+            "time budget: an epoch takes %.1f s (%s steps), %s: about %d epochs (%s steps) "
+            "fit in %.1f minutes",
+            epoch, steps, validation, epochs,
             f"{int(epochs * steps):,}" if isinstance(steps, int) else "?",
             self.budget_s / 60,
         )  # fmt: skip
