@@ -6,7 +6,9 @@ What follows the clock:
 - the learning-rate schedule (:mod:`segnet.training.clock_schedule`) reads
   :meth:`TimeBudget.progress`, the share of the budget spent;
 - validation runs about ``validations`` times, evenly over the budget, and always in the
-  last epoch, whose weights are the run's end;
+  last epoch, whose weights are the run's end; fewer times where it is slow, so that it
+  takes at most ``validation_share`` of the budget (whole large images, windows, mirroring:
+  validating some folders costs three epochs of training);
 - the last epoch is the one after which less than half an epoch (with its validation) of
   the budget would remain: the run ends within about half an epoch of its budget.
 
@@ -28,11 +30,12 @@ log = logging.getLogger(__name__)
 
 
 class TimeBudget(L.Callback):
-    def __init__(self, minutes: float, validations: int = 15):
+    def __init__(self, minutes: float, validations: int = 15, validation_share: float = 0.1):
         if minutes <= 0:
             raise ValueError(f"train_minutes={minutes}: a number of minutes above 0.")
         self.budget_s = 60.0 * minutes
         self.validations = max(1, int(validations))
+        self.validation_share = validation_share
         self.spent_before = 0.0  # by the run this one resumes
         self.epoch_s: list[float] = []  # training alone, per epoch
         self.val_s: list[float] = []
@@ -64,6 +67,12 @@ class TimeBudget(L.Callback):
         val = statistics.median(self.val_s[-3:]) if self.val_s else 0.0
         return statistics.median(recent), val
 
+    def validation_interval(self) -> float:
+        """Seconds between validations: the budget over ``validations``, or longer where a
+        validation costs more than ``validation_share`` of that."""
+        val = statistics.median(self.val_s[-3:]) if self.val_s else 0.0
+        return max(self.budget_s / self.validations, val / self.validation_share)
+
     # -- Lightning's hooks --------------------------------------------------------------
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._start = time.monotonic()
@@ -75,8 +84,9 @@ class TimeBudget(L.Callback):
             )
             log.info(
                 "time budget: %.1f minutes of training%s; the learning rate follows the "
-                "clock, validation runs about %d times, and the last epoch is the one that "
-                "fits (train_minutes=null trains trainer.max_epochs epochs, reproducibly)",
+                "clock, validation runs about %d times (at most a tenth of the budget), and "
+                "the last epoch is the one that fits (trainer.max_epochs=N counts epochs "
+                "instead, reproducibly)",
                 self.budget_s / 60, spent, self.validations,
             )  # fmt: skip
 
@@ -90,7 +100,7 @@ class TimeBudget(L.Callback):
             self.last_epoch = self.remaining() - (epoch + val) < 0.5 * (epoch + val)
         due = self.last_epoch or (
             self.elapsed() + (estimate[0] if estimate else 0.0) - self.last_val_at
-            >= self.budget_s / self.validations
+            >= self.validation_interval()
         )
         # Lightning validates at an epoch's end when (epoch + 1) % this == 0: read then
         trainer.check_val_every_n_epoch = 1 if due else trainer.current_epoch + 2

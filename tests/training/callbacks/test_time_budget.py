@@ -80,9 +80,21 @@ def test_a_budget_is_spent_whatever_an_epoch_costs(epoch_s, monkeypatch):
     epoch = epoch_s * 1.2
     assert 600 - epoch <= out["spent"] <= 600 + epoch / 2, out
     assert out["validated"][-1] == out["epochs"] - 1  # the last epoch is validated
-    expected = min(15, out["epochs"])
+    # 15, or fewer where validations would take more than a tenth of the budget
+    expected = min(15, out["epochs"], int(0.1 * 600 / (epoch_s / 5)))
     assert expected - 3 <= len(out["validated"]) <= expected + 2, out
     assert budget.progress() == pytest.approx(1.0, abs=0.1)
+
+
+def test_slow_validation_is_kept_to_its_share_of_the_budget(monkeypatch):
+    """A validation of three epochs' time (whole large images): fewer validations, about a
+    tenth of the budget, the last epoch's among them."""
+    budget = TimeBudget(minutes=15, validations=15)
+    out = simulate(budget, 10.0, val_s=30.0, monkeypatch=monkeypatch)
+    spent_validating = 30.0 * len(out["validated"])
+    assert spent_validating <= 0.1 * 900 + 30.0, out
+    assert out["validated"][-1] == out["epochs"] - 1 and len(out["validated"]) >= 2
+    assert 900 - 40 <= out["spent"] <= 900 + 20, out
 
 
 def test_a_resumed_budget_goes_on_from_the_time_spent(monkeypatch):
