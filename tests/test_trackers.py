@@ -60,6 +60,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def mlflow_run_config(root, run, uri: str, loggers: str, experiment: str, *extra: str):
+    """A tiny CamVid run logging to the MLflow server at ``uri``."""
+    return compose(
+        "train",
+        [*TINY, f"data.root={root}", f"logger={loggers}", f"logger.mlflow.tracking_uri={uri}",
+         f"logger.mlflow.experiment_name={experiment}", *extra],
+        run,
+    )  # fmt: skip
+
+
 class MlflowServer:
     """A real ``mlflow server`` on 127.0.0.1 that a test can stop and start again (same
     port, same store)."""
@@ -113,12 +123,7 @@ def test_mlflow_server_gets_metrics_params_pictures_and_metrics_json(
     from segnet.commands.train import train
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    cfg = compose(
-        "train",
-        [*TINY, f"data.root={tiny_camvid}", "logger=mlflow",
-         f"logger.mlflow.tracking_uri={mlflow_server}", "logger.mlflow.experiment_name=tests"],
-        tmp_path,
-    )  # fmt: skip
+    cfg = mlflow_run_config(tiny_camvid, tmp_path, mlflow_server, "mlflow", "tests")
     train(cfg)
     client = MlflowClient(mlflow_server)
     experiment = client.get_experiment_by_name("tests")
@@ -146,12 +151,7 @@ def test_an_export_of_a_run_reaches_the_run_s_mlflow_run(
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     run = tmp_path / "run"
-    cfg = compose(
-        "train",
-        [*TINY, f"data.root={tiny_camvid}", "logger=[tensorboard,mlflow]",
-         f"logger.mlflow.tracking_uri={mlflow_server}", "logger.mlflow.experiment_name=export"],
-        run,
-    )  # fmt: skip
+    cfg = mlflow_run_config(tiny_camvid, run, mlflow_server, "[tensorboard,mlflow]", "export")
     train(cfg)
     (record,) = json.loads((run / "trackers.json").read_text())
     assert record["tracker"] == "mlflow" and record["tracking_uri"] == mlflow_server
@@ -258,12 +258,9 @@ def test_an_mlflow_server_that_goes_away_and_comes_back_never_stops_training(
     server = MlflowServer(tmp_path / "store").start()
     monkeypatch.setattr(Outage, "ACTIONS", {0: server.stop, 2: server.start})
     run = tmp_path / "run"
-    cfg = compose(
-        "train",
-        [*TINY, f"data.root={tiny_camvid}", "trainer.max_epochs=5", "logger=[csv,mlflow]",
-         f"logger.mlflow.tracking_uri={server.uri}", "logger.mlflow.experiment_name=outage",
-         "+callbacks.outage._target_=tests.test_trackers.Outage"],
-        run,
+    cfg = mlflow_run_config(
+        tiny_camvid, run, server.uri, "[csv,mlflow]", "outage",
+        "trainer.max_epochs=5", "+callbacks.outage._target_=tests.test_trackers.Outage",
     )  # fmt: skip
     try:
         metrics, _ = train(cfg)
@@ -312,12 +309,7 @@ def test_a_tracker_down_from_the_start_is_replayed_into_a_new_run(
     (tmp_path / "store").mkdir()
     server = MlflowServer(tmp_path / "store")  # not started yet
     run = tmp_path / "run"
-    cfg = compose(
-        "train",
-        [*TINY, f"data.root={tiny_camvid}", "logger=mlflow",
-         f"logger.mlflow.tracking_uri={server.uri}", "logger.mlflow.experiment_name=late"],
-        run,
-    )  # fmt: skip
+    cfg = mlflow_run_config(tiny_camvid, run, server.uri, "mlflow", "late")
     metrics, _ = train(cfg)
     assert "test/miou" in metrics and (run / "metrics.json").is_file()
     (record,) = json.loads((run / "trackers.json").read_text())
@@ -398,12 +390,7 @@ def test_a_server_that_never_answers_does_not_hold_up_training(tiny_camvid, tmp_
     silent.listen(64)  # accepts (the kernel does), never reads nor answers
     uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
     run = tmp_path / "run"
-    cfg = compose(
-        "train",
-        [*TINY, f"data.root={tiny_camvid}", "trainer.max_epochs=3", "logger=[csv,mlflow]",
-         f"logger.mlflow.tracking_uri={uri}"],
-        run,
-    )  # fmt: skip
+    cfg = mlflow_run_config(tiny_camvid, run, uri, "[csv,mlflow]", "segnet", "trainer.max_epochs=3")
     try:
         metrics, _ = train(cfg)
     finally:

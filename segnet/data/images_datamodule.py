@@ -329,7 +329,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         train = self.splits["train"]
         if self._class_names is None:
             every = list(range(len(self.pairs)))
-            counts = self._count_codes(every, keep=False)
+            counts, _ = self._count_codes(every, keep=False)
             raise ValueError(
                 f"data.class_names is not set for {self.where()}: name one class per mask "
                 f"value. Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
@@ -414,13 +414,17 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return self.mapping.reading() if self.mapping is not None else {}
 
     def _count_codes(
-        self, indices: Sequence[int], keep: bool = True, reading: dict | None = None
-    ) -> dict[int, int]:
+        self,
+        indices: Sequence[int],
+        keep: bool = True,
+        reading: dict | None = None,
+        into: tuple[dict[int, int], dict[int, Path]] | None = None,
+    ) -> tuple[dict[int, int], dict[int, Path]]:
         """The pixel count of each value over the masks of ``indices`` (kept decoded for
-        loading where ``keep``), and a mask holding each value."""
+        loading where ``keep``), and a mask holding each value; added to ``into`` where
+        given (counts and masks so far)."""
         how = self.reading() if reading is None else reading
-        counts: dict[int, int] = {}
-        self._first_with: dict[int, Path] = {}
+        counts, first_with = into if into is not None else ({}, {})
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
             masks = pool.map(lambda i: img.read_mask(self.pairs[i].label, **how), indices)
         for i, mask in zip(indices, masks, strict=True):
@@ -429,8 +433,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             values, n = np.unique(mask, return_counts=True)
             for v, c in zip(values.tolist(), n.tolist(), strict=True):
                 counts[v] = counts.get(v, 0) + c
-                self._first_with.setdefault(v, self.pairs[i].label)
-        return counts
+                first_with.setdefault(v, self.pairs[i].label)
+        return counts, first_with
 
     def _suggested(self, counts: dict[int, int], indices: Sequence[int]) -> str:
         """Settings that fit every mask of ``indices``: the masks counted as the suggested
@@ -438,9 +442,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         files by colour where some masks are colour masks)."""
         shown = {"one_bit_white": 255, "palette_colours": any(map(img.is_colour, counts))}
         if shown != self.reading():
-            first_with = self._first_with
-            counts = self._count_codes(indices, keep=False, reading=shown)
-            self._first_with = first_with
+            counts, _ = self._count_codes(indices, keep=False, reading=shown)
         return img.suggestion(counts, self._class_names)
 
     def _scan_training(self, train: list[int], mode: str) -> tuple[list[float], list[float]]:
@@ -462,19 +464,13 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self._check_values(counts, self.splits["all"])
             log.info("statistics of the training set from %s", stats_cache.path("images", key))
             return cached["mean"], cached["std"]
-        counts = self._count_codes(train)
-        first_with = self._first_with
         # validation masks kept too (read at the first validation); test masks, read at
         # the end if at all, decoded again then rather than held through training
         val = set(self.splits["val"])
-        kept = self._count_codes([i for i in others if i in val])
-        for v, c in kept.items():
-            counts[v] = counts.get(v, 0) + c
-            first_with.setdefault(v, self._first_with[v])
-        for v, c in self._count_codes([i for i in others if i not in val], keep=False).items():
-            counts[v] = counts.get(v, 0) + c
-            first_with.setdefault(v, self._first_with[v])
-        self._first_with = first_with
+        found = self._count_codes([*train, *(i for i in others if i in val)])
+        counts, self._first_with = self._count_codes(
+            [i for i in others if i not in val], keep=False, into=found
+        )
         self._check_values(counts, self.splits["all"])
         mean, std = self._statistics(train, mode)
         stats_cache.write(

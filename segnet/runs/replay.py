@@ -83,7 +83,7 @@ def replay_session(run: Path, journal: Journal, session: int, part: dict[str, An
     try:
         client, run_id = mlflow_run(address, run, journal)
         for entry in pending:
-            send_to_mlflow(client, run_id, entry, run)
+            replay_entry(client, run_id, entry, run)
             journal.outcome(entry["seq"], "sent", replayed=True)
             sent += 1
     except Exception as err:  # noqa: BLE001 - said with what is left, for a later replay
@@ -113,7 +113,8 @@ def mlflow_run(address: dict[str, Any], run: Path, journal: Journal) -> tuple[An
     return client, run_id
 
 
-def send_to_mlflow(client: Any, run_id: str, entry: dict[str, Any], run: Path) -> None:
+def replay_entry(client: Any, run_id: str, entry: dict[str, Any], run: Path) -> None:
+    """One journalled record sent to the MLflow run ``run_id``, as the logger would have."""
     from mlflow.entities import Metric, Param
 
     call = entry["call"]

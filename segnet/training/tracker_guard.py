@@ -73,35 +73,30 @@ def mlflow_server(logger: Any) -> str | None:
     return uri if uri.split(":", 1)[0] in ("http", "https", "databricks") else None
 
 
-def tracker_address(logger: Any) -> dict[str, Any]:
-    """Where the tracker is, as far as it is known before its run opens."""
+def describe(logger: Any) -> tuple[str, str, dict[str, Any]]:
+    """The tracker's short name (the journal's), how the console names it, and where it
+    is as far as that is known before its run opens."""
     names = class_names(logger)
     if "MLFlowLogger" in names:
-        return {"tracker": "mlflow", "tracking_uri": logger._tracking_uri,
-                "experiment_name": logger._experiment_name}  # fmt: skip
+        uri = logger._tracking_uri
+        address = {"tracker": "mlflow", "tracking_uri": uri,
+                   "experiment_name": logger._experiment_name}  # fmt: skip
+        return "mlflow", f"MLflow ({uri or 'the local store'})", address
     if "WandbLogger" in names:
-        return {"tracker": "wandb", "project": getattr(logger, "_project", None),
-                "dir": str(logger.save_dir), "offline": bool(getattr(logger, "_offline", False))}  # fmt: skip
-    return {"tracker": type(logger).__name__}
+        offline = bool(getattr(logger, "_offline", False))
+        project = getattr(logger, "_project", None)
+        address = {"tracker": "wandb", "project": project, "dir": str(logger.save_dir),
+                   "offline": offline}  # fmt: skip
+        mode = "offline" if offline else "online"
+        return "wandb", f"W&B ({mode}, project {project})", address
+    name = type(logger).__name__
+    return name.lower(), name, {"tracker": name}
 
 
 def open_mlflow_run(logger: Any) -> None:
     """The MLflow run opened (a call to the server), its id noted in the journal."""
     _ = logger.experiment
     logger._delivery.journal.note(address={"run_id": logger._run_id})
-
-
-def describe(logger: Any) -> tuple[str, str]:
-    """The tracker's short name (the journal's) and how the console names it."""
-    names = class_names(logger)
-    if "MLFlowLogger" in names:
-        uri = getattr(logger, "_tracking_uri", None) or "the local store"
-        return "mlflow", f"MLflow ({uri})"
-    if "WandbLogger" in names:
-        mode = "offline" if getattr(logger, "_offline", False) else "online"
-        return "wandb", f"W&B ({mode}, project {getattr(logger, '_project', '?')})"
-    name = type(logger).__name__
-    return name.lower(), name
 
 
 class Journal:
@@ -398,7 +393,7 @@ def guard_loggers(loggers: list[Any], run_dir: Path) -> list[Any]:
     for logger in loggers:
         if class_names(logger) & set(LOCAL_LOGGERS) or is_guarded(logger):
             continue
-        short, label = describe(logger)
+        short, label, address = describe(logger)
         while short in taken:
             short += "_"
         taken.add(short)
@@ -412,7 +407,7 @@ def guard_loggers(loggers: list[Any], run_dir: Path) -> list[Any]:
         logger._delivery = Delivery(label, journal, Path(run_dir), threaded=server is not None)
         logger.__class__ = guarded_class(type(logger))
         if rank_zero_only.rank == 0:
-            journal.note(address=tracker_address(logger))
+            journal.note(address=address)
             if "MLFlowLogger" in class_names(logger):
                 # opened now (on its own thread for a server), before the first record
                 logger._delivery.submit(lambda lg=logger: open_mlflow_run(lg))
