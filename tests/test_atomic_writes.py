@@ -96,13 +96,37 @@ def test_tmpdir_elsewhere_changes_nothing(tmp_path, monkeypatch):
     assert not any(other.iterdir())
 
 
-def test_the_background_writer_raises_its_failure_on_the_main_thread_once(tmp_path, monkeypatch):
+class InlineExecutor:
+    """An executor whose work is done before ``submit`` returns: the fastest thread."""
+
+    def submit(self, fn, *args, **kwargs):
+        fn(*args, **kwargs)
+
+    def shutdown(self, wait=True):
+        pass
+
+
+@pytest.mark.parametrize("thread", ["background", "done before submit returns"])
+def test_the_background_writer_raises_its_failure_on_the_main_thread_once(
+    tmp_path, monkeypatch, thread
+):
+    """The thread's failure reaches the main thread exactly once: at the save itself when
+    the thread failed before ``submit`` returned, else when the writer is torn down."""
     monkeypatch.setattr(segnet.files, "open", filling_open(), raising=False)
     writer = BackgroundCheckpointIO()
-    writer.save_checkpoint(checkpoint(6.0), tmp_path / "last.ckpt")  # queued: no error yet
-    with pytest.raises(OutOfSpaceError, match="no space left"):
-        writer.teardown()  # waits for the thread, then raises what it met
-    writer.teardown()  # a trainer tearing down after the failure is not told again
+    if thread != "background":
+        writer._executor = InlineExecutor()
+    told = []
+    for call in (
+        lambda: writer.save_checkpoint(checkpoint(6.0), tmp_path / "last.ckpt"),
+        writer.teardown,  # waits for the thread, then raises what it met, if not told yet
+        writer.teardown,  # a trainer tearing down after the failure is not told again
+    ):
+        try:
+            call()
+        except OutOfSpaceError as err:
+            told.append(str(err))
+    assert len(told) == 1 and "no space left" in told[0]
     assert not any(tmp_path.iterdir())
 
 

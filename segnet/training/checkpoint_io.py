@@ -60,7 +60,13 @@ class BackgroundCheckpointIO(AsyncCheckpointIO):
 
     def save_checkpoint(self, *args: Any, **kwargs: Any) -> None:
         self._raise_pending()  # a failed write stops training before another is queued
-        super().save_checkpoint(*args, **kwargs)
+        try:
+            # Lightning raises here too when the queued write failed already (a fast
+            # thread): the error is then told, and not told again at teardown.
+            super().save_checkpoint(*args, **kwargs)
+        except BaseException:
+            self._error = None
+            raise
 
     def teardown(self) -> None:
         if self._executor is not None:
