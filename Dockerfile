@@ -1,7 +1,7 @@
 # GPU training image. Build:  docker build -t segnet .
 # Train:  docker run --gpus all --shm-size 8g -v $PWD/data:/app/data -v $PWD/outputs:/app/outputs \
 #           segnet experiment=camvid_quick trainer=gpu
-# The torch in the base image should match pyproject.toml's pin, so pip keeps it.
+# pip keeps the base image's torch: the package takes torch 2.11 and later (pyproject.toml).
 ARG BASE_IMAGE=pytorch/pytorch:2.14.1-cuda13.0-cudnn9-runtime
 FROM ${BASE_IMAGE}
 
@@ -13,7 +13,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Dependencies first, from pyproject.toml alone, so code changes do not rebuild this layer.
-# Versions are pinned in pyproject.toml, which is what this installs.
+# pyproject.toml's dependencies, around the base image's torch.
 COPY pyproject.toml README.md ./
 # hadolint ignore=DL3013
 RUN mkdir segnet && touch segnet/__init__.py \

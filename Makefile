@@ -11,20 +11,21 @@ comma  := ,
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test test-slow lint format docs clean
+.PHONY: help install train test test-slow coverage lint format docs clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-# Re-installs only when pyproject.toml changes, so a second `make install` does nothing.
-$(STAMP): pyproject.toml
+# Re-installs only when pyproject.toml or constraints.txt changes, so a second
+# `make install` does nothing. constraints.txt pins the torch that CI tests.
+$(STAMP): pyproject.toml constraints.txt
 	@test -n "$(PYTHON)" || { echo "no Python 3.11 or newer on PATH: install one, or run make PYTHON=/path/to/python3.x"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' -c constraints.txt
 	@touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install the package (editable; EXTRAS=export,dev,tune)
+install: $(STAMP)  ## create .venv and install the package (editable) with the extras export,dev,tune,track
 
 # With no ARGS: download CamVid into data/CamVid if it is missing, then the recipe measured
 # on a GPU (experiment=camvid_gpu: bf16, about 8 minutes on one H100) on a GPU machine, or
@@ -43,11 +44,18 @@ train: install  ## train SegNet on CamVid (pass ARGS="key=value ..." for anythin
 		$(BIN)/python train.py experiment=camvid_quick data.download=true; \
 	fi
 
-test: install  ## run the default test suite (fast; slow tests are marked)
-	$(BIN)/python -m pytest $(ARGS)
+# One test process per core (pytest-xdist), each test file's tests in one process, so
+# that a file's trained fixtures are made once.
+test: install  ## run the default test suite (a few minutes; slow tests are marked)
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile $(ARGS)
 
 test-slow: install  ## run only the slow tests (real-data training, long command-line runs)
 	$(BIN)/python -m pytest -m slow $(ARGS)
+
+coverage: install  ## the default suite under coverage.py, child processes included; prints the report
+	rm -rf .coverage-data && mkdir -p .coverage-data
+	$(BIN)/python -m coverage run -m pytest -n auto --maxprocesses 4 --dist loadfile $(ARGS)
+	$(BIN)/python -m coverage combine -q && $(BIN)/python -m coverage report
 
 lint: install  ## ruff check + ruff format --check
 	$(BIN)/ruff check .
@@ -61,4 +69,4 @@ format: install  ## apply ruff's fixes and formatting
 	$(BIN)/ruff format .
 
 clean:  ## remove the virtual environment and caches (never outputs/ or data/)
-	rm -rf $(VENV) .pytest_cache .ruff_cache site
+	rm -rf $(VENV) .pytest_cache .ruff_cache site .coverage-data build dist

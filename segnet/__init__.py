@@ -17,10 +17,7 @@ The package is laid out by role, each room importing only the rooms above it in 
   named stages.
 - ``sweeps/``: multiruns: the preflight of every job, the summary table, Optuna studies.
 
-``aliases`` keeps the module names of earlier versions importable (run folders and scripts
-name them).
+``predict``, ``export`` and ``bench`` are the commands' short names
+(``python -m segnet.predict``). Names of earlier versions' modules, which run folders
+record, are translated where such a record is read (``runs/earlier_names``).
 """
-
-from segnet import aliases as _aliases
-
-_aliases.install()

@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 import torch
 
-# Tests share 2 cores; extra threads only add contention.
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# Tests share the cores (2 here) with each other's processes (make test runs one per
+# core, pytest-xdist); extra threads only add contention.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // WORKERS)))
 warnings.filterwarnings("ignore", message=".*does not have many workers.*")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -13,6 +13,7 @@ from tests.conftest import REPO, TINY_CAMVID, compose, run_cli
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed unavailable")
 
 
+@pytest.mark.slow
 def test_two_process_evaluation_equals_one_process(tiny_camvid, tmp_path):
     cfg = compose(
         "train", TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false"], tmp_path / "run"
@@ -99,6 +100,7 @@ def torchrun_two_nodes(args: list[str], tmp_path, name: str) -> None:
         assert code == 0, Path(log.name).read_text()[-4000:]
 
 
+@pytest.mark.slow
 def test_two_nodes_under_torchrun_train_and_evaluate_like_one_process(tiny_camvid, tmp_path):
     """The multi-node path: Lightning DDP under torchrun, two "nodes" of one process each
     (gloo on 127.0.0.1). Training runs; evaluation equals a single-process evaluation."""

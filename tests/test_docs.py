@@ -108,3 +108,27 @@ def test_commands_shown_in_the_docs_compose(page, script, args):
     words = [w for w in words if not w.startswith("$")]  # a shell variable the page sets
     # as the commands read them: a name rule's {id} quoted for Hydra
     compose_config(config, quote_name_rules(words))
+
+
+def makefile_extras() -> str:
+    (line,) = re.findall(r"^EXTRAS \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    return line
+
+
+def test_the_install_docs_name_the_extras_make_install_installs():
+    extras = makefile_extras()
+    start = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
+    assert f"with the `{extras}` extras" in start
+    assert f"with the extras {extras}" in (ROOT / "Makefile").read_text()  # make help
+
+
+def test_the_torch_the_docs_promise_is_the_one_the_package_takes():
+    """pyproject.toml's floor is the oldest torch the docs promise; constraints.txt pins
+    what make install installs, at or above that floor."""
+    floor = re.search(r'"torch>=([\d.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    pinned = re.search(r"^torch==([\d.]+)$", (ROOT / "constraints.txt").read_text(), re.M)[1]
+    as_tuple = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+    assert as_tuple(pinned) >= as_tuple(floor)
+    start = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
+    assert f"torch {floor} and later" in start and f"torch {pinned}" in start
+    assert f"torch {pinned}" in (ROOT / "README.md").read_text()

@@ -115,6 +115,7 @@ def mlflow_server(tmp_path_factory):
     server.stop()
 
 
+@pytest.mark.slow
 def test_mlflow_server_gets_metrics_params_pictures_and_metrics_json(
     tiny_camvid, tmp_path, mlflow_server, monkeypatch
 ):
@@ -139,6 +140,7 @@ def test_mlflow_server_gets_metrics_params_pictures_and_metrics_json(
     assert pictures and all(p.endswith(".png") for p in pictures)
 
 
+@pytest.mark.slow
 def test_an_export_of_a_run_reaches_the_run_s_mlflow_run(
     tiny_camvid, tmp_path, mlflow_server, monkeypatch
 ):
@@ -183,6 +185,7 @@ def test_an_unreachable_tracker_leaves_the_export_whole(tmp_path, caplog, monkey
     assert "the mlflow run of" in caplog.text and "did not take the export" in caplog.text
 
 
+@pytest.mark.slow
 def test_wandb_offline_gets_the_run_and_its_export(tiny_camvid, tmp_path, monkeypatch):
     """logger=wandb, offline as configured: the run's files are kept for ``wandb sync``,
     and an export of its checkpoint is saved with the same W&B run."""
@@ -237,6 +240,7 @@ def metric_steps(client, run_id: str, key: str) -> list[int]:
     return sorted(m.step for m in client.get_metric_history(run_id, key))
 
 
+@pytest.mark.slow
 def test_an_mlflow_server_that_goes_away_and_comes_back_never_stops_training(
     tiny_camvid, tmp_path, monkeypatch, caplog
 ):
@@ -294,6 +298,7 @@ def test_an_mlflow_server_that_goes_away_and_comes_back_never_stops_training(
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_tracker_down_from_the_start_is_replayed_into_a_new_run(
     tiny_camvid, tmp_path, monkeypatch
 ):

@@ -472,21 +472,23 @@ def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
     return results
 
 
-def _main() -> None:
+def main() -> None:
+    """``segnet-bench`` and ``python -m segnet.bench``: the command line read by Hydra."""
     import sys
 
     import hydra
 
+    from segnet.runs.config_files import CONFIGS
     from segnet.runs.folders import output_dir_as_run_dir
 
     sys.argv[1:] = output_dir_as_run_dir(sys.argv[1:])
 
-    @hydra.main(version_base="1.3", config_path="../../configs", config_name="bench")
-    def main(cfg: DictConfig) -> None:
+    @hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="bench")
+    def bench(cfg: DictConfig) -> None:
         run(cfg)
 
-    main()
+    bench()
 
 
 if __name__ == "__main__":
-    _main()
+    main()

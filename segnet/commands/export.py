@@ -12,10 +12,11 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from segnet.commands.argv import export_argv
+from segnet.runs.config_files import CONFIGS
 from segnet.runs.console import traceback_in_log
 
 
-@hydra.main(version_base="1.3", config_path="../../configs", config_name="export")
+@hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="export")
 def run(cfg: DictConfig) -> None:
     from segnet.serving.ensemble import checkpoint_paths
     from segnet.serving.export import export_checkpoint, export_ensemble

@@ -27,7 +27,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from segnet.aliases import current_name
+from segnet.runs.earlier_names import current_name
 from segnet.runs.folders import Work, launched_rank, refuse_existing_run_dir
 from segnet.runs.settings import resume_may_change
 from segnet.shell import hydra_value, override

@@ -7,9 +7,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+from segnet.runs.config_files import CONFIGS
 
 # Settings a command does not take, which users reach for: why, in place of Hydra's advice
 # to add them with +

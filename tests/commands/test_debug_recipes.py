@@ -27,8 +27,17 @@ def images(tmp_path_factory):
     return make_folder(tmp_path_factory.mktemp("img") / "data", n=10)
 
 
-@pytest.mark.parametrize("debug", ["fdr", "limit"])
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
+# A short complete run of the full-size GPU and paper recipes costs seconds each on a CPU:
+# the slow suite runs those; every recipe's one-batch pass (fdr) stays in the default one.
+HEAVY = {"camvid_gpu", "camvid_segnet", "hippocampus_gpu"}
+CASES = [
+    pytest.param(e, d, marks=pytest.mark.slow) if d == "limit" and e in HEAVY else (e, d)
+    for e in EXPERIMENTS
+    for d in ("fdr", "limit")
+]
+
+
+@pytest.mark.parametrize(("experiment", "debug"), CASES)
 def test_debug_runs_for_every_experiment(
     experiment, debug, tiny_camvid, volumes, images, tmp_path, caplog
 ):

@@ -102,6 +102,7 @@ def test_evaluate_a_csv_of_new_images_at_native_size_and_save_predictions(traine
     assert scored["split"] == "all" and "test/dice/disc" in scored["metrics"]
 
 
+@pytest.mark.slow
 def test_export_and_predict_at_native_size(trained, tmp_path):
     root, run, _ = trained
     out = tmp_path / "export"

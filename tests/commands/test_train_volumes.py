@@ -332,6 +332,7 @@ def test_evaluate_refuses_a_bad_window_before_testing(trained, tmp_path, setting
     assert not (tmp_path / "metrics.json").exists()
 
 
+@pytest.mark.slow
 def test_the_gpu_recipe_tests_and_evaluates_the_averaged_weights(tmp_path):
     """hippocampus_gpu averages the weights (EMA): its best checkpoint holds the average
     (the raw weights ride along as Lightning's ``current_model_state``), training tests that
@@ -464,6 +465,7 @@ def test_a_model_trained_from_a_csv_scores_the_folder_it_is_given(tmp_path):
     assert sorted(r["case"] for r in rows) == ["new_case_000", "new_case_001", "new_case_002"]
 
 
+@pytest.mark.slow
 def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path):
     """Two identical balls, one labelled left and one right: flipped left-right in training
     (and mirrored at test), the network cannot learn which is which; with data.flip=[1,2]

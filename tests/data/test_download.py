@@ -141,6 +141,7 @@ def _prepare(root: str, url: str) -> int:
     return len(list((dm.root / "train").glob("*.png")))
 
 
+@pytest.mark.slow
 def test_processes_fetching_at_once_take_turns(tmp_path, server):
     """DDP ranks (or parallel jobs) that all call prepare_data: one downloads, the others
     wait for it and find the data; none fails or writes into another's folder."""

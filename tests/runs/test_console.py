@@ -48,6 +48,7 @@ def test_console_has_config_progress_and_summary_without_library_noise(cli_run):
     assert "best.ckpt on test" in log and "  test/miou " in log
 
 
+@pytest.mark.slow
 def test_a_crash_leaves_its_traceback_in_the_run_log(tmp_path):
     run = tmp_path / "run"
     proc = subprocess.run(

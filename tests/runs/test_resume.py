@@ -91,7 +91,10 @@ def start_training(tiny_camvid, run_dir):
     return proc, log
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+# SIGINT (Ctrl-C) takes the same path as SIGTERM, once more: in the slow suite
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)]
+)
 def test_signal_saves_a_checkpoint_that_resumes(tiny_camvid, tmp_path, signum):
     run = tmp_path / "run"
     proc, log = start_training(tiny_camvid, run)
@@ -148,6 +151,7 @@ def test_a_kill_during_a_checkpoint_write_leaves_a_loadable_checkpoint(tmp_path)
         assert torch.all(ckpt["w"] == ckpt["i"])  # a whole checkpoint, never a partial one
 
 
+@pytest.mark.slow
 def test_resume_from_the_command_line_continues_in_the_run_folder(tiny_camvid, tmp_path):
     """train.py ckpt_path=...: the run goes on as it was configured (its recorded overrides
     applied for it), in its own folder; each part's config is kept, none written over."""
@@ -344,7 +348,7 @@ def test_a_run_of_the_flat_layout_resumes(tiny_camvid, tmp_path):
     """A run folder written before the package was arranged by role records its classes by
     the flat layout's modules (``segnet.module.SegmentationModule``): a resume takes them
     for the same classes, not for changed settings."""
-    from segnet.aliases import RENAMED
+    from segnet.runs.earlier_names import RENAMED
 
     run = tmp_path / "run"
     base = TINY_CAMVID + [f"data.root={tiny_camvid}", "test=false", "trainer.max_epochs=2"]

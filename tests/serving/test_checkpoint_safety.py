@@ -66,6 +66,7 @@ def test_the_reader_and_the_peek_refuse_without_running_it(trained, tmp_path):
     assert read_checkpoint(trained)["state_dict"]
 
 
+@pytest.mark.slow
 def test_train_resume_from_the_command_line(trained, tiny_camvid, tmp_path):
     """``python train.py ckpt_path=...`` peeks at the file before Hydra starts (to resume
     into its run folder): that peek, too, runs nothing."""

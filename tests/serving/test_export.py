@@ -32,8 +32,16 @@ def trained_like(key):
     return net.eval()
 
 
-@pytest.mark.parametrize("fmt", export.FORMATS)
-@pytest.mark.parametrize("key", NETS)
+def round_trips():
+    """Every network in every format; the 3D networks' ONNX exports, a few seconds each,
+    in the slow suite."""
+    for key in NETS:
+        for fmt in export.FORMATS:
+            slow = fmt == "onnx" and key.startswith("unet3d")
+            yield pytest.param(key, fmt, marks=pytest.mark.slow) if slow else (key, fmt)
+
+
+@pytest.mark.parametrize(("key", "fmt"), list(round_trips()))
 def test_round_trip(key, fmt, tmp_path):
     net = trained_like(key)
     path = export.WRITERS[fmt](net, tmp_path / f"model{export.SUFFIX[fmt]}")
@@ -44,7 +52,9 @@ def test_round_trip(key, fmt, tmp_path):
         torch.testing.assert_close(export.LOADERS[fmt](path)(x), net(x), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("fmt", export.FORMATS)
+@pytest.mark.parametrize(
+    "fmt", [pytest.param(f, marks=pytest.mark.slow) if f == "onnx" else f for f in export.FORMATS]
+)
 def test_space_to_depth_round_trips_at_odd_and_even_sizes(fmt, tmp_path):
     # its padding to a multiple of 2 must not be specialised to the example's parity
     from segnet.models import create_model

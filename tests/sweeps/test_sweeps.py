@@ -35,6 +35,7 @@ def test_multirun_grid_writes_a_summary(tiny_camvid, tmp_path):
         assert list((tmp_path / "sweep" / r["job"] / "tensorboard").glob("events.*"))
 
 
+@pytest.mark.slow
 def test_a_sweep_that_stops_at_a_failed_job_keeps_the_finished_jobs_summary(tiny_camvid, tmp_path):
     """Hydra skips the end of a multirun whose job failed: the summary is written after
     each job, so the finished jobs' results are in summary.csv all the same. (A split the
@@ -281,6 +282,7 @@ def parallel_fold_sweep(root, sweep, folds: str, epochs: int = 2, *extra: str):
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_parallel_launcher_runs_each_job_as_its_own_run(tmp_path):
     """hydra/launcher=parallel: every job is the run `train.py <its overrides>` would be, in
     its numbered folder, with the sweep's hydra.* overrides, and the sweep is summarised as
@@ -303,6 +305,7 @@ def test_parallel_launcher_runs_each_job_as_its_own_run(tmp_path):
     assert "the folds as one model (segnet.serving.ensemble)" in proc.stdout
 
 
+@pytest.mark.slow
 def test_parallel_launcher_names_a_failed_job_and_finishes_the_others(tmp_path):
     import subprocess
     import sys

@@ -108,6 +108,7 @@ def test_a_resumed_budget_goes_on_from_the_time_spent(monkeypatch):
     assert 300 - 12 <= out["spent"] <= 300 + 6, out
 
 
+@pytest.mark.slow
 def test_a_run_given_minutes_trains_to_its_budget(tiny_camvid, tmp_path):
     """End to end: the epochs come from the budget, the learning rate anneals to its end,
     validation and the last checkpoint are there."""
