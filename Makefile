@@ -54,8 +54,9 @@ test-slow: install  ## run only the slow tests (real-data training, long command
 
 coverage: install  ## the default suite under coverage.py, child processes included; prints the report
 	rm -rf .coverage-data && mkdir -p .coverage-data
-	$(BIN)/python -m coverage run -m pytest -n auto --maxprocesses 4 --dist loadfile $(ARGS)
-	$(BIN)/python -m coverage combine -q && $(BIN)/python -m coverage report
+	$(BIN)/python -m coverage run -m pytest -n auto --maxprocesses 4 --dist loadfile $(ARGS); \
+	status=$$?; $(BIN)/python -m coverage combine -q && $(BIN)/python -m coverage report; \
+	exit $$status
 
 lint: install  ## ruff check + ruff format --check
 	$(BIN)/ruff check .

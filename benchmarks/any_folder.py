@@ -6,7 +6,7 @@ then the mean and the worst margin (defaults are chosen by the worst, not one fo
     python benchmarks/any_folder.py --minutes 2 --folders membrane horses   # a quick look
 
 Each folder trains ``experiment=images_quick train_minutes=<minutes>`` with the one
-command line docs/data.md gives for it, then ``benchmarks/unet_yardstick.py --run <run>
+command line docs/data-images.md gives for it, then ``benchmarks/unet_yardstick.py --run <run>
 --minutes <minutes>`` on the same split; the two run one after the other, never together
 (on 2 cores a second process slows the first). The cars and slices folders are written
 first from ../shared/data (``camvid_cars_folder.py``, ``hippocampus_slices_folder.py``).
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 
-# name -> (data settings as docs/data.md gives them, how the folder is made or None)
+# name -> (data settings as docs/data-images.md gives them, how the folder is made or None)
 FOLDERS = {
     "membrane": (["data.root={shared}/membrane", "data.class_names=[cell,membrane]",
                   "data.label_values=[255,0]"], None),

@@ -125,6 +125,27 @@ def test_rooms_import_only_the_rooms_below_them():
     assert not wrong_imports(graph), "\n".join(wrong_imports(graph))
 
 
+# each data format's own modules; everything outside segnet/data asks segnet.data.formats
+# (prediction) or the DataModule class a config names (evaluation, resume)
+FORMAT_MODULES = {
+    f"segnet.data.{name}"
+    for name in ("camvid", "camvid_datamodule", "nifti", "nifti_datamodule", "images",
+                 "images_datamodule")
+}  # fmt: skip
+
+
+def test_nothing_outside_data_imports_a_particular_format():
+    graph = import_graph()
+    assert set(graph) >= FORMAT_MODULES
+    leaks = [
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if not module.startswith("segnet.data")
+        for target in targets & FORMAT_MODULES
+    ]
+    assert not leaks, "\n".join(leaks)
+
+
 def test_the_room_check_sees_a_wrong_import():
     graph = {"segnet.training.module": {"segnet.runs.resume", "segnet.files"}}
     assert wrong_imports(graph) == ["segnet.training.module imports segnet.runs.resume"]

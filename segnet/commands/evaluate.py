@@ -15,7 +15,6 @@ from typing import Any
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from segnet.data.nifti import dataset_class_names
 from segnet.runs.building import build, build_trainer
 from segnet.runs.checks import check_accelerator, check_config_values, check_datamodule_provides
 from segnet.runs.console import log_summary, print_table, quiet_library_noise, rank_zero_speaks
@@ -124,11 +123,14 @@ def data_config(
         # cases wherever they are): the new folder's own cases are scored
         log.info("data.root=%s: its cases, not the CSV %s trained from", data_cfg.root, ckpt)
         data_cfg.csv = None
+    if "_target_" not in data_cfg:
+        raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
+    data_format = get_class(data_cfg._target_)
     if "class_names" in data_cfg and not data_cfg.class_names:
         trained_names = list(module.data_info.class_names)
         # the folder's own dataset.json, where it has one, must name the label values as
         # the checkpoint does, or every per-class score would carry another class's name
-        named = dataset_class_names(data_cfg.root, data_cfg.get("csv"))
+        named = data_format.class_names_in_data(data_cfg)
         if named is not None and named != trained_names:
             where = (
                 f"data.csv={data_cfg.csv}" if data_cfg.get("csv") else f"data.root={data_cfg.root}"
@@ -140,9 +142,7 @@ def data_config(
             )
         # e.g. a plain folder without dataset.json: the checkpoint knows its classes
         data_cfg.class_names = trained_names
-    if "_target_" not in data_cfg:
-        raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
-    fixed = get_class(data_cfg._target_).settings_from_info(module.data_info)
+    fixed = data_format.settings_from_info(module.data_info)
     for key, value in fixed.items():
         data_cfg[key] = value
     return data_cfg, overrides, as_trained

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import torch
 
-from segnet.data import images as own_images
-from segnet.data import nifti
-from segnet.data.camvid import CamVidDataError
+from segnet.data import formats
+from segnet.data.errors import DataError
 from segnet.serving.predict import Predictor, expand_inputs
 
 # what the command takes as key=value (inputs also as input=)
@@ -161,11 +160,8 @@ def check_inputs_decode(inputs: list[Path]) -> None:
     time: reading each twice costs less than a folder half predicted."""
     for item in inputs:
         try:
-            if item.name.endswith(nifti.NIFTI_SUFFIXES):
-                nifti.load_volume(nifti.Case(nifti.case_name(item), item, None))
-            else:
-                own_images.open_image(item)  # what kind the model takes: check_kind
-        except (CamVidDataError, own_images.ImageDataError, nifti.NiftiDataError) as err:
+            formats.decode_whole(item)  # what kind the model takes: Predictor.check_kind
+        except DataError as err:
             raise SystemExit(str(err)) from None
 
 

@@ -166,6 +166,19 @@ class SegmentationDataModule(L.LightningDataModule):
         the data scored must not recompute. None by default."""
         return {}
 
+    @classmethod
+    def class_names_in_data(cls, data_cfg: Any) -> list[str] | None:
+        """The class names the data itself records (an index file beside the cases), for
+        an evaluation to check against the checkpoint's; None where it records none."""
+        return None
+
+    @classmethod
+    def axes_of_flip(cls, flip: Any) -> tuple[int, ...] | None:
+        """``data.flip`` as the axes it flips (spellings that mean the same compare equal
+        on resume); None for a format without that setting. Raises ValueError, naming the
+        setting, for a value it does not take."""
+        return None
+
     def provides(self, method: str) -> bool:
         """Whether this DataModule implements an optional part of the contract
         (``bn_dataloader``, ``save_prediction``): checked before any data is read by what

@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
+from segnet.data.errors import DataError
+
 CLASS_NAMES = (
     "Sky", "Building", "Pole", "Road", "Pavement", "Tree",
     "SignSymbol", "Fence", "Car", "Pedestrian", "Bicyclist",
@@ -29,11 +31,10 @@ PALETTE = (
     (128, 128, 0), (192, 128, 128), (64, 64, 128), (64, 0, 128), (64, 64, 0),
     (0, 128, 192), (0, 0, 0),
 )  # fmt: skip
-SPLITS = ("train", "val", "test")
 EXPECTED_COUNTS = {"train": 367, "val": 101, "test": 233}
 
 
-class CamVidDataError(ValueError):
+class CamVidDataError(DataError):
     """The CamVid folder is missing files or holds files that cannot be used."""
 
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 
-from segnet.data import camvid
+from segnet.data import camvid, stats_cache
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.download import download_dataset, exclusive
 from segnet.data.info import DataInfo, rgb_normalization
@@ -291,38 +287,18 @@ class CamVidDataModule(SegmentationDataModule):
         return self._median_frequency_cached().pow(power).tolist()
 
     def _median_frequency_cached(self) -> torch.Tensor:
-        """Median-frequency weights, cached beside the data and keyed by the training files'
-        names, sizes and modification times, so changed data is recomputed."""
+        """Median-frequency weights of the training labels, kept in the statistics cache
+        (``segnet.data.stats_cache``: keyed by the files, in ``$XDG_CACHE_HOME/segnet``,
+        never in the data folder), so changed data is computed again."""
         pairs = camvid.split_pairs(self.root, "train")
-        stat = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for _, p in pairs]
-        key = hashlib.sha256(json.dumps(stat).encode()).hexdigest()[:16]
-        candidates = [
-            self.root / ".segnet_class_weights.json",
-            Path.home() / ".cache" / "segnet" / f"camvid_weights_{key}.json",
-        ]
-        for path in candidates:
-            try:
-                cached = json.loads(path.read_text())
-                if cached.get("key") == key and len(cached["weights"]) == self.num_classes:
-                    return torch.tensor(cached["weights"], dtype=torch.float32)
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                continue  # none, or unreadable (a disk that filled up): computed again
-        weights = camvid.median_frequency_weights(self.raw("train")[1], self.num_classes)
-        for path in candidates:  # the data folder may be read-only: fall back to ~/.cache
-            # written whole, then renamed: runs that start together (DDP ranks, parallel
-            # jobs) read either no file or a complete one, never one half written
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp.write_text(json.dumps({"key": key, "weights": weights.tolist()}))
-                os.replace(tmp, path)
-                break
-            except OSError:
-                # on a read-only mount the unlink fails too (EROFS before ENOENT)
-                with contextlib.suppress(OSError):
-                    tmp.unlink(missing_ok=True)
-                continue
-        return weights
+        key = stats_cache.file_key([str(label) for _, label in pairs])
+        cached = stats_cache.read("camvid_weights", key) or {}
+        weights = cached.get("weights")
+        if isinstance(weights, list) and len(weights) == self.num_classes:
+            return torch.tensor(weights, dtype=torch.float32)
+        computed = camvid.median_frequency_weights(self.raw("train")[1], self.num_classes)
+        stats_cache.write("camvid_weights", key, {"weights": computed.tolist()})
+        return computed
 
 
 def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:

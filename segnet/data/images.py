@@ -22,7 +22,6 @@ void.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,16 +31,19 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from segnet.data.case_table import read_case_table, resolve
+from segnet.data.errors import DataError
+from segnet.data.splits import SPLITS
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
 IMAGE_DIRS = ("images", "image", "imgs", "img")
 LABEL_DIRS = ("labels", "label", "masks", "mask", "annotations", "gt", "groundtruth")
 ROI_DIRS = ("roi", "rois", "fov")
-SPLITS = ("train", "val", "test")
 # Pillow modes by what the network sees: single channel, colour, colour + alpha
 COLOR_MODES = {"L": 1, "RGB": 3, "RGBA": 4}
 
 
-class ImageDataError(ValueError):
+class ImageDataError(DataError):
     """An image, a mask or the list of them cannot be used as it is."""
 
 
@@ -180,36 +182,22 @@ def unpaired_message(
 
 def csv_pairs(path: Path) -> list[Pair]:
     """Rows of ``image,label[,roi][,split]``; relative paths are relative to the CSV."""
-    if not path.is_file():
-        raise FileNotFoundError(f"data.csv={path}: no such file.")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    columns = set(rows[0]) if rows else set()
-    if not {"image", "label"} <= columns:
-        raise ImageDataError(
-            f"data.csv={path}: expected a header with image and label columns (roi and split "
-            f"optional); it has {sorted(c for c in columns if c) or 'no rows'}."
-        )
     pairs = []
-    for n, row in enumerate(rows, start=2):
-        missing = [c for c in ("image", "label") if not (row.get(c) or "").strip()]
+    for row in read_case_table(path, error=ImageDataError):
+        n = row["line"]
+        missing = [c for c in ("image", "label") if not row[c]]
         if missing:
             raise ImageDataError(f"data.csv={path}, line {n}: no {' and no '.join(missing)}.")
-        split = (row.get("split") or "").strip() or None
+        split = row.get("split") or None
         if split is not None and split not in SPLITS:
             raise ImageDataError(
                 f"data.csv={path}, line {n}: split {split!r}; use train, val, test or leave "
                 "it empty (drawn by data.val_fraction and data.test_fraction)."
             )
         image, label = (resolve(path, row[c]) for c in ("image", "label"))
-        roi = resolve(path, row["roi"]) if (row.get("roi") or "").strip() else None
+        roi = resolve(path, row["roi"]) if row.get("roi") else None
         pairs.append(Pair(image.name, image, label, roi, split))
     return pairs
-
-
-def resolve(csv_path: Path, value: str) -> Path:
-    p = Path(value.strip()).expanduser()
-    return p if p.is_absolute() else csv_path.parent / p
 
 
 def find_pairs(

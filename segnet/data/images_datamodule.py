@@ -26,11 +26,11 @@ from segnet.data import stats_cache
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo
 from segnet.data.palette import label_palette
+from segnet.data.splits import SPLIT_CHOICES as SPLITS
 from segnet.data.splits import DrawnSplits, split_cases
 from segnet.files import write_image
 
 log = logging.getLogger(__name__)
-SPLITS = ("train", "val", "test", "all")
 # the network pools four times: patches are whole multiples of this
 PATCH_MULTIPLE = 16
 CLASS_WEIGHT_RULES = ("none", "median_frequency")
@@ -377,6 +377,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             mirror_axes=list(self.flip_axes),
             patch_size=list(patch),
         )
+
+    @classmethod
+    def axes_of_flip(cls, flip: Any) -> tuple[int, ...]:
+        return check_flip_2d(flip)
 
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict:

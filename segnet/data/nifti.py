@@ -14,7 +14,6 @@ header and orientation are kept so predictions are written back in the source's 
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import re
@@ -28,14 +27,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from segnet.data import volume_files
+from segnet.data.case_table import read_case_table, resolve
+from segnet.data.errors import DataError
 from segnet.files import staged
 
 log = logging.getLogger(__name__)
 
-NIFTI_SUFFIXES = (".nii.gz", ".nii")
+# every volume file format's (NIfTI, TIFF stacks, NumPy arrays: segnet.data.volume_files)
+VOLUME_SUFFIXES = volume_files.suffixes()
 
 
-class NiftiDataError(ValueError):
+class NiftiDataError(DataError):
     """A volume or the dataset index cannot be used as it is."""
 
 
@@ -44,6 +47,8 @@ class Case:
     name: str
     image: Path
     label: Path | None
+    # the voxel size (z, y, x) of stack and array files that carry none: data.stack_spacing
+    spacing: Sequence[float] | None = None
 
 
 @dataclass
@@ -70,20 +75,17 @@ class Volume:
 
 
 def case_name(path: Path) -> str:
-    name = path.name
-    for suffix in NIFTI_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return path.stem
+    suffix = volume_files.suffix_of(path)
+    return path.name[: -len(suffix)] if suffix else path.stem
 
 
 def nifti_files(folder: Path) -> list[Path]:
-    """The NIfTI files directly in ``folder``, by name; hidden files are not volumes (a
-    macOS copy leaves ``._case.nii.gz`` metadata beside each case)."""
+    """The volume files (NIfTI, TIFF stacks, NumPy arrays) directly in ``folder``, by name;
+    hidden files are not volumes (a macOS copy leaves ``._case.nii.gz`` beside each case)."""
     return sorted(
         p
         for p in folder.iterdir()
-        if p.name.endswith(NIFTI_SUFFIXES) and not p.name.startswith(".") and p.is_file()
+        if volume_files.suffix_of(p) and not p.name.startswith(".") and p.is_file()
     )
 
 
@@ -165,7 +167,7 @@ def find_cases(
         for image in image_files:
             name = nnunet_v2_case(image, labels) or case_name(image)
             match = [
-                labels / f"{name}{s}" for s in NIFTI_SUFFIXES if (labels / f"{name}{s}").exists()
+                labels / f"{name}{s}" for s in VOLUME_SUFFIXES if (labels / f"{name}{s}").exists()
             ]
             if not match:
                 others = {case_name(p) for p in image_files} - {name}
@@ -221,7 +223,7 @@ def nnunet_v2_case(image: Path, labels: Path) -> str | None:
     None otherwise. A case with more channel files is refused: this loader takes a case's
     channels from one 4D file."""
     found = re.fullmatch(r"(.+)_(\d{4})", case_name(image))
-    has_label = lambda n: any((labels / f"{n}{s}").exists() for s in NIFTI_SUFFIXES)  # noqa: E731
+    has_label = lambda n: any((labels / f"{n}{s}").exists() for s in VOLUME_SUFFIXES)  # noqa: E731
     if not found or has_label(case_name(image)) or not has_label(found[1]):
         return None
     if found[2] != "0000":
@@ -248,33 +250,26 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
 
 
 def _cases_from_csv(path: Path) -> list[Case]:
-    if not path.is_file():
-        raise FileNotFoundError(f"data.csv={str(path)!r}: no such file.")
-    # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        reader = csv.DictReader(f)
-        rows, lines = [], []  # the line each row ends on (blank lines are skipped)
-        for row in reader:
-            # "image, label": column names and cells without the spaces around them (cells
-            # past the header's columns, which the reader lists under None, are left out)
-            rows.append({k.strip(): (v or "").strip() for k, v in row.items() if k is not None})
-            lines.append(reader.line_num)
-    if not rows or not {"image", "label"} <= set(rows[0]):
-        found = ", ".join(repr(k) for k in rows[0]) if rows else "no rows"
-        raise NiftiDataError(
-            f"{path} needs a header with 'image' and 'label' columns (it has {found})."
-        )
-    unlabelled = [i for i, r in enumerate(rows) if not (r["label"] or "").strip()]
+    rows = read_case_table(path, error=NiftiDataError)
+    unlabelled = [r for r in rows if not r["label"]]
     if unlabelled:
         # every case is split into train, val or test, and each of those needs a label
         first = unlabelled[0]
         raise NiftiDataError(
-            f"{path} line {lines[first]} ({rows[first]['image']}) has no label "
+            f"{path} line {first['line']} ({first['image']}) has no label "
             f"({len(unlabelled)} row(s) in all): every case is trained, validated or tested "
             "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
         )
-    base = path.parent
-    cases = [Case(case_name(Path(r["image"])), base / r["image"], base / r["label"]) for r in rows]
+    unread = [c for c in ("split", "roi") if any(r.get(c) for r in rows)]
+    if unread:
+        log.warning(
+            "%s: its %s column(s) are not read for volumes: the cases are split by "
+            "data.val_fraction, data.test_fraction or data.fold.",
+            path,
+            " and ".join(unread),
+        )
+    cases = [Case(case_name(Path(r["image"])), resolve(path, r["image"]),
+                  resolve(path, r["label"])) for r in rows]  # fmt: skip
     check_unique_names(cases)
     return cases
 
@@ -293,10 +288,10 @@ def check_unique_names(cases: list[Case]) -> None:
 
 
 def header_shape(path: Path) -> tuple[int, ...]:
-    """A volume's shape from its header alone (its voxels unread)."""
+    """A volume's shape from its header alone (a NIfTI file's voxels unread)."""
     try:
-        return tuple(nib.load(str(path)).shape)
-    except (OSError, nib.filebasedimages.ImageFileError) as err:
+        return tuple(volume_files.read(path).shape)
+    except (OSError, ValueError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
 
 
@@ -305,9 +300,9 @@ def channel_count(shape: Sequence[int]) -> int:
     return shape[3] if len(shape) == 4 else 1
 
 
-def _load(path: Path) -> nib.Nifti1Image:
+def _load(path: Path, spacing: Sequence[float] | None = None) -> nib.Nifti1Image:
     try:
-        img = nib.load(str(path))
+        img = volume_files.read(path, spacing)
         img.get_fdata(dtype=np.float32)  # force the read: truncated files fail here
         return img
     except (OSError, EOFError, zlib.error, nib.filebasedimages.ImageFileError, ValueError) as err:
@@ -316,7 +311,7 @@ def _load(path: Path) -> nib.Nifti1Image:
 
 def load_volume(case: Case, num_classes: int | None = None) -> Volume:
     """Read, validate and reorient one case. Errors name the file and what is wrong."""
-    img = _load(case.image)
+    img = _load(case.image, case.spacing)
     if img.ndim not in (3, 4):
         raise NiftiDataError(
             f"image {case.image} has {img.ndim} dimensions {img.shape}; expected a 3D volume "
@@ -336,7 +331,7 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
     if case.label is not None:
         # compared once both are in RAS: a label stored in another axis order or direction
         # (LPS against RAS, say) on the same voxels in space is the same label
-        stored = _load(case.label)
+        stored = _load(case.label, case.spacing)
         lab = nib.as_closest_canonical(stored)
         same_grid = lab.shape == canonical.shape[:3]
         if lab.ndim != 3 or (not same_grid and stored.shape != img.shape[:3]):
@@ -453,38 +448,45 @@ def ras_order(values: Sequence[float], affine: np.ndarray) -> tuple[float, ...]:
     return tuple(out)
 
 
-def ras_spacing(path: Path) -> tuple[float, ...]:
-    """An image's voxel spacing (mm) in RAS axis order, from its header alone."""
-    return ras_grid(path)[0]
+def ras_spacing(path: Path, spacing: Sequence[float] | None = None) -> tuple[float, ...]:
+    """An image's voxel spacing (mm) in RAS axis order, from its header alone
+    (``spacing``: a stack's or array's where the file carries none)."""
+    return ras_grid(path, spacing)[0]
 
 
-def ras_grid(path: Path) -> tuple[tuple[float, ...], tuple[int, ...]]:
+def ras_grid(
+    path: Path, spacing: Sequence[float] | None = None
+) -> tuple[tuple[float, ...], tuple[int, ...]]:
     """An image's voxel spacing (mm) and voxel counts, both in RAS axis order, from its
-    header alone."""
+    header alone (``spacing``: a stack's or array's where the file carries none)."""
     try:
-        img = nib.load(str(path))
-    except (OSError, nib.filebasedimages.ImageFileError) as err:
+        img = volume_files.read(path, spacing)
+    except (OSError, ValueError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
     spacing = check_voxel_sizes(ras_zooms(img.affine), str(path))
     return spacing, tuple(int(n) for n in ras_order(img.shape[:3], img.affine))
 
 
-def header_voxel_size(path: Path) -> tuple[float, ...] | None:
+def header_voxel_size(
+    path: Path, spacing: Sequence[float] | None = None
+) -> tuple[float, ...] | None:
     """An image's voxel size (mm, RAS order) from its header, or None where the header
     gives no usable one (refused where a size is needed: ``check_voxel_sizes``)."""
     try:
-        spacing = ras_zooms(nib.load(str(path)).affine)
-    except (OSError, nib.filebasedimages.ImageFileError) as err:
+        spacing = ras_zooms(volume_files.read(path, spacing).affine)
+    except (OSError, ValueError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
     usable = len(spacing) == 3 and all(np.isfinite(s) and s > 0 for s in spacing)
     return spacing if usable else None
 
 
-def voxel_size_range(paths: Sequence[Path]) -> list[list[float]] | None:
+def voxel_size_range(
+    paths: Sequence[Path], spacing: Sequence[float] | None = None
+) -> list[list[float]] | None:
     """The smallest and the largest voxel size (mm) along each RAS axis over ``paths``'
     headers, ``[[min, ...], [max, ...]]``, leaving out headers without a usable one; None
     when none has one."""
-    sizes = [s for s in map(header_voxel_size, paths) if s is not None]
+    sizes = [s for p in paths if (s := header_voxel_size(p, spacing)) is not None]
     if not sizes:
         return None
     a = np.asarray(sizes, dtype=np.float64)
@@ -561,6 +563,13 @@ def normalize_intensity(image: np.ndarray, clip: tuple[float, float] | None = No
     return out
 
 
+def prediction_name(case: Case) -> str:
+    """The file a case's predicted label map is written to: ``<case>.nii.gz`` for a NIfTI
+    image, else in the image's own form (``<case>.tif``, ``<case>.npz``)."""
+    suffix = volume_files.suffix_of(case.image) or ".nii.gz"
+    return case.name + (".nii.gz" if suffix == ".nii" else suffix)
+
+
 def save_label_volume(label_ras: np.ndarray, volume: Volume, path: Path) -> Path:
     """Write a RAS label map back in the source image's orientation, affine and header."""
     if path.exists():
@@ -573,5 +582,5 @@ def save_label_volume(label_ras: np.ndarray, volume: Volume, path: Path) -> Path
     header.set_slope_inter(1, 0)
     out = nib.Nifti1Image(back.astype(header.get_data_dtype()), volume.affine, header=header)
     with staged(path) as tmp:
-        nib.save(out, str(tmp))
+        volume_files.write(out, tmp)  # as NIfTI, a TIFF stack or an array, by its name
     return path

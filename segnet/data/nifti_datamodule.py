@@ -20,10 +20,10 @@ from segnet.data import nifti
 from segnet.data.base import SegmentationDataModule, as_list, check_count
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
+from segnet.data.splits import SPLIT_CHOICES as SPLITS
 from segnet.data.splits import DrawnSplits, split_cases
 
 log = logging.getLogger(__name__)
-SPLITS = ("train", "val", "test", "all")
 
 
 # RAS axes, as volumes are held (segnet.data.nifti)
@@ -265,6 +265,20 @@ def _seed_worker(worker_id: int) -> None:
         transform.set_random_state(seed=torch.initial_seed() % 2**32)
 
 
+def check_stack_spacing(spacing: Sequence[float] | None) -> tuple[float, ...] | None:
+    """``data.stack_spacing``: the voxel size (z, y, x: between pages, rows, columns) of
+    TIFF stacks and NumPy arrays that carry none; None: 1 along each axis."""
+    if spacing is None:
+        return None
+    sizes = as_list("data.stack_spacing", spacing, "[2.0,0.5,0.5]")
+    if len(sizes) != 3 or not all(isinstance(s, int | float) and s > 0 for s in sizes):
+        raise ValueError(
+            f"data.stack_spacing={sizes}: three voxel sizes above 0, between pages, rows and "
+            "columns (z, y, x), e.g. [2.0,0.5,0.5]."
+        )
+    return tuple(float(s) for s in sizes)
+
+
 class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     """NIfTI volumes in the Decathlon layout, plain folders or a CSV.
 
@@ -309,6 +323,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         sw_mode: str = "gaussian",
         sw_batch_size: int = 4,
         cache_max_gb: float = 8.0,
+        stack_spacing: Sequence[float] | None = None,
     ):
         super().__init__()
         check_count("batch_size", batch_size)
@@ -340,6 +355,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             num_folds=num_folds,
         )
         self.clip = tuple(clip) if clip else None
+        self.stack_spacing = check_stack_spacing(stack_spacing)
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
         self.flip_axes = check_flip(flip)
         self.aug = dict(rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
@@ -356,15 +372,29 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self._volumes: dict[int, nifti.Volume] = {}
 
     # -- what the model needs to know -----------------------------------------------------
+    @classmethod
+    def class_names_in_data(cls, data_cfg) -> list[str] | None:
+        """The dataset.json beside the cases (a CSV's own folder, else ``data.root``)."""
+        return nifti.dataset_class_names(data_cfg.root, data_cfg.get("csv"))
+
+    @classmethod
+    def axes_of_flip(cls, flip) -> tuple[int, ...]:
+        return check_flip(flip)
+
     def describe(self) -> DataInfo:
         """Finds the cases and splits them; reads one header (the channel count) and
         dataset.json (the class names). Volumes are read later, once, in setup."""
         self.cases = nifti.find_cases(self.root, self.csv, self.image_dir, self.label_dir)
+        for case in self.cases:  # stacks and arrays that carry no voxel size
+            case.spacing = self.stack_spacing
         self.splits = split_cases([c.name for c in self.cases], **self.split_args)
         shape = nifti.header_shape(self.cases[0].image)
         class_names = self._read_class_names()
         if self.spacing == "median":
-            grids = [nifti.ras_grid(self.cases[i].image) for i in self.splits["train"]]
+            grids = [
+                nifti.ras_grid(self.cases[i].image, self.stack_spacing)
+                for i in self.splits["train"]
+            ]
             if not grids:
                 raise ValueError(
                     "data.spacing=median needs training cases to take the median of; the "
@@ -381,7 +411,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         # trained on each case's own grid: the range of voxel sizes it met, so that
         # inference can tell a case it would see at another scale (headers only)
         voxel_sizes = (
-            nifti.voxel_size_range([self.cases[i].image for i in self.splits["train"]])
+            nifti.voxel_size_range(
+                [self.cases[i].image for i in self.splits["train"]], self.stack_spacing
+            )
             if self.spacing is None
             else None
         )
@@ -527,7 +559,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         if self.spacing:
             sizes = [self.spacing]
         else:  # from the headers: the volumes may be too many to hold twice
-            sizes = [nifti.ras_spacing(self.cases[i].image) for i in self.splits["train"]]
+            sizes = [
+                nifti.ras_spacing(self.cases[i].image, self.stack_spacing)
+                for i in self.splits["train"]
+            ]
         ops, kept_by_flip = [], []
         for a, b in ((0, 1), (0, 2), (1, 2)):
             square = all(np.isclose(mm[a], mm[b], rtol=1e-3) for mm in sizes)
@@ -565,7 +600,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
 
     def test_input_warning(self, info: DataInfo) -> str | None:
         cases = [self.cases[i] for i in self.splits[self.split]]
-        sizes = {c.name: nifti.header_voxel_size(c.image) for c in cases}
+        sizes = {c.name: nifti.header_voxel_size(c.image, c.spacing) for c in cases}
         return voxel_size_warning(info, {name: s for name, s in sizes.items() if s})
 
     def bn_dataloader(self) -> DataLoader:
@@ -573,8 +608,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
 
     # -- outputs ---------------------------------------------------------------------------
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
-        """``<case>.nii.gz`` in the source image's orientation, affine and header."""
+        """``<case>.nii.gz`` in the source image's orientation, affine and header (a TIFF
+        stack's or an array's in its own form: ``<case>.tif``, ``<case>.npy``)."""
         volume = self.datasets["test"].volumes[index]
+        case = next(c for c in self.cases if c.name == volume.name)
         nifti.save_label_volume(
-            pred.numpy().astype(np.int16), volume, out_dir / f"{volume.name}.nii.gz"
+            pred.numpy().astype(np.int16), volume, out_dir / nifti.prediction_name(case)
         )

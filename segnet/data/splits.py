@@ -7,6 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# the splits a dataset has, and what data.split (testing, evaluate.py) may name
+SPLITS = ("train", "val", "test")
+SPLIT_CHOICES = (*SPLITS, "all")
+
 
 class DrawnSplits:
     """For a DataModule whose splits are drawn from its list of cases (``self.splits``:

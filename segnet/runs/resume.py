@@ -231,30 +231,45 @@ def flat(config: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix[:-1], config
 
 
-def meaning(key: str, value: Any) -> Any:
+def data_format(config: dict) -> Any:
+    """The DataModule class a config's ``data._target_`` names (by its current name), which
+    says how its own settings read; None where there is none or it cannot be imported."""
+    target = (config.get("data") or {}).get("_target_") if isinstance(config, dict) else None
+    if not isinstance(target, str):
+        return None
+    from hydra.utils import get_class
+
+    try:
+        return get_class(current_name(target))
+    except (ImportError, ValueError):
+        return None
+
+
+def meaning(key: str, value: Any, data: Any = None) -> Any:
     """A setting's value as training takes it, where several spellings mean the same
-    (``data.flip``: true, [0,1,2] and [2,1,0] alike)."""
+    (``data.flip``: true, [0,1,2] and [2,1,0] alike, as the run's data format reads it:
+    ``data`` is its DataModule class)."""
     if key.endswith("_target_") and isinstance(value, str):
         # a class named by an earlier version's module (segnet.module.SegmentationModule)
         return current_name(value)
-    if key == "data.flip":
-        from segnet.data.nifti_datamodule import check_flip
-
+    if key == "data.flip" and data is not None:
         try:
-            return check_flip(value)
+            axes = data.axes_of_flip(value)
         except ValueError:  # the DataModule says what is wrong with it
             return value
+        return value if axes is None else axes
     return value
 
 
 def changed_settings(recorded: dict, now: dict) -> list[tuple[str, Any, Any]]:
     """``(key, recorded value, value now)`` for each setting a resume may not change."""
     before, after = dict(flat(recorded)), dict(flat(now))
+    data = data_format(now)
     return [
         (key, before.get(key, UNSET), after.get(key, UNSET))
         for key in sorted(before.keys() | after.keys())
         if not resume_may_change(key)
-        and meaning(key, before.get(key, UNSET)) != meaning(key, after.get(key, UNSET))
+        and meaning(key, before.get(key, UNSET), data) != meaning(key, after.get(key, UNSET), data)
     ]
 
 

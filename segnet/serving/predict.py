@@ -17,24 +17,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from PIL import Image
-from torchvision import tv_tensors
 
-from segnet.data import images as own_images
-from segnet.data import nifti
-from segnet.data.camvid import check_image, rgb_of
-from segnet.data.info import voxel_size_warning
-from segnet.data.palette import colorize
-from segnet.data.transforms import normalize, resize_images
-from segnet.files import write_image
+from segnet.data import formats
 from segnet.serving.ensemble import average_probabilities, check_distinct, check_same_data
 from segnet.serving.inference import check_mirroring
 from segnet.serving.loading import load_model, model_files
-
-IMAGE_SUFFIXES = own_images.IMAGE_SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +38,7 @@ def expand_inputs(items: list[str]) -> list[Path]:
     files, missing = [], []
     for item in map(Path, items):
         if item.is_dir():
-            # NIfTI names as the loader finds them; image suffixes in any case (.JPG)
-            images = (p for p in item.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-            found = sorted(
-                p
-                for p in [*nifti.nifti_files(item), *images]
-                if p.is_file() and not p.name.startswith(".")
-            )
+            found = formats.input_files(item)
             if not found:
                 raise SystemExit(
                     f"{item}: a folder with no images (.png, .jpg) or NIfTI volumes (.nii, "
@@ -112,7 +98,7 @@ class Predictor:
         image's own size. Other arrays are refused, not rescaled by guess: the network
         takes 8-bit values, and a float or wider array would be scaled as another range."""
         if isinstance(rgb, Image.Image):
-            rgb = rgb_of(rgb, Path("the image given"))
+            rgb = formats.ScenePhotos.rgb(rgb, Path("the image given"))
         if not isinstance(rgb, np.ndarray) or rgb.ndim != 3 or rgb.shape[2] != 3:
             shape = getattr(rgb, "shape", type(rgb).__name__)
             raise ValueError(f"expected an (H, W, 3) RGB array or a PIL image, got {shape}.")
@@ -122,111 +108,46 @@ class Predictor:
                 "first, e.g. np.clip(a, 0, 255).astype(np.uint8) for values in 0-255, or "
                 "(a * 255).round().astype(np.uint8) for 0-1."
             )
-        norm = self.info.normalization
-        x = torch.from_numpy(np.array(rgb)).permute(2, 0, 1)[None]  # a writable copy
-        if self.info.input_size:
-            x = resize_images(x, self.info.input_size)
-        # the transform the DataModule evaluates with, from the spec the model card gives
-        x = normalize(norm["mean"], norm["std"])(tv_tensors.Image(x)).to(self.device)
-        pred = self.logits(x, rgb.shape[:2]).argmax(1)[0]
+        prepared = formats.ScenePhotos.prepare(rgb, self.info)
+        pred = self.logits(prepared.x.to(self.device), prepared.size).argmax(1)[0]
         return pred.cpu().numpy().astype(np.uint8)
 
     @torch.no_grad()
-    def predict_own_image(self, path: str | Path) -> np.ndarray:
-        """An image file -> (H, W) class indices at its own size, for a model trained on
-        one's own images (``data=images``): decoded to the colour mode it was trained on,
-        normalised with its training set's mean and std, windows over a large image."""
-        norm = self.info.normalization
-        raw = own_images.read_image(Path(path), norm["color_mode"])
-        x = (raw - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"], np.float32)
-        x = torch.from_numpy(x.transpose(2, 0, 1).copy())[None].to(self.device)
-        pred = self.logits(x, raw.shape[:2]).argmax(1)[0]
-        dtype = np.uint8 if self.info.num_classes <= 256 else np.uint16
-        return pred.cpu().numpy().astype(dtype)
+    def predict_prepared(self, prepared: formats.Prepared) -> np.ndarray:
+        """Class indices at the input's own size, for an input its format has read."""
+        pred = self.logits(prepared.x.to(self.device), prepared.size).argmax(1)[0]
+        return pred.cpu().numpy()
 
-    @torch.no_grad()
-    def predict_volume(self, path: str | Path) -> tuple[np.ndarray, nifti.Volume]:
-        """A NIfTI file -> (RAS label map, the volume it came from)."""
-        volume = nifti.load_volume(nifti.Case(nifti.case_name(Path(path)), Path(path), None))
-        channels = self.info.in_channels
-        if volume.image.shape[0] != channels:
-            raise ValueError(
-                f"{path} has {volume.image.shape[0]} channel(s); the model takes {channels} "
-                "(one per modality, as in the data it was trained on)."
-            )
-        warning = voxel_size_warning(self.info, {str(path): volume.spacing})
-        if warning:
-            log.warning(warning)
-        norm = self.info.normalization
-        source_shape = volume.image.shape[1:]
-        volume.image = nifti.normalize_intensity(volume.image, norm.get("clip"))
-        if norm.get("spacing"):  # the grid the network was trained on
-            volume = nifti.resample_to_spacing(volume, norm["spacing"])
-        x = torch.from_numpy(volume.image)[None].to(self.device)
-        pred = self.logits(x, source_shape).argmax(1)[0]
-        return pred.cpu().numpy().astype(np.int16), volume
+    def predict_volume(self, path: str | Path) -> tuple[np.ndarray, Any]:
+        """A NIfTI file -> (its RAS label map, int16, and the volume it came from)."""
+        prepared = self.check_kind(Path(path)).read(Path(path), self.info)
+        return self.predict_prepared(prepared).astype(np.int16), prepared.source
 
     def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:
         """Write the mask(s) of one input file into ``out_dir``; never overwrites."""
-        from PIL import ImageOps
-
         path, out_dir = Path(path), Path(out_dir)
-        is_volume = self.check_kind(path)
-        targets = self.targets(path, out_dir)
+        kind = self.check_kind(path)
+        targets = kind.targets(path, out_dir)
         existing = [t for t in targets if t.exists()]
         if existing:  # checked before any work
             raise FileExistsError(f"{existing[0]} exists; predictions are never overwritten.")
         out_dir.mkdir(parents=True, exist_ok=True)
-        if is_volume:
-            pred, volume = self.predict_volume(path)
-            return [nifti.save_label_volume(pred, volume, targets[0])]
-        if self.info.normalization["kind"] == "image_mean_std":
-            mask = self.predict_own_image(path)
-        else:
-            with Image.open(path) as im:
-                # upright as viewers show it (a phone photo's EXIF orientation), so that the
-                # mask lies over the picture the user sees
-                mask = self.predict_image(rgb_of(ImageOps.exif_transpose(im), path))
-        for target, array in zip(targets, (mask, colorize(mask, self.palette)), strict=True):
-            write_image(target, array)
-        return targets
+        prepared = kind.read(path, self.info)
+        return kind.write(self.predict_prepared(prepared), prepared, self.info, targets)
 
-    def check_kind(self, path: Path) -> bool:
-        """Whether ``path`` is a volume; refused where the model segments the other kind."""
-        is_volume = path.name.endswith(nifti.NIFTI_SUFFIXES)
-        dims = self.info.spatial_dims
-        if is_volume != (dims == 3):
-            kind = "NIfTI volumes" if dims == 3 else "2D images (PNG, JPEG)"
-            raise ValueError(
-                f"{path}: this model segments {kind} ({dims}D); give it one of those, or use a "
-                f"model trained on {'volumes' if is_volume else 'images'}."
-            )
-        if not is_volume:
-            if self.info.normalization["kind"] == "image_mean_std":
-                # decodes to the colour mode trained on (16-bit grey cannot become colour)
-                own_images.read_image(path, self.info.normalization["color_mode"])
-            else:
-                check_image(path)  # 8-bit colour or grey, as the model was trained on
-        if is_volume:  # the header alone: every input is checked before any is predicted
-            try:
-                shape = nifti.header_shape(path)
-            except nifti.NiftiDataError as err:
-                raise ValueError(str(err)) from None
-            channels = nifti.channel_count(shape)
-            if len(shape) not in (3, 4) or channels != self.info.in_channels:
-                raise ValueError(
-                    f"{path} has shape {tuple(shape)}: {channels} channel(s), and the model "
-                    f"takes {self.info.in_channels} (one per modality, as in the data it was "
-                    "trained on; a 3D volume, or 4D with the channels last)."
-                )
-        return is_volume
+    def check_kind(self, path: Path) -> formats.ScenePhotos | formats.OwnImages | formats.Volumes:
+        """The format this model reads ``path`` with; refused where the file is of the
+        other kind, or does not decode as the model takes it (its header alone, for a
+        volume), so that every input is checked before any is predicted."""
+        kind = formats.format_of_model(self.info)
+        formats.check_same_kind(path, kind)
+        kind.check(path, self.info)
+        return kind
 
     @staticmethod
     def targets(path: Path, out_dir: Path) -> list[Path]:
         """The files ``predict_file`` writes for ``path``."""
-        if path.name.endswith(nifti.NIFTI_SUFFIXES):
-            return [out_dir / path.name]
-        return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
+        return formats.targets_of(path, out_dir)
 
 
 if __name__ == "__main__":  # the command is its own module, which may use Hydra

@@ -244,7 +244,7 @@ def test_cases_of_another_voxel_size_are_named_where_nothing_resamples_them(
     assert "case_000 at [1, 1, 1] mm" in caplog.text and "data.spacing=median" in caplog.text
     caplog.clear()
     predictor = Predictor(best)
-    with caplog.at_level(logging.WARNING, logger="segnet.serving.predict"):
+    with caplog.at_level(logging.WARNING, logger="segnet.data.formats"):
         predictor.predict_volume(root / "imagesTr" / "case_000.nii.gz")
         assert not caplog.text  # a training case's voxel size
         predictor.predict_volume(other / "imagesTr" / "case_000.nii.gz")

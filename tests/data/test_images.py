@@ -261,7 +261,7 @@ def test_a_csv_row_without_a_label_is_named(tmp_path):
     with pytest.raises(ImageDataError, match=r"a\.csv, line 3: no label"):
         find_pairs(root, str(root / "a.csv"))
     (root / "b.csv").write_text("image,mask\nimages/0.png,labels/0.png\n")
-    with pytest.raises(ImageDataError, match="image and label columns"):
+    with pytest.raises(ImageDataError, match="'image' and 'label' columns"):
         find_pairs(root, str(root / "b.csv"))
 
 
@@ -326,3 +326,17 @@ def test_training_statistics_are_cached_until_a_file_changes(tmp_path, monkeypat
     with pytest.raises(img.ImageDataError, match=r"holds 7"):
         prepared(root, **settings).info()
     assert reads  # decoded, not taken from the cache
+
+
+def test_a_spreadsheets_csv_of_images_reads_as_meant(tmp_path):
+    """The one case-list reader: a byte-order mark and spaces around names and cells are
+    not part of them, for images as for volumes."""
+    from segnet.data.images import csv_pairs
+
+    table = tmp_path / "cases.csv"
+    table.write_text("\ufeffimage , label ,split\n a.png , masks/a.png , val \n\nb.png,b_m.png,\n")
+    pairs = csv_pairs(table)
+    assert [(p.image.name, p.label, p.split) for p in pairs] == [
+        ("a.png", tmp_path / "masks" / "a.png", "val"),
+        ("b.png", tmp_path / "b_m.png", None),
+    ]

@@ -288,11 +288,17 @@ def test_a_stop_during_validation_saves_the_training_weights_not_the_average(tin
 def test_a_resume_compares_settings_as_training_takes_them():
     from segnet.runs.resume import changed_settings
 
-    run = {"data": {"flip": [1, 2], "batch_size": 4}, "trainer": {"devices": 1}}
-    same = {"data": {"flip": [2, 1], "batch_size": 4}, "trainer": {"devices": 2}}
+    volumes = {"_target_": "segnet.data.nifti_datamodule.NiftiDataModule", "batch_size": 4}
+    run = {"data": {**volumes, "flip": [1, 2]}, "trainer": {"devices": 1}}
+    same = {"data": {**volumes, "flip": [2, 1]}, "trainer": {"devices": 2}}
     assert changed_settings(run, same) == []  # the same axes; devices may change
-    assert changed_settings({"data": {"flip": True}}, {"data": {"flip": [0, 1, 2]}}) == []
-    assert changed_settings(run, {**run, "data": {"flip": True, "batch_size": 4}}) == [
+    assert (
+        changed_settings(
+            {"data": {**volumes, "flip": True}}, {"data": {**volumes, "flip": [0, 1, 2]}}
+        )
+        == []
+    )
+    assert changed_settings(run, {**run, "data": {**volumes, "flip": True}}) == [
         ("data.flip", [1, 2], True)
     ]
 
@@ -368,3 +374,19 @@ def test_a_run_of_the_flat_layout_resumes(tiny_camvid, tmp_path):
     changed = base + [f"ckpt_path={last}", "model.optimizer.lr=0.5"]
     with pytest.raises(ValueError, match="model.optimizer.lr"):
         train(compose("train", changed, tmp_path / "again"))
+
+
+def test_a_flip_spelt_otherwise_is_the_same_setting_as_its_format_reads_it():
+    """``data.flip`` is compared as the run's data format reads it: for images ``true`` is
+    both of their two axes, for volumes all three."""
+    from segnet.runs.resume import changed_settings
+
+    def data(target: str, flip) -> dict:
+        return {"data": {"_target_": f"segnet.data.{target}", "flip": flip}}
+
+    images = "images_datamodule.ImageFolderDataModule"
+    volumes = "nifti_datamodule.NiftiDataModule"
+    assert changed_settings(data(images, True), data(images, [1, 0])) == []
+    assert changed_settings(data(images, True), data(images, [1])) == [("data.flip", True, [1])]
+    assert changed_settings(data(volumes, True), data(volumes, [2, 1, 0])) == []
+    assert changed_settings(data(volumes, True), data(volumes, [0, 1])) != []

@@ -432,7 +432,7 @@ def test_predict_volume_from_exported_3d_model(exported_3d, tmp_path):
     predictor = Predictor(exp / "model.onnx")
     png = tmp_path / "frame.png"
     Image.fromarray(np.zeros((40, 40, 3), np.uint8)).save(png)
-    with pytest.raises(ValueError, match=r"frame\.png: this model segments NIfTI volumes"):
+    with pytest.raises(ValueError, match=r"frame\.png: this model segments 3D volumes \(NIfTI"):
         predictor.predict_file(png, tmp_path / "out2")
     two = nifti_dataset(tmp_path / "two", "msd", n=1, channels=2)
     with pytest.raises(

@@ -1,0 +1,229 @@
+"""What prediction asks of each data format, by the kind of model: which files it takes,
+how an input is checked before any is predicted, read as the network takes it, and what
+is written for it. A model's kind is its normalisation (``DataInfo.normalization["kind"]``,
+which checkpoints and model cards carry), so ``segnet.serving`` and the commands ask
+:func:`format_of_model` and never import a format's own module.
+
+Three formats are registered: scene photos normalised as ImageNet-style RGB (CamVid),
+your own images normalised with their training set's mean and std, and NIfTI volumes.
+Torch and the readers only; no Lightning, no Hydra (served models load without them)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from segnet.data import images as own_images
+from segnet.data import nifti
+from segnet.data.camvid import check_image, rgb_of
+from segnet.data.errors import DataError
+from segnet.data.info import DataInfo, voxel_size_warning
+from segnet.data.palette import colorize
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prepared:
+    """One input as the network takes it: ``x`` (1, C, *spatial) float32, the spatial
+    ``size`` the logits are brought back to, and what writing the prediction needs."""
+
+    x: torch.Tensor
+    size: tuple[int, ...]
+    source: Any = None
+
+
+class ImageFiles:
+    """2D image files (PNG, JPEG, TIFF ...): a mask of class indices and a coloured one."""
+
+    what = "2D images (PNG, JPEG, TIFF ...)"
+    spatial_dims = 2
+
+    def takes(self, path: Path) -> bool:
+        return path.suffix.lower() in own_images.IMAGE_SUFFIXES
+
+    def files_in(self, folder: Path) -> list[Path]:
+        return [p for p in folder.iterdir() if self.takes(p)]
+
+    def decode(self, path: Path) -> None:
+        own_images.open_image(path)
+
+    def targets(self, path: Path, out_dir: Path) -> list[Path]:
+        return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
+
+    def write(
+        self, pred: np.ndarray, prepared: Prepared, info: DataInfo, targets: list[Path]
+    ) -> list[Path]:
+        from segnet.files import write_image
+
+        mask = pred.astype(np.uint8 if info.num_classes <= 256 else np.uint16)
+        for target, array in zip(targets, (mask, colorize(mask, info.palette)), strict=True):
+            write_image(target, array)
+        return targets
+
+
+class ScenePhotos(ImageFiles):
+    """8-bit colour (or grey) photos, as CamVid: resized to the size trained at where the
+    model has one, scaled to [0, 1] and normalised per RGB channel."""
+
+    def check(self, path: Path, info: DataInfo) -> None:
+        check_image(path)  # 8-bit colour or grey, as the model was trained on
+
+    def read(self, path: Path, info: DataInfo) -> Prepared:
+        from PIL import Image, ImageOps
+
+        with Image.open(path) as im:
+            # upright as viewers show it (a phone photo's EXIF orientation), so that the
+            # mask lies over the picture the user sees
+            return self.prepare(self.rgb(ImageOps.exif_transpose(im), path), info)
+
+    @staticmethod
+    def rgb(im: Any, path: Path) -> np.ndarray:
+        """A decoded 8-bit picture (colour, grey or palette) as (H, W, 3) uint8 RGB; wider
+        values (16-bit, float) are refused, naming ``path``."""
+        return rgb_of(im, path)
+
+    @staticmethod
+    def prepare(rgb: np.ndarray, info: DataInfo) -> Prepared:
+        """(H, W, 3) uint8 RGB as the network takes it (the transform the DataModule
+        evaluates with, from the spec the model card gives)."""
+        from torchvision import tv_tensors
+
+        from segnet.data.transforms import normalize, resize_images
+
+        norm = info.normalization
+        x = torch.from_numpy(np.array(rgb)).permute(2, 0, 1)[None]  # a writable copy
+        if info.input_size:
+            x = resize_images(x, info.input_size)
+        x = normalize(norm["mean"], norm["std"])(tv_tensors.Image(x))
+        return Prepared(x.as_subclass(torch.Tensor), tuple(rgb.shape[:2]))
+
+
+class OwnImages(ImageFiles):
+    """Your own images (``data=images``): decoded to the colour mode trained on (grey of
+    any bit depth, RGB or RGBA), normalised with the training set's mean and std, at their
+    own size."""
+
+    def check(self, path: Path, info: DataInfo) -> None:
+        # decodes to the colour mode trained on (16-bit grey cannot become colour)
+        own_images.read_image(path, info.normalization["color_mode"])
+
+    def read(self, path: Path, info: DataInfo) -> Prepared:
+        norm = info.normalization
+        raw = own_images.read_image(path, norm["color_mode"])
+        x = (raw - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"], np.float32)
+        return Prepared(torch.from_numpy(x.transpose(2, 0, 1).copy())[None], raw.shape[:2])
+
+
+class Volumes:
+    """NIfTI volumes: reoriented to RAS, clipped and z-scored per volume, resampled to the
+    voxel spacing trained at where the model has one; the label map is written on the
+    case's own grid with its affine."""
+
+    what = "3D volumes (NIfTI, TIFF stacks, NumPy arrays)"
+    spatial_dims = 3
+
+    def takes(self, path: Path) -> bool:
+        return path.name.lower().endswith(nifti.VOLUME_SUFFIXES)
+
+    def files_in(self, folder: Path) -> list[Path]:
+        return nifti.nifti_files(folder)
+
+    def decode(self, path: Path) -> None:
+        nifti.load_volume(nifti.Case(nifti.case_name(path), path, None))
+
+    def check(self, path: Path, info: DataInfo) -> None:
+        """The header alone: every input is checked before any is predicted."""
+        shape = nifti.header_shape(path)
+        channels = nifti.channel_count(shape)
+        if len(shape) not in (3, 4) or channels != info.in_channels:
+            raise DataError(
+                f"{path} has shape {tuple(shape)}: {channels} channel(s), and the model "
+                f"takes {info.in_channels} (one per modality, as in the data it was "
+                "trained on; a 3D volume, or 4D with the channels last)."
+            )
+
+    def read(self, path: Path, info: DataInfo) -> Prepared:
+        volume = nifti.load_volume(nifti.Case(nifti.case_name(path), path, None))
+        if volume.image.shape[0] != info.in_channels:
+            raise DataError(
+                f"{path} has {volume.image.shape[0]} channel(s); the model takes "
+                f"{info.in_channels} (one per modality, as in the data it was trained on)."
+            )
+        warning = voxel_size_warning(info, {str(path): volume.spacing})
+        if warning:
+            log.warning(warning)
+        norm = info.normalization
+        source_shape = volume.image.shape[1:]
+        volume.image = nifti.normalize_intensity(volume.image, norm.get("clip"))
+        if norm.get("spacing"):  # the grid the network was trained on
+            volume = nifti.resample_to_spacing(volume, norm["spacing"])
+        return Prepared(torch.from_numpy(volume.image)[None], tuple(source_shape), volume)
+
+    def targets(self, path: Path, out_dir: Path) -> list[Path]:
+        return [out_dir / path.name]
+
+    def write(
+        self, pred: np.ndarray, prepared: Prepared, info: DataInfo, targets: list[Path]
+    ) -> list[Path]:
+        return [nifti.save_label_volume(pred.astype(np.int16), prepared.source, targets[0])]
+
+
+# by the normalisation kind a model records
+FORMATS: dict[str, ScenePhotos | OwnImages | Volumes] = {
+    "rgb_mean_std": ScenePhotos(),
+    "image_mean_std": OwnImages(),
+    "zscore_per_volume": Volumes(),
+}
+FILE_KINDS = (FORMATS["image_mean_std"], FORMATS["zscore_per_volume"])
+
+
+def format_of_model(info: DataInfo) -> ScenePhotos | OwnImages | Volumes:
+    kind = info.normalization.get("kind")
+    if kind not in FORMATS:
+        raise DataError(
+            f"a model normalising its inputs as {kind!r}, which this version does not know "
+            f"(it knows {', '.join(FORMATS)}): predict with the version that trained it."
+        )
+    return FORMATS[kind]
+
+
+def format_of_file(path: Path) -> ImageFiles | Volumes | None:
+    """The kind of file ``path`` is by its name (an image or a volume), None for neither."""
+    return next((f for f in FILE_KINDS if f.takes(path)), None)
+
+
+def input_files(folder: Path) -> list[Path]:
+    """The files in ``folder`` that some format takes, not its subfolders nor hidden
+    files (a copy tool's ``._scan.nii.gz``), in name order."""
+    found = {p for kind in FILE_KINDS for p in kind.files_in(folder)}
+    return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
+
+
+def decode_whole(path: Path) -> None:
+    """``path`` decodes whole as the kind of file it is named as (a truncated file, a text
+    file, NaN voxels are refused with a :class:`DataError`)."""
+    (format_of_file(path) or FILE_KINDS[0]).decode(path)  # neither: tried as an image
+
+
+def targets_of(path: Path, out_dir: Path) -> list[Path]:
+    """The files a prediction of ``path`` may write into ``out_dir``: for a name both an
+    image and a volume may have (``.tif``), both kinds' (which one, the model decides)."""
+    kinds = [k for k in FILE_KINDS if k.takes(path)] or [FILE_KINDS[0]]
+    return [target for kind in kinds for target in kind.targets(path, out_dir)]
+
+
+def check_same_kind(path: Path, model: ScenePhotos | OwnImages | Volumes) -> None:
+    """Refuse a file of the other kind than the model segments, saying what it takes."""
+    if not model.takes(path):
+        other = format_of_file(path)
+        given = "volumes" if isinstance(other, Volumes) else "images"
+        raise DataError(
+            f"{path}: this model segments {model.what}; give it one of those, or use a "
+            f"model trained on {given}."
+        )
