@@ -22,7 +22,7 @@ from segnet.data import images as own_images
 from segnet.data import nifti
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
-from segnet.data.info import DataInfo, voxel_size_warning
+from segnet.data.info import WINDOW_BLENDING, DataInfo, sliding_window_steps, voxel_size_warning
 from segnet.data.palette import colorize
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,44 @@ class ScenePhotos(ImageFiles):
         x = normalize(norm["mean"], norm["std"])(tv_tensors.Image(x))
         return Prepared(x.as_subclass(torch.Tensor), tuple(rgb.shape[:2]))
 
+    def card_steps(
+        self, data: Any, norm: dict[str, Any], onnx: dict[str, Any]
+    ) -> tuple[list, list]:
+        """For the model card: scene images (CamVid), uint8 RGB, resized to the trained size, scaled and
+        normalised; the logits resized back to the image's size."""
+        pre = [
+            {"step": "decode", "to": "uint8 RGB (H, W, 3)", "channel_order": norm["channel_order"]},
+        ]
+        if data.input_size:
+            pre.append(
+                {
+                    "step": "resize",
+                    "size_hw": data.input_size,
+                    # what training and segnet.serving.predict ran; Pillow's BILINEAR resize is the
+                    # same filter, but rounds a few border pixels apart at non-integer scales
+                    "interpolation": "bilinear, antialiased, on the uint8 image",
+                    "as_run_by": "torchvision.transforms.v2.functional.resize(antialias=True)",
+                    "also": "Pillow Image.resize(BILINEAR): the same at integer scale factors, "
+                    "within rounding (under 1% of mask pixels at class borders) at others",
+                }
+            )
+        pre += [
+            {"step": "scale", "multiply_by": norm["scale"], "result": "float32 in [0, 1]"},
+            {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
+            {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
+        ]
+        post = [
+            {
+                "step": "resize_logits",
+                "to": "the original image's (H, W)",
+                "interpolation": "bilinear, half-pixel centres (align_corners=False)",
+                "skip_if": "sizes already equal",
+            },
+            {"step": "argmax", "axis": 1, "result": "class index per pixel"},
+            {"step": "colorize", "palette": "output.palette (RGB per class index)"},
+        ]
+        return pre, post
+
 
 class OwnImages(ImageFiles):
     """Your own images (``data=images``): decoded to the colour mode trained on (grey of
@@ -118,6 +156,30 @@ class OwnImages(ImageFiles):
         raw = own_images.read_image(path, norm["color_mode"])
         x = (raw - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"], np.float32)
         return Prepared(torch.from_numpy(x.transpose(2, 0, 1).copy())[None], raw.shape[:2])
+
+    def card_steps(
+        self, data: Any, norm: dict[str, Any], onnx: dict[str, Any]
+    ) -> tuple[list, list]:
+        """For the model card: a user's own images, read in their own units, normalised with the training set's
+        mean and std, segmented whole (through the sliding window, where the card has one)."""
+        pre = [
+            {
+                "step": "decode",
+                "to": f"{norm['color_mode']} (H, W, {len(norm['mean'])}) in the image's own "
+                "units (0-255 for 8 bit, 0-65535 for 16 bit), as float32",
+                "with": f"Pillow: Image.convert('{norm['color_mode']}'), except 16-bit grey "
+                "images, read as they are",
+            },
+            {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
+            {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
+        ]
+        post = [
+            {"step": "argmax", "axis": 1, "result": "class index per pixel, at native size"},
+        ]
+        if data.sliding_window:
+            onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
+            onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
+        return pre, post
 
 
 class Volumes:
@@ -149,7 +211,9 @@ class Volumes:
             )
 
     def read(self, path: Path, info: DataInfo) -> Prepared:
-        volume = nifti.load_volume(nifti.Case(nifti.case_name(path), path, None))
+        # a stack that carries no voxel size is read with the one training gave such files
+        stacks = info.normalization.get("stack_spacing")
+        volume = nifti.load_volume(nifti.Case(nifti.case_name(path), path, None, stacks))
         if volume.image.shape[0] != info.in_channels:
             raise DataError(
                 f"{path} has {volume.image.shape[0]} channel(s); the model takes "
@@ -172,6 +236,58 @@ class Volumes:
         self, pred: np.ndarray, prepared: Prepared, info: DataInfo, targets: list[Path]
     ) -> list[Path]:
         return [nifti.save_label_volume(pred.astype(np.int16), prepared.source, targets[0])]
+
+    def card_steps(
+        self, data: Any, norm: dict[str, Any], onnx: dict[str, Any]
+    ) -> tuple[list, list]:
+        """For the model card: volumes, reoriented to RAS, clipped, z-scored, resampled to the trained
+        spacing; the logits back to the source grid and orientation."""
+        pre = [
+            {
+                "step": "read",
+                "with": "nibabel",
+                "reorient_to": "RAS (nibabel.as_closest_canonical)",
+                "stacks": "TIFF stacks and NumPy arrays (z, y, x): transposed to (x, y, z), "
+                "voxel sizes from the file (ImageJ spacing and resolution, an .npz's "
+                "spacing) or the data.stack_spacing trained with",
+            },
+            {"step": "layout", "to": "NCDHW", "channels": "4th NIfTI axis, if any"},
+            {"step": "clip", "range": norm.get("clip"), "skip_if": "range is null"},
+            {"step": "normalize", "how": "z-score per volume and channel (mean 0, std 1)"},
+        ]
+        post = []
+        if norm.get("spacing"):
+            pre.append(
+                {
+                    "step": "resample",
+                    "spacing_mm": norm["spacing"],
+                    "shape": "per RAS axis: voxels * source voxel size / spacing_mm, "
+                    "rounded to the nearest whole number (halves to even), at least 1; "
+                    "the source voxel sizes are the column lengths of the reoriented "
+                    "(RAS) image's affine",
+                    "interpolation": "trilinear, half-voxel centres (align_corners=False)",
+                }
+            )
+            post.append(
+                {
+                    "step": "resize_logits",
+                    "to": "the source volume's shape (in RAS)",
+                    "interpolation": "trilinear, half-voxel centres (align_corners=False)",
+                }
+            )
+        post += [
+            {"step": "argmax", "axis": 1},
+            {
+                "step": "write",
+                "reorient_from": "RAS back to the source image's orientation",
+                "as": "the input's own form (NIfTI with its affine, a TIFF stack, an array)",
+            },
+        ]
+        if data.sliding_window:
+            # MONAI SlidingWindowInferer's keyword arguments, and the same spelt out
+            onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
+            onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
+        return pre, post
 
 
 # by the normalisation kind a model records

@@ -163,16 +163,45 @@ def rgb_normalization(mean: Sequence[float], std: Sequence[float]) -> dict[str, 
 WINDOW_BLENDING = {"sigma_scale": 0.125, "padding_mode": "constant", "cval": 0.0}
 
 
+def sliding_window_steps(window: dict[str, Any]) -> dict[str, str]:
+    """MONAI's ``SlidingWindowInferer`` with the card's ``sliding_window`` arguments, spelt
+    out for a deployment that has only numpy."""
+    return {
+        "skip_if": "no spatial axis is longer than roi_size: then one run over the whole input",
+        "pad": "each axis shorter than roi_size with cval up to roi_size, half before and the "
+        "rest after; crop the blended logits back at the end",
+        "windows": "per axis, starts 0, s, 2s, ... with s = max(1, int(roi_size * (1 - "
+        "overlap))) (s = roi_size where the axis equals it), up to the first window that "
+        "reaches the axis's end, which is moved back to end exactly there",
+        "blend": "logits of all windows summed, each voxel weighted by w, then divided by the "
+        "summed weights"
+        + (
+            "; w = the product over the axes of exp(-d**2 / (2 * (sigma_scale * roi_size)**2)), "
+            "d = the offset from the window's centre, (roi_size - 1) / 2; then the whole "
+            "product map clamped below at max(its smallest value, 0.001)"
+            if window.get("mode", "constant") == "gaussian"
+            else "; w = 1"
+        ),
+    }
+
+
 def zscore_normalization(
-    clip: Sequence[float] | None, spacing: Sequence[float] | None = None
+    clip: Sequence[float] | None,
+    spacing: Sequence[float] | None = None,
+    stack_spacing: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """Volumes (NIfTI, reoriented to RAS): intensities clipped to ``clip`` (if set), then
     zero mean and unit variance over each whole volume, per channel; then, with ``spacing``
     (mm per RAS axis), resampled to that voxel spacing, the logits resampled back to the
     source grid before the argmax. A description without ``spacing`` (written before it
-    existed) means no resampling."""
-    return {
+    existed) means no resampling. ``stack_spacing`` (z, y, x), where training gave one: the
+    voxel size of TIFF stacks and arrays that carry none, so that prediction reads them on
+    the grid training did."""
+    described = {
         "kind": "zscore_per_volume",
         "clip": list(clip) if clip else None,
         "spacing": [float(s) for s in spacing] if spacing else None,
     }
+    if stack_spacing:
+        described["stack_spacing"] = [float(s) for s in stack_spacing]
+    return described

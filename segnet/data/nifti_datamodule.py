@@ -423,7 +423,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             class_names=class_names,
             palette=[list(c) for c in label_palette(len(class_names))],
             ignore_index=None,
-            normalization=zscore_normalization(self.clip, self.spacing),
+            normalization=zscore_normalization(self.clip, self.spacing, self.stack_spacing),
             input_size=list(self.patch_size),
             sliding_window=dict(self.sliding_window),
             monitor="val/dice",

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from segnet.data.info import WINDOW_BLENDING, test_mirror_axes
+from segnet.data.info import test_mirror_axes
 
 CARD_NAME = "model.json"
 # 2: volumes may be resampled to data.normalization.spacing (a "resample" step); a reader
@@ -71,116 +71,12 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
             "half before and the rest after",
             "then": "crop the logits back to the unpadded size",
         }
-    steps = {"rgb_mean_std": rgb_steps, "image_mean_std": image_steps}.get(
-        norm["kind"], volume_steps
-    )
-    pre, post = steps(data, norm, onnx)
+    from segnet.data.formats import format_of_model
+
+    # what reading, normalising and writing around the network are: the data format's own
+    pre, post = format_of_model(data).card_steps(data, norm, onnx)
     onnx["mirroring"] = mirroring(data, tta)
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}
-
-
-def rgb_steps(data: Any, norm: dict[str, Any], onnx: dict[str, Any]) -> tuple[list, list]:
-    """Scene images (CamVid): uint8 RGB, resized to the trained size, scaled and
-    normalised; the logits resized back to the image's size."""
-    pre = [
-        {"step": "decode", "to": "uint8 RGB (H, W, 3)", "channel_order": norm["channel_order"]},
-    ]
-    if data.input_size:
-        pre.append(
-            {
-                "step": "resize",
-                "size_hw": data.input_size,
-                # what training and segnet.serving.predict ran; Pillow's BILINEAR resize is the
-                # same filter, but rounds a few border pixels apart at non-integer scales
-                "interpolation": "bilinear, antialiased, on the uint8 image",
-                "as_run_by": "torchvision.transforms.v2.functional.resize(antialias=True)",
-                "also": "Pillow Image.resize(BILINEAR): the same at integer scale factors, "
-                "within rounding (under 1% of mask pixels at class borders) at others",
-            }
-        )
-    pre += [
-        {"step": "scale", "multiply_by": norm["scale"], "result": "float32 in [0, 1]"},
-        {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
-        {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
-    ]
-    post = [
-        {
-            "step": "resize_logits",
-            "to": "the original image's (H, W)",
-            "interpolation": "bilinear, half-pixel centres (align_corners=False)",
-            "skip_if": "sizes already equal",
-        },
-        {"step": "argmax", "axis": 1, "result": "class index per pixel"},
-        {"step": "colorize", "palette": "output.palette (RGB per class index)"},
-    ]
-    return pre, post
-
-
-def image_steps(data: Any, norm: dict[str, Any], onnx: dict[str, Any]) -> tuple[list, list]:
-    """A user's own images: read in their own units, normalised with the training set's
-    mean and std, segmented whole (through the sliding window, where the card has one)."""
-    pre = [
-        {
-            "step": "decode",
-            "to": f"{norm['color_mode']} (H, W, {len(norm['mean'])}) in the image's own "
-            "units (0-255 for 8 bit, 0-65535 for 16 bit), as float32",
-            "with": f"Pillow: Image.convert('{norm['color_mode']}'), except 16-bit grey "
-            "images, read as they are",
-        },
-        {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
-        {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
-    ]
-    post = [
-        {"step": "argmax", "axis": 1, "result": "class index per pixel, at native size"},
-    ]
-    if data.sliding_window:
-        onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
-        onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
-    return pre, post
-
-
-def volume_steps(data: Any, norm: dict[str, Any], onnx: dict[str, Any]) -> tuple[list, list]:
-    """NIfTI volumes: reoriented to RAS, clipped, z-scored, resampled to the trained
-    spacing; the logits back to the source grid and orientation."""
-    pre = [
-        {
-            "step": "read",
-            "with": "nibabel",
-            "reorient_to": "RAS (nibabel.as_closest_canonical)",
-        },
-        {"step": "layout", "to": "NCDHW", "channels": "4th NIfTI axis, if any"},
-        {"step": "clip", "range": norm.get("clip"), "skip_if": "range is null"},
-        {"step": "normalize", "how": "z-score per volume and channel (mean 0, std 1)"},
-    ]
-    post = []
-    if norm.get("spacing"):
-        pre.append(
-            {
-                "step": "resample",
-                "spacing_mm": norm["spacing"],
-                "shape": "per RAS axis: voxels * source voxel size / spacing_mm, "
-                "rounded to the nearest whole number (halves to even), at least 1; "
-                "the source voxel sizes are the column lengths of the reoriented "
-                "(RAS) image's affine",
-                "interpolation": "trilinear, half-voxel centres (align_corners=False)",
-            }
-        )
-        post.append(
-            {
-                "step": "resize_logits",
-                "to": "the source volume's shape (in RAS)",
-                "interpolation": "trilinear, half-voxel centres (align_corners=False)",
-            }
-        )
-    post += [
-        {"step": "argmax", "axis": 1},
-        {"step": "write", "reorient_from": "RAS back to the source image's orientation"},
-    ]
-    if data.sliding_window:
-        # MONAI SlidingWindowInferer's keyword arguments, and the same spelt out
-        onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
-        onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
-    return pre, post
 
 
 def mirroring(data: Any, tta: bool) -> dict[str, Any]:
@@ -199,28 +95,6 @@ def mirroring(data: Any, tta: bool) -> dict[str, Any]:
     else:
         steps["run_on"] = "the input alone: the network was trained without flips"
     return steps
-
-
-def sliding_window_steps(window: dict[str, Any]) -> dict[str, str]:
-    """MONAI's ``SlidingWindowInferer`` with the card's ``sliding_window`` arguments, spelt
-    out for a deployment that has only numpy."""
-    return {
-        "skip_if": "no spatial axis is longer than roi_size: then one run over the whole input",
-        "pad": "each axis shorter than roi_size with cval up to roi_size, half before and the "
-        "rest after; crop the blended logits back at the end",
-        "windows": "per axis, starts 0, s, 2s, ... with s = max(1, int(roi_size * (1 - "
-        "overlap))) (s = roi_size where the axis equals it), up to the first window that "
-        "reaches the axis's end, which is moved back to end exactly there",
-        "blend": "logits of all windows summed, each voxel weighted by w, then divided by the "
-        "summed weights"
-        + (
-            "; w = the product over the axes of exp(-d**2 / (2 * (sigma_scale * roi_size)**2)), "
-            "d = the offset from the window's centre, (roi_size - 1) / 2; then the whole "
-            "product map clamped below at max(its smallest value, 0.001)"
-            if window.get("mode", "constant") == "gaussian"
-            else "; w = 1"
-        ),
-    }
 
 
 def read_card(model_path: str | Path) -> dict[str, Any]:

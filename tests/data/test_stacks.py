@@ -133,3 +133,21 @@ def test_stacks_train_and_score_the_dice_of_their_nifti_twins(volumes, tmp_path)
     assert out.name == predictions[0].name
     again = nifti.load_volume(nifti.Case("q", out, None)).image[0]
     np.testing.assert_array_equal(again, written)
+
+
+def test_prediction_reads_a_bare_array_with_the_voxel_size_training_gave(volumes, tmp_path):
+    """An array that carries no voxel size is read at predict time with the
+    ``data.stack_spacing`` the model was trained with (its model card keeps it), so that
+    a model that resamples sees the grid training saw."""
+    from segnet.data.formats import Volumes
+    from segnet.data.info import DataInfo, zscore_normalization
+    from tests.helpers import data_info
+
+    case = nifti.find_cases(stack_copy(volumes, ".npy", tmp_path))[0].image
+    described = data_info(spatial_dims=3, in_channels=1)  # as a checkpoint keeps it
+    info = DataInfo.from_dict(described)
+    trained = DataInfo.from_dict(
+        {**described, "normalization": zscore_normalization(None, None, SPACING_ZYX)}
+    )
+    assert Volumes().read(case, trained).source.spacing == (0.25, 0.5, 2.0)
+    assert Volumes().read(case, info).source.spacing == (1.0, 1.0, 1.0)
