@@ -62,10 +62,20 @@ def hint_on_failure(config_name: str, argv: Sequence[str]) -> Iterator[None]:
     setting it does not know), print the hints after its message."""
     import sys
 
+    from hydra.errors import ConfigCompositionException
+
+    def hint() -> None:
+        for line in setting_hints(config_name, argv):
+            print(f"hint: {line}", file=sys.stderr)
+
     try:
         yield
     except SystemExit as stop:
         if stop.code == 1:
-            for hint in setting_hints(config_name, argv):
-                print(f"hint: {hint}", file=sys.stderr)
+            hint()
+        raise
+    except ConfigCompositionException:
+        # under a tracer (a debugger, coverage.py) Hydra raises its error instead of
+        # printing it and exiting 1: the hints come all the same
+        hint()
         raise

@@ -383,3 +383,21 @@ def test_only_a_new_run_folder_of_a_refusal_before_any_work_is_removed(tmp_path,
         assert discard_refused_run(logs, work) is None and (folder / "train.log").is_file()
     finally:
         HydraConfig.instance().cfg = None
+
+
+def test_the_hint_comes_when_hydra_raises_its_error_itself(tmp_path):
+    """With HYDRA_FULL_ERROR=1, or under a debugger or coverage.py, Hydra raises its error
+    instead of printing it and exiting 1: the hint is printed all the same."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    given = subprocess.run(
+        [sys.executable, "evaluate.py", "ckpt_path=x.ckpt", "data.spacing=[1,1,1]",
+         f"hydra.run.dir={tmp_path / 'ev'}"],
+        cwd=REPO, capture_output=True, text=True, env={**os.environ, "HYDRA_FULL_ERROR": "1"},
+    )  # fmt: skip
+    assert given.returncode == 1 and "ConfigCompositionException" in given.stderr
+    assert "hint: data.spacing is not a setting of evaluate" in given.stderr
