@@ -5,7 +5,8 @@ which checkpoints and model cards carry), so ``segnet.serving`` and the commands
 :func:`format_of_model` and never import a format's own module.
 
 Three formats are registered: scene photos normalised as ImageNet-style RGB (CamVid),
-your own images normalised with their training set's mean and std, and NIfTI volumes.
+your own images normalised with their training set's mean and std, and volumes (NIfTI
+files, TIFF stacks, NumPy arrays: ``segnet.data.volume_files``).
 Torch and the readers only; no Lightning, no Hydra (served models load without them)."""
 
 from __future__ import annotations
@@ -213,12 +214,8 @@ class Volumes:
     def read(self, path: Path, info: DataInfo) -> Prepared:
         # a stack that carries no voxel size is read with the one training gave such files
         stacks = info.normalization.get("stack_spacing")
+        # (its channels were checked against the model's from its header: check)
         volume = nifti.load_volume(nifti.Case(nifti.case_name(path), path, None, stacks))
-        if volume.image.shape[0] != info.in_channels:
-            raise DataError(
-                f"{path} has {volume.image.shape[0]} channel(s); the model takes "
-                f"{info.in_channels} (one per modality, as in the data it was trained on)."
-            )
         warning = voxel_size_warning(info, {str(path): volume.spacing})
         if warning:
             log.warning(warning)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import nibabel as nib
 
-# a file's voxel size where it carries none, per axis of its own order: (x, y, z) for a
-# stack of pages of y rows and x columns (the ``data.stack_spacing`` setting)
+# a file's voxel size where it carries none, per axis of its own order: (z, y, x) for a
+# stack of z pages of y rows and x columns (the ``data.stack_spacing`` setting)
 Spacing = Sequence[float] | None
 
 

@@ -108,9 +108,7 @@ class Predictor:
                 "first, e.g. np.clip(a, 0, 255).astype(np.uint8) for values in 0-255, or "
                 "(a * 255).round().astype(np.uint8) for 0-1."
             )
-        prepared = formats.ScenePhotos.prepare(rgb, self.info)
-        pred = self.logits(prepared.x.to(self.device), prepared.size).argmax(1)[0]
-        return pred.cpu().numpy().astype(np.uint8)
+        return self.predict_prepared(formats.ScenePhotos.prepare(rgb, self.info)).astype(np.uint8)
 
     @torch.no_grad()
     def predict_prepared(self, prepared: formats.Prepared) -> np.ndarray:

@@ -64,14 +64,16 @@ class TimeBudget(L.Callback):
         if not self.epoch_s:
             return None
         recent = self.epoch_s[1:][-5:] or self.epoch_s
-        val = statistics.median(self.val_s[-3:]) if self.val_s else 0.0
-        return statistics.median(recent), val
+        return statistics.median(recent), self.validation_s()
+
+    def validation_s(self) -> float:
+        """A validation's typical seconds (the recent ones), 0 before one is timed."""
+        return statistics.median(self.val_s[-3:]) if self.val_s else 0.0
 
     def validation_interval(self) -> float:
         """Seconds between validations: the budget over ``validations``, or longer where a
         validation costs more than ``validation_share`` of that."""
-        val = statistics.median(self.val_s[-3:]) if self.val_s else 0.0
-        return max(self.budget_s / self.validations, val / self.validation_share)
+        return max(self.budget_s / self.validations, self.validation_s() / self.validation_share)
 
     # -- Lightning's hooks --------------------------------------------------------------
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
