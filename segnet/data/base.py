@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,34 +13,11 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
+from segnet.data import class_weights
 from segnet.data.info import DataInfo
 from segnet.files import staged
 
 log = logging.getLogger(__name__)
-
-
-def check_count(setting: str, value, minimum: int = 1, allow_none: bool = False) -> int | None:
-    """A whole-number setting (batch size, workers), checked before any data is read."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(
-            f"data.{setting}={value!r}: expected a whole number >= {minimum}"
-            + (" (or null)" if allow_none else "")
-            + "."
-        )
-    return value
-
-
-def as_list(setting: str, value: Any, example: str) -> list | None:
-    """A list setting (a size, a mean per channel, a range) as a list, or None for null: a
-    single value (``data.image_size=48``) is refused here, naming the setting, rather than
-    failing inside torch later."""
-    if value is None:
-        return None
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise ValueError(f"{setting}={value!r}: give a list, e.g. {setting}={example}.")
-    return list(value)
 
 
 def check_shareable(items: int, processes: int, what: str) -> None:
@@ -67,7 +43,8 @@ class SegmentationDataModule(L.LightningDataModule):
       for test) with datasets whose samples are ``{"image", "label", "index"}`` (plus
       ``"spacing"`` for volumes) and which have ``names`` (one per sample).
     * optionally ``fetch()`` (download the data when asked and absent),
-      ``compute_class_weights()`` (loss weights from the training labels),
+      ``median_frequency_weights()`` (what ``data.class_weights=median_frequency`` asks:
+      :func:`segnet.data.class_weights.median_frequency` of the training labels),
       ``has_split(split)``, ``split_names()``, ``read_split(split)`` (the default reads
       the test split's samples once), ``test_input_warning(info)``, ``bn_dataloader()``
       (``recompute_bn=true``, the default, needs it for a network with BatchNorm) and
@@ -89,6 +66,9 @@ class SegmentationDataModule(L.LightningDataModule):
 
     worker_init_fn = None
     split = "test"
+    # data.class_weights and data.class_weights_power, where a format takes them
+    class_weights_option: Any = "none"
+    class_weights_power = 1.0
     # a DataModule of the user's own: its settings that shape training alone (augmentation,
     # patch sampling), which evaluate.py refuses to change, as it refuses those the table of
     # settings marks (segnet.runs.settings) for the built-in ones
@@ -111,7 +91,16 @@ class SegmentationDataModule(L.LightningDataModule):
         """Download the data when it is absent and downloading was asked for."""
 
     def compute_class_weights(self) -> list[float] | None:
-        return None
+        """The loss's class weights that ``data.class_weights`` asks for (None: none)."""
+        return class_weights.from_option(
+            self.class_weights_option, self.class_weights_power, self.median_frequency_weights
+        )
+
+    def median_frequency_weights(self) -> list[float]:
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot compute median-frequency class weights: give "
+            "data.class_weights as one number per class, or none."
+        )
 
     def has_split(self, split: str) -> bool:
         return True

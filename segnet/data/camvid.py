@@ -163,17 +163,14 @@ def load_split(
     return images.contiguous(), labels, [image.name for image, _ in pairs]
 
 
-def median_frequency_weights(labels: torch.Tensor, num_classes: int = VOID) -> torch.Tensor:
-    """SegNet's class balancing: ``median(freq) / freq(c)``, where ``freq(c)`` is the pixel
-    count of c over the pixels of the images in which c appears (void excluded)."""
+def class_pixel_counts(
+    labels: torch.Tensor, num_classes: int = VOID
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame pixel counts of each class (frames x classes; void not a class) and each
+    frame's size in pixels (void included): what median-frequency weights are made of
+    (:func:`segnet.data.class_weights.median_frequency`)."""
     flat = labels.reshape(labels.shape[0], -1).long()
     counts = torch.stack(
         [torch.bincount(row, minlength=num_classes + 1)[:num_classes] for row in flat]
     )
-    present = counts > 0
-    image_pixels = flat.shape[1]
-    total = counts.sum(0).double()
-    seen = (present.sum(0) * image_pixels).double()
-    freq = torch.where(seen > 0, total / seen.clamp(min=1), torch.nan)
-    weights = freq.nanquantile(0.5) / freq  # the usual median: mean of the middle two
-    return torch.nan_to_num(weights, nan=0.0).float()
+    return counts.numpy(), np.full(len(flat), flat.shape[1])

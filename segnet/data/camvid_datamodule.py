@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +11,9 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import tv_tensors
 
 from segnet.data import camvid, stats_cache
-from segnet.data.base import SegmentationDataModule, as_list, check_count
+from segnet.data.base import SegmentationDataModule
+from segnet.data.checks import as_list, check_count
+from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.download import download_dataset, exclusive
 from segnet.data.info import DataInfo, rgb_normalization
 from segnet.data.palette import colorize
@@ -27,7 +28,6 @@ from segnet.data.transforms import (
 from segnet.files import write_image
 
 log = logging.getLogger(__name__)
-CLASS_WEIGHT_RULES = ("median_frequency", "median_frequency_sqrt", "none")
 LABEL_RESIZE = ("nearest", "rare_first")
 
 
@@ -248,9 +248,7 @@ class CamVidDataModule(SegmentationDataModule):
             check_crop_size(self.crop_size, size)
             if self.image_size:
                 priority = (
-                    self._median_frequency_cached().tolist()
-                    if self.label_resize == "rare_first"
-                    else None
+                    self.median_frequency_weights() if self.label_resize == "rare_first" else None
                 )
                 images = resize_images(images, size)
                 labels = resize_labels(labels, size, priority)
@@ -275,18 +273,7 @@ class CamVidDataModule(SegmentationDataModule):
         write_image(out_dir / f"{stem}_color.png", colorize(pred, self.palette))
 
     # -- class weights ------------------------------------------------------------------
-    def compute_class_weights(self) -> list[float] | None:
-        option = self.class_weights_option
-        if option in (None, "none"):
-            return None
-        if not isinstance(option, str):
-            return [float(w) for w in option]
-        # a power below 1 narrows the spread (in log terms): rare classes still count more,
-        # without the paper's ratios that cost a short schedule its large classes
-        power = 0.5 if option == "median_frequency_sqrt" else self.class_weights_power
-        return self._median_frequency_cached().pow(power).tolist()
-
-    def _median_frequency_cached(self) -> torch.Tensor:
+    def median_frequency_weights(self) -> list[float]:
         """Median-frequency weights of the training labels, kept in the statistics cache
         (``segnet.data.stats_cache``: keyed by the files, in ``$XDG_CACHE_HOME/segnet``,
         never in the data folder), so changed data is computed again."""
@@ -295,40 +282,11 @@ class CamVidDataModule(SegmentationDataModule):
         cached = stats_cache.read("camvid_weights", key) or {}
         weights = cached.get("weights")
         if isinstance(weights, list) and len(weights) == self.num_classes:
-            return torch.tensor(weights, dtype=torch.float32)
-        computed = camvid.median_frequency_weights(self.raw("train")[1], self.num_classes)
-        stats_cache.write("camvid_weights", key, {"weights": computed.tolist()})
+            return weights
+        counts, pixels = camvid.class_pixel_counts(self.raw("train")[1], self.num_classes)
+        computed = median_frequency(counts, pixels).tolist()
+        stats_cache.write("camvid_weights", key, {"weights": computed})
         return computed
-
-
-def check_class_weights(option, num_classes: int, power: float = 1.0) -> None:
-    """``data.class_weights``: a known rule or one number per class, and a
-    ``data.class_weights_power`` that applies to it (checked before any data is read)."""
-    if isinstance(option, str) and option not in CLASS_WEIGHT_RULES:
-        raise ValueError(
-            f"data.class_weights={option!r}: use {', '.join(map(repr, CLASS_WEIGHT_RULES))} "
-            f"or a list of {num_classes} numbers."
-        )
-    if option is not None and not isinstance(option, str):
-        weights = list(option)
-        if len(weights) != num_classes:
-            raise ValueError(
-                f"data.class_weights has {len(weights)} entries; CamVid needs {num_classes}."
-            )
-        numbers = all(isinstance(w, int | float) and not isinstance(w, bool) for w in weights)
-        if not numbers or not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
-            raise ValueError(
-                f"data.class_weights={weights}: give {num_classes} numbers, each 0 or above "
-                "(0 leaves a class out of the loss) and not all 0."
-            )
-    if power != 1.0 and option != "median_frequency":
-        raise ValueError(
-            f"data.class_weights_power={power} applies to class_weights='median_frequency' "
-            f"only, and class_weights is {option!r}: add data.class_weights_power=1 to use "
-            f"these weights, or set data.class_weights=median_frequency."
-        )
-    if not 0 < power <= 4:
-        raise ValueError(f"data.class_weights_power={power}: use a number in (0, 4].")
 
 
 def as_size(setting: str, value: Sequence[int] | None, example: str) -> tuple[int, ...] | None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from segnet.data.errors import DataError
+from segnet.data.splits import SPLITS
 
 
 def read_case_table(
@@ -18,7 +19,8 @@ def read_case_table(
 ) -> list[dict]:
     """The rows of ``path`` as dicts of stripped cells, each with its line number under
     ``"line"``; refused with ``error`` (the format's own), naming the file, without a
-    header holding ``required``."""
+    header holding ``required`` or with a ``split`` cell that names no split (an empty
+    one is drawn by fraction and seed)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"data.csv={str(path)!r}: no such file.")
@@ -37,6 +39,13 @@ def read_case_table(
             f"data.csv={path} needs a header with {' and '.join(map(repr, required))} "
             f"columns (it has {found})."
         )
+    for row in rows:
+        if row.get("split") and row["split"] not in SPLITS:
+            raise error(
+                f"data.csv={path}, line {row['line']}: split {row['split']!r}; use "
+                f"{', '.join(SPLITS)} or leave it empty (drawn by data.val_fraction and "
+                "data.test_fraction)."
+            )
     return rows
 
 

@@ -189,11 +189,6 @@ def csv_pairs(path: Path) -> list[Pair]:
         if missing:
             raise ImageDataError(f"data.csv={path}, line {n}: no {' and no '.join(missing)}.")
         split = row.get("split") or None
-        if split is not None and split not in SPLITS:
-            raise ImageDataError(
-                f"data.csv={path}, line {n}: split {split!r}; use train, val, test or leave "
-                "it empty (drawn by data.val_fraction and data.test_fraction)."
-            )
         image, label = (resolve(path, row[c]) for c in ("image", "label"))
         roi = resolve(path, row["roi"]) if row.get("roi") else None
         pairs.append(Pair(image.name, image, label, roi, split))

@@ -23,17 +23,19 @@ from torch.utils.data import DataLoader, Dataset
 
 from segnet.data import images as img
 from segnet.data import stats_cache
-from segnet.data.base import SegmentationDataModule, as_list, check_count
+from segnet.data.base import SegmentationDataModule
+from segnet.data.checks import as_list, check_count, check_flip, check_window
+from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.info import DataInfo
 from segnet.data.palette import label_palette
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
-from segnet.data.splits import DrawnSplits, split_cases
+from segnet.data.splits import DrawnSplits, given_or_drawn
 from segnet.files import write_image
 
 log = logging.getLogger(__name__)
 # the network pools four times: patches are whole multiples of this
 PATCH_MULTIPLE = 16
-CLASS_WEIGHT_RULES = ("none", "median_frequency")
+IMAGE_AXES = ("up-down", "left-right")  # what data.flip=[0] and [1] mirror
 
 
 def image_normalization(mode: str, mean: Sequence[float], std: Sequence[float]) -> dict:
@@ -46,20 +48,6 @@ def image_normalization(mode: str, mean: Sequence[float], std: Sequence[float]) 
         "mean": [float(m) for m in mean],
         "std": [float(s) for s in std],
     }
-
-
-def check_flip_2d(flip: bool | Sequence[int]) -> tuple[int, ...]:
-    """The image axes random flips mirror: true both (0 up-down, 1 left-right), false none,
-    or a list ([1] for scenes with an up, such as street photos)."""
-    if isinstance(flip, bool):
-        return (0, 1) if flip else ()
-    hint = "use true (both axes), false, or a list of axes (0 up-down, 1 left-right)"
-    if isinstance(flip, str) or not isinstance(flip, Sequence):
-        raise ValueError(f"data.flip={flip!r}: {hint}.")
-    axes = list(flip)
-    if any(isinstance(a, bool) or a not in (0, 1) for a in axes) or len(set(axes)) < len(axes):
-        raise ValueError(f"data.flip={axes}: {hint}, each once.")
-    return tuple(sorted(int(a) for a in axes))
 
 
 def plan_patch(sizes: Sequence[tuple[int, int]], max_patch: int) -> tuple[int, int]:
@@ -88,17 +76,6 @@ def plan_batch_size(
     area = patch[0] * patch[1]
     share = int(MAX_BATCH_SHARE * sum(h * w for h, w in sizes) // area)
     return max(MIN_BATCH, min(batch_pixels // area, share))
-
-
-def median_frequency(counts: np.ndarray) -> list[float]:
-    """SegNet's balancing from per-image class counts (images x classes): ``median(freq) /
-    freq(c)``, ``freq(c)`` being c's pixels over the pixels of the images c appears in."""
-    present = counts > 0
-    pixels = counts.sum(1, keepdims=True)
-    seen = (present * pixels).sum(0)
-    freq = np.where(seen > 0, counts.sum(0) / np.maximum(seen, 1), np.nan)
-    weights = np.nanmedian(freq) / freq
-    return np.nan_to_num(weights, nan=0.0).tolist()
 
 
 class Loaded:
@@ -226,6 +203,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         scale: Sequence[float] = (0.8, 1.25),
         intensity: float = 0.1,
         class_weights: str | Sequence[float] = "none",
+        class_weights_power: float = 1.0,
         num_workers: int = 2,
         pin_memory: bool | None = None,
         split: str = "test",
@@ -241,18 +219,19 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     ):
         super().__init__()
         check_counts_and_choices(
-            root, csv, split, color_mode, class_weights,
+            root, csv, split, color_mode,
             eval_batch_size=eval_batch_size, num_workers=num_workers,
             sw_batch_size=sw_batch_size, batch_pixels=batch_pixels,
         )  # fmt: skip
         check_batch(batch_size, patches_per_epoch, steps_per_epoch)
         scale, size = check_sampling(max_patch, foreground_ratio, scale, intensity, patch_size)
         check_normalization(mean, std)
-        check_window(sw_mode, sw_overlap)
         self.root = Path(root).expanduser() if root else None
         self.csv = csv
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name)
-        self.set_classes(class_names, label_values, palette, ignore_values, class_weights)
+        self.set_classes(class_names, label_values, palette, ignore_values)
+        check_class_weights(class_weights, len(class_names) if class_names else None,
+                            class_weights_power)  # fmt: skip
         self.color_mode = color_mode
         self.mean = list(mean) if mean is not None else None
         self.std = list(std) if std is not None else None
@@ -262,9 +241,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.given_batch, self.batch_pixels = batch_size, batch_pixels
         self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
         self.foreground_ratio, self.intensity = foreground_ratio, intensity
-        self.flip_axes = check_flip_2d(flip)
+        self.flip_axes = check_flip(flip, IMAGE_AXES)
         self.scale = tuple(scale)
         self.class_weights_option = class_weights
+        self.class_weights_power = float(class_weights_power)
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
         self.split_args = dict(
@@ -274,7 +254,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             fold=fold,
             num_folds=num_folds,
         )
-        self.sw_roi_size = check_roi(sw_roi_size)
+        roi = check_window(
+            sw_roi_size, sw_overlap, sw_mode, dims=2, minimum=2 * PATCH_MULTIPLE,
+            default="twice the training patch per axis",
+        )  # fmt: skip
+        self.sw_roi_size = tuple(roi) if roi else None
         self.window = dict(overlap=sw_overlap, mode=sw_mode, sw_batch_size=sw_batch_size)
         self.start_empty()
 
@@ -294,10 +278,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         label_values: Sequence | None,
         palette: Sequence[Sequence[int]] | None,
         ignore_values: Sequence | None,
-        class_weights: str | Sequence[float],
     ) -> None:
-        """The classes as given (None: found in the masks), how mask values map to them,
-        and the loss's class weights, one per class where listed."""
+        """The classes as given (None: found in the masks), and how mask values map to
+        them."""
         self._class_names = list(class_names) if class_names else None
         self.mapping = (
             img.LabelMapping.from_settings(class_names, label_values, palette, ignore_values)
@@ -305,13 +288,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             else None
         )
         self.palette = palette
-        weights = None if isinstance(class_weights, str) else list(class_weights)
-        wrong = weights is not None and (len(weights) != len(class_names or []) or min(weights) < 0)
-        if wrong and class_names:
-            raise ValueError(
-                f"data.class_weights={weights}: one number >= 0 per class ({len(class_names)})."
-            )
-        self._class_counts: np.ndarray | None = None
+        # per training image: its pixels of each class, and its size (void included)
+        self._class_counts: tuple[np.ndarray, list[int]] | None = None
 
     # -- what the model needs to know -----------------------------------------------------
     def where(self) -> str:
@@ -380,7 +358,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
 
     @classmethod
     def axes_of_flip(cls, flip: Any) -> tuple[int, ...]:
-        return check_flip_2d(flip)
+        return check_flip(flip, IMAGE_AXES)
 
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict:
@@ -390,27 +368,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return {"color_mode": norm["color_mode"], "mean": norm["mean"], "std": norm["std"]}
 
     def _draw_splits(self) -> dict[str, list[int]]:
-        given = [p.split for p in self.pairs]
-        n = len(self.pairs)
-        if not any(given):
-            splits = split_cases([p.name for p in self.pairs], **self.split_args)
-            return splits
-        if not all(given):
-            raise ValueError(
-                f"{self.where()}: some rows name a split and others do not; give every row "
-                "a split (train, val, test), or none (drawn by fraction and seed)."
-            )
-        splits = {s: [i for i in range(n) if given[i] == s] for s in img.SPLITS}
-        if not splits["val"] and splits["train"]:
-            # val drawn from train by fraction and seed (or the fold), the test kept
-            train = splits["train"]
-            drawn = split_cases(
-                [self.pairs[i].name for i in train], **{**self.split_args, "test_fraction": 0.0}
-            )
-            splits["val"] = [train[i] for i in drawn["val"]]
-            splits["train"] = [train[i] for i in drawn["train"]]
-        splits["all"] = list(range(n))
-        return splits
+        return given_or_drawn(
+            [p.name for p in self.pairs], [p.split for p in self.pairs], self.where(),
+            **self.split_args,
+        )  # fmt: skip
 
     def reading(self) -> dict[str, Any]:
         """How masks are read for the mapping given (:meth:`LabelMapping.reading`); as a
@@ -615,7 +576,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         per_image = np.stack(
             [np.bincount(it.label.numpy().ravel(), minlength=void + 1)[:void] for it in items]
         )
-        self._class_counts = per_image
+        self._class_counts = per_image, [it.label.numel() for it in items]
         absent = [n for n, c in zip(self._class_names, per_image.sum(0), strict=True) if c == 0]
         if absent:
             log.warning(
@@ -663,15 +624,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         area = self.patch_size[0] * self.patch_size[1]
         return max(4 * self.batch_size, -(-pixels // area))
 
-    def compute_class_weights(self) -> list[float] | None:
-        option = self.class_weights_option
-        if option in (None, "none"):
-            return None
-        if not isinstance(option, str):
-            return [float(w) for w in option]
+    def median_frequency_weights(self) -> list[float]:
         if self._class_counts is None:
             self._log_values(self.load("train"), self.splits["train"])
-        return median_frequency(self._class_counts)
+        return median_frequency(*self._class_counts).tolist()
 
     def val_dataloader(self) -> DataLoader:
         # whole images differ in size: one at a time unless they all share one
@@ -746,30 +702,11 @@ def check_normalization(mean: Sequence[float] | None, std: Sequence[float] | Non
         raise ValueError(f"data.std={list(std)}: every value must be above 0.")
 
 
-def check_window(sw_mode: str, sw_overlap: float) -> None:
-    if sw_mode not in ("gaussian", "constant"):
-        raise ValueError(f"data.sw_mode={sw_mode!r}: gaussian or constant.")
-    if not 0 <= sw_overlap < 1:
-        raise ValueError(f"data.sw_overlap={sw_overlap}: a share in [0, 1).")
-
-
-def check_roi(sw_roi_size: Sequence[int] | None) -> tuple[int, ...] | None:
-    """The sliding window's size for whole-image evaluation (None: twice the patch)."""
-    roi = as_list("data.sw_roi_size", sw_roi_size, "[512,512]")
-    if roi is not None and (len(roi) != 2 or min(roi) < 2 * PATCH_MULTIPLE):
-        raise ValueError(
-            f"data.sw_roi_size={roi}: give [H, W], each at least {2 * PATCH_MULTIPLE}, or "
-            "null (twice the training patch per axis)."
-        )
-    return tuple(roi) if roi else None
-
-
 def check_counts_and_choices(
     root: str | None,
     csv: str | None,
     split: str,
     color_mode: str | None,
-    class_weights: str | Sequence[float],
     **counts: int,
 ) -> None:
     """Where the data is, the loaders' counts and the settings that take one of a few
@@ -788,11 +725,6 @@ def check_counts_and_choices(
         raise ValueError(
             f"data.color_mode={color_mode!r}: one of {list(img.COLOR_MODES)}, or null "
             "(from the images)."
-        )
-    if isinstance(class_weights, str) and class_weights not in CLASS_WEIGHT_RULES:
-        raise ValueError(
-            f"data.class_weights={class_weights!r}: use {' or '.join(CLASS_WEIGHT_RULES)}, "
-            "or a list of one number per class."
         )
 
 

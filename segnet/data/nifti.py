@@ -49,6 +49,7 @@ class Case:
     label: Path | None
     # the voxel size (z, y, x) of stack and array files that carry none: data.stack_spacing
     spacing: Sequence[float] | None = None
+    split: str | None = None  # a CSV's split column; None: drawn by fraction and seed
 
 
 @dataclass
@@ -260,16 +261,16 @@ def _cases_from_csv(path: Path) -> list[Case]:
             f"({len(unlabelled)} row(s) in all): every case is trained, validated or tested "
             "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
         )
-    unread = [c for c in ("split", "roi") if any(r.get(c) for r in rows)]
-    if unread:
+    if any(r.get("roi") for r in rows):
         log.warning(
-            "%s: its %s column(s) are not read for volumes: the cases are split by "
-            "data.val_fraction, data.test_fraction or data.fold.",
+            "%s: its roi column is not read for volumes: every voxel is trained and scored.",
             path,
-            " and ".join(unread),
         )
-    cases = [Case(case_name(Path(r["image"])), resolve(path, r["image"]),
-                  resolve(path, r["label"])) for r in rows]  # fmt: skip
+    cases = [
+        Case(case_name(Path(r["image"])), resolve(path, r["image"]), resolve(path, r["label"]),
+             split=r.get("split") or None)
+        for r in rows
+    ]  # fmt: skip
     check_unique_names(cases)
     return cases
 

@@ -17,32 +17,18 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from segnet.data import nifti
-from segnet.data.base import SegmentationDataModule, as_list, check_count
+from segnet.data.base import SegmentationDataModule
+from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
-from segnet.data.splits import DrawnSplits, split_cases
+from segnet.data.splits import DrawnSplits, given_or_drawn
 
 log = logging.getLogger(__name__)
 
 
 # RAS axes, as volumes are held (segnet.data.nifti)
 AXIS_NAMES = ("left-right", "back-front", "down-up")
-
-
-def check_flip(flip: bool | Sequence[int]) -> tuple[int, ...]:
-    """The RAS axes random flips mirror: true all three, false none, or a list of them
-    (e.g. ``[1, 2]`` where left and right differ, so the network keeps telling them
-    apart; mirroring at test time then flips the same axes)."""
-    if isinstance(flip, bool):
-        return (0, 1, 2) if flip else ()
-    hint = "use true, false or a list of RAS axes (0 left-right, 1 back-front, 2 down-up)"
-    if isinstance(flip, str) or not isinstance(flip, Sequence):
-        raise ValueError(f"data.flip={flip!r}: {hint}.")
-    axes = list(flip)
-    if any(isinstance(a, bool) or a not in (0, 1, 2) for a in axes) or len(set(axes)) < len(axes):
-        raise ValueError(f"data.flip={axes}: {hint}, each once.")
-    return tuple(sorted(int(a) for a in axes))
 
 
 def check_affine(rotate: float, zoom: Sequence[float], prob: float) -> dict | None:
@@ -133,9 +119,6 @@ def median_target_spacing(
     return tuple(round(float(s), 6) for s in spacing), bool(thick and few_slices)
 
 
-SW_MODES = ("gaussian", "constant")
-
-
 def check_sampling(
     patch_size: Sequence[int],
     foreground_ratio: float,
@@ -171,28 +154,6 @@ def check_sampling(
     for name, value in (("intensity_scale", intensity_scale), ("intensity_shift", intensity_shift)):
         if not value >= 0:
             raise ValueError(f"data.{name}={value}: use 0 (off) or a positive strength.")
-
-
-def check_window(
-    roi_size: Sequence[int] | None, patch_size: Sequence[int], overlap: float, mode: str
-) -> list[int]:
-    """The sliding-window size (the training patch unless ``roi_size`` is given), after
-    refusing settings MONAI would only reject, less clearly, at the first validation."""
-    roi = list(patch_size) if roi_size is None else roi_size
-    if (
-        not isinstance(roi, Sequence)
-        or len(roi) != len(patch_size)
-        or not all(isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in roi)
-    ):
-        raise ValueError(
-            f"data.sw_roi_size={roi_size} must be {len(patch_size)} positive whole numbers "
-            "(voxels per axis), or null for the training patch (data.patch_size)."
-        )
-    if not 0 <= overlap < 1:
-        raise ValueError(f"data.sw_overlap={overlap} must be in 0..1 (1 excluded).")
-    if mode not in SW_MODES:
-        raise ValueError(f"data.sw_mode={mode!r}: choose one of {SW_MODES}.")
-    return list(roi)
 
 
 def _nbytes(volume: nifti.Volume) -> int:
@@ -357,11 +318,19 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.clip = tuple(clip) if clip else None
         self.stack_spacing = check_stack_spacing(stack_spacing)
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
-        self.flip_axes = check_flip(flip)
+        self.flip_axes = check_flip(flip, AXIS_NAMES)
         self.aug = dict(rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
         self.affine = check_affine(rotate, zoom, affine_prob)
         self.sliding_window = {
-            "roi_size": check_window(sw_roi_size, self.patch_size, sw_overlap, sw_mode),
+            "roi_size": check_window(
+                sw_roi_size,
+                sw_overlap,
+                sw_mode,
+                dims=3,
+                minimum=1,
+                default="the training patch, data.patch_size",
+            )
+            or list(self.patch_size),
             "overlap": sw_overlap,
             "mode": sw_mode,
             "sw_batch_size": sw_batch_size,
@@ -379,7 +348,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
 
     @classmethod
     def axes_of_flip(cls, flip) -> tuple[int, ...]:
-        return check_flip(flip)
+        return check_flip(flip, AXIS_NAMES)
 
     def describe(self) -> DataInfo:
         """Finds the cases and splits them; reads one header (the channel count) and
@@ -387,7 +356,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.cases = nifti.find_cases(self.root, self.csv, self.image_dir, self.label_dir)
         for case in self.cases:  # stacks and arrays that carry no voxel size
             case.spacing = self.stack_spacing
-        self.splits = split_cases([c.name for c in self.cases], **self.split_args)
+        self.splits = given_or_drawn(
+            [c.name for c in self.cases], [c.split for c in self.cases],
+            f"data.csv={self.csv}", **self.split_args,
+        )  # fmt: skip
         shape = nifti.header_shape(self.cases[0].image)
         class_names = self._read_class_names()
         if self.spacing == "median":

@@ -18,6 +18,7 @@ class DrawnSplits:
     cases of each by name, which checkpoints record."""
 
     splits: dict[str, list[int]]
+    split_args: dict  # val_fraction, test_fraction, seed, fold, num_folds
 
     def case_names(self) -> list[str]:
         raise NotImplementedError
@@ -34,6 +35,31 @@ class DrawnSplits:
             for split, indices in self.splits.items()
             if split != "all"
         }
+
+
+def given_or_drawn(
+    names: Sequence[str], given: Sequence[str | None], where: str, **split_args
+) -> dict[str, list[int]]:
+    """The splits of cases whose list may give each its split (a ``split`` column, split
+    folders): all given are kept, none given are drawn (:func:`split_cases`), and a list
+    that gives train and test but no val has val drawn from train by fraction and seed
+    (or the fold). Some given and others not is refused, naming ``where``."""
+    if not any(given):
+        return split_cases(names, **split_args)
+    if not all(given):
+        raise ValueError(
+            f"{where}: some cases name a split and others do not; give every case a split "
+            f"({', '.join(SPLITS)}), or none (drawn by data.val_fraction, "
+            "data.test_fraction and data.seed)."
+        )
+    splits = {s: [i for i, g in enumerate(given) if g == s] for s in SPLITS}
+    if not splits["val"] and splits["train"]:
+        train = splits["train"]
+        drawn = split_cases([names[i] for i in train], **{**split_args, "test_fraction": 0.0})
+        splits["val"] = [train[i] for i in drawn["val"]]
+        splits["train"] = [train[i] for i in drawn["train"]]
+    splits["all"] = list(range(len(names)))
+    return splits
 
 
 def split_cases(

@@ -307,11 +307,11 @@ def test_evaluate_applies_the_window_it_is_given(trained, tmp_path):
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("data.sw_roi_size=[24,24]", "sw_roi_size.*3 positive whole numbers"),
-        ("data.sw_roi_size=[24,0,24]", "sw_roi_size.*3 positive whole numbers"),
+        ("data.sw_roi_size=[24,24]", "sw_roi_size.*3 whole numbers of at least 1"),
+        ("data.sw_roi_size=[24,0,24]", "sw_roi_size.*3 whole numbers of at least 1"),
         ("data.sw_overlap=1.0", "sw_overlap=1.0 must be in 0..1"),
         ("data.sw_mode=linear", "sw_mode='linear'.*gaussian"),
-        ("data.sw_roi_size=24", "sw_roi_size=24 must be 3 positive whole numbers"),
+        ("data.sw_roi_size=24", "sw_roi_size=24 must be 3 whole numbers"),
         ("+data.patch_size=[24,24,24]", "patch_size.*does not change an evaluation.*sw_roi_size"),
         ("+data.flip=false", r"data.flip=false: settings of training .*tta=true or false"),
         (

@@ -106,18 +106,6 @@ def test_labels_keep_their_class_indices_in_palette_and_16_bit_pngs(root, mode):
     assert np.array_equal(labels[names.index("train_000.png")].numpy(), indices)
 
 
-def test_median_frequency_weights_by_hand():
-    # class 0 in both images: 5 of their 8 pixels -> freq 0.625; class 1 only in image 0:
-    # 2 of 4 pixels -> freq 0.5; class 2 absent (weight 0); the void pixel is not counted
-    # for any class. median(0.625, 0.5) = 0.5625.
-    labels = torch.tensor([[[0, 0], [1, 1]], [[0, 0], [0, 0]]], dtype=torch.uint8)
-    labels[1, 1, 1] = camvid.VOID
-    w = camvid.median_frequency_weights(labels, num_classes=3)
-    freq0, freq1 = 5 / 8, 2 / 4
-    median = (freq0 + freq1) / 2
-    torch.testing.assert_close(w, torch.tensor([median / freq0, median / freq1, 0.0]))
-
-
 def weights(root, **kwargs):
     """The class weights a training run gets (computed in setup("fit"))."""
     dm = CamVidDataModule(str(root), **kwargs)
@@ -155,12 +143,12 @@ def test_an_unreadable_class_weight_cache_is_computed_again(root, statistics_cac
     computed = weights(root)
     cache = next(
         p for p in (statistics_cache / "segnet").glob("camvid_weights_*.json")
-        if json.loads(p.read_text()).get("weights") == computed.tolist()
+        if np.allclose(json.loads(p.read_text()).get("weights"), computed.tolist())
     )  # fmt: skip
     for broken in ('{"key": "', "[]", '{"key": null}'):  # cut short, or not the cache's shape
         cache.write_text(broken)
         torch.testing.assert_close(weights(root), computed)
-        assert json.loads(cache.read_text())["weights"] == computed.tolist()
+        assert np.allclose(json.loads(cache.read_text())["weights"], computed.tolist())
 
 
 def test_a_read_only_data_folder_is_never_written_to(root, tmp_path, monkeypatch):
@@ -182,7 +170,7 @@ def test_a_read_only_data_folder_is_never_written_to(root, tmp_path, monkeypatch
     monkeypatch.setattr(Path, "unlink", read_only(unlink))
     computed = weights(root)
     cached = json.loads(weight_cache(tmp_path / "cache").read_text())
-    assert cached["weights"] == computed.tolist()
+    assert np.allclose(cached["weights"], computed.tolist())
 
 
 def test_class_weight_options(root):
@@ -197,7 +185,7 @@ def test_class_weight_options(root):
         weights(root, class_weights="median_frequency", class_weights_power=0.5), sqrt
     )
     # wrong settings are refused when the DataModule is made, before any data is read
-    with pytest.raises(ValueError, match="has 3 entries; CamVid needs 11"):
+    with pytest.raises(ValueError, match="has 3 entries; the data has 11 classes"):
         CamVidDataModule(str(root), class_weights=[1, 2, 3])
     with pytest.raises(ValueError, match="class_weights='median'"):
         CamVidDataModule(str(root), class_weights="median")

@@ -340,3 +340,21 @@ def test_a_spreadsheets_csv_of_images_reads_as_meant(tmp_path):
         ("a.png", tmp_path / "masks" / "a.png", "val"),
         ("b.png", tmp_path / "b_m.png", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (
+            {"sw_roi_size": [16, 64]},
+            r"sw_roi_size=\[16, 64\] must be 2 whole numbers of at least 32",
+        ),
+        ({"sw_roi_size": [64, 64, 64]}, r"must be 2 whole numbers .*twice the training patch"),
+        ({"sw_overlap": 1.0}, r"data.sw_overlap=1.0 must be in 0..1"),
+        ({"sw_mode": "mean"}, r"data.sw_mode='mean': choose one of"),
+        ({"flip": [0, 2]}, r"data.flip=\[0, 2\]: .*\(0 up-down, 1 left-right\)"),
+    ],
+)
+def test_window_and_flip_settings_are_refused_as_for_volumes(tmp_path, setting, message):
+    with pytest.raises(ValueError, match=message):
+        ImageFolderDataModule(str(tmp_path), class_names=["a", "b"], **setting)

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from segnet.data import nifti
-from segnet.data.nifti_datamodule import NiftiDataModule, check_affine, check_flip, split_cases
+from segnet.data.checks import check_flip
+from segnet.data.nifti_datamodule import AXIS_NAMES, NiftiDataModule, check_affine
+from segnet.data.splits import split_cases
 from segnet.training.metrics import per_case_dice
 from tests.helpers import ODD_AFFINE, nifti_case, nifti_dataset, spaced_dataset
 
@@ -253,6 +255,38 @@ def test_a_spreadsheets_csv_reads_and_a_wrong_header_names_its_columns(tmp_path)
     with pytest.raises(
         nifti.NiftiDataError, match=r"'image' and 'label' columns \(it has 'img', 'seg'\)"
     ):
+        nifti.find_cases(root, root / "cases.csv")
+
+
+def test_a_csv_split_column_is_kept_for_volumes_as_for_images(tmp_path):
+    """The one case-list reader gives every format its split column: given splits are
+    kept (val drawn from train where none is val), half-given ones and unknown names are
+    refused naming the file."""
+    root = nifti_dataset(tmp_path / "d", "csv", n=6)
+    lines = (root / "cases.csv").read_text().splitlines()
+    given = ["train", "train", "train", "train", "test", "test"]
+    rows = [f"{r},{s}" for r, s in zip(lines[1:], given, strict=True)]
+    (root / "cases.csv").write_text("\n".join([lines[0] + ",split", *rows]) + "\n")
+    dm = NiftiDataModule(str(root), csv=str(root / "cases.csv"), class_names=["bg", "a", "b"],
+                         num_workers=0, val_fraction=0.25)  # fmt: skip
+    dm.prepare_data()
+    assert dm.splits["test"] == [4, 5]
+    assert len(dm.splits["val"]) == 1 and sorted(dm.splits["train"] + dm.splits["val"]) == [
+        0,
+        1,
+        2,
+        3,
+    ]
+    (root / "cases.csv").write_text(
+        "\n".join([lines[0] + ",split", *rows[:-1], rows[-1].rsplit(",", 1)[0] + ","])
+    )
+    half = NiftiDataModule(str(root), csv=str(root / "cases.csv"), class_names=["bg", "a", "b"])
+    with pytest.raises(ValueError, match=r"cases.csv: some cases name a split and others do not"):
+        half.prepare_data()
+    (root / "cases.csv").write_text(
+        "\n".join([lines[0] + ",split", *rows[:-1], rows[-1].rsplit(",", 1)[0] + ",holdout"])
+    )
+    with pytest.raises(nifti.NiftiDataError, match=r"cases.csv, line 7: split 'holdout'"):
         nifti.find_cases(root, root / "cases.csv")
 
 
@@ -619,12 +653,16 @@ def test_a_csv_takes_its_class_names_from_beside_it_not_from_data_root(tmp_path)
     assert dm.info().class_names == ["bg", "a", "b"]
 
 
-def test_flip_takes_all_none_or_a_list_of_ras_axes():
-    assert check_flip(True) == (0, 1, 2) and check_flip(False) == ()
-    assert check_flip([2, 1]) == (1, 2)
+def test_flip_takes_all_none_or_a_list_of_axes_named_in_its_refusal():
+    assert check_flip(True, AXIS_NAMES) == (0, 1, 2) and check_flip(False, AXIS_NAMES) == ()
+    assert check_flip([2, 1], AXIS_NAMES) == (1, 2)
     for bad in ("no", [3], [1, 1], [True], 1):
-        with pytest.raises(ValueError, match=r"data.flip=.*use true, false or a list of RAS"):
-            check_flip(bad)
+        with pytest.raises(ValueError, match=r"data.flip=.*a list of axes \(0 left-right, 1 back"):
+            check_flip(bad, AXIS_NAMES)
+    # an image has two axes: the same rule, its own names
+    assert check_flip(True, ("up-down", "left-right")) == (0, 1)
+    with pytest.raises(ValueError, match=r"data.flip=\[2\]: .*\(0 up-down, 1 left-right\)"):
+        check_flip([2], ("up-down", "left-right"))
 
 
 @pytest.mark.parametrize(

@@ -135,11 +135,11 @@ def test_only_this_packages_own_checks_count_as_refusals():
     epoch) keeps its traceback on the console."""
     import torch
 
-    from segnet.data.nifti_datamodule import check_flip
+    from segnet.data.checks import check_flip
     from segnet.runs.console import is_refusal
 
     with pytest.raises(ValueError) as ours:
-        check_flip("no")
+        check_flip("no", ("up-down", "left-right"))
     with pytest.raises(ValueError) as torchs:
         torch.nn.functional.batch_norm(torch.zeros(1, 2), None, None, training=True)
     assert is_refusal(ours.value) and not is_refusal(torchs.value)

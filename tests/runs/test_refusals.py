@@ -259,7 +259,10 @@ def test_a_flip_setting_that_names_no_axes_is_refused_before_the_data(tmp_path):
     for flip in ("no", "[0,3]"):
         overrides = ["experiment=hippocampus_unet3d", f"data.root={tmp_path}/missing"]
         cfg = compose("train", [*overrides, f"data.flip={flip}"], tmp_path)
-        with pytest.raises(ValueError, match=r"data.flip=.*use true, false or a list of RAS"):
+        with pytest.raises(
+            ValueError,
+            match=r"data.flip=.*a list of axes \(0 left-right, 1 back-front, 2 down-up\)",
+        ):
             train(cfg)
 
 
