@@ -20,7 +20,7 @@ from segnet.runs.checks import check_accelerator, check_config_values, check_dat
 from segnet.runs.console import log_summary, print_table, quiet_library_noise, rank_zero_speaks
 from segnet.runs.folders import Work, refuse_run_folder_in_use
 from segnet.runs.records import write_outputs
-from segnet.runs.settings import PART_OF_MODEL, TRAINING_ONLY
+from segnet.runs.settings import data_keys
 from segnet.serving.checkpoints import read_checkpoint
 from segnet.serving.ensemble import (
     check_members,
@@ -173,9 +173,10 @@ def check_overrides(
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
         )
-    # the table's, and those a DataModule of the user's own names
-    own = getattr(get_class(data_cfg._target_), "training_only", ())
-    training_only = (*TRAINING_ONLY, *own)
+    # as the format says (segnet.data.settings)
+    data_format = get_class(data_cfg._target_)
+    training_only = data_keys("training_only", data_format)
+    part_of_model = data_keys("part_of_model", data_format)
     unused = [
         f"data.{k}={json.dumps(v)}"
         for k, v in overrides.items()
@@ -189,13 +190,13 @@ def check_overrides(
         )
     renormalised = [
         f"data.{k}={json.dumps(overrides[k])}"
-        for k in PART_OF_MODEL
+        for k in part_of_model
         if k in overrides and overrides[k] != as_trained.get(k)
     ]
     if renormalised:
         raise ValueError(
             f"{', '.join(renormalised)}: the network takes its input normalised as it was "
-            f"trained ({', '.join(f'{k}={as_trained[k]}' for k in PART_OF_MODEL if k in as_trained)})"
+            f"trained ({', '.join(f'{k}={as_trained[k]}' for k in part_of_model if k in as_trained)})"
             ", which the checkpoint keeps: leave these out."
         )
     if "image_size" in overrides and overrides["image_size"] != as_trained.get("image_size"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import lightning as L
 import torch
@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from segnet.data import class_weights
 from segnet.data.info import DataInfo
+from segnet.data.settings import TRAINING, WHERE_AND_HOW_FAST, Setting
 from segnet.files import staged
 
 log = logging.getLogger(__name__)
@@ -69,9 +70,11 @@ class SegmentationDataModule(L.LightningDataModule):
     # data.class_weights and data.class_weights_power, where a format takes them
     class_weights_option: Any = "none"
     class_weights_power = 1.0
-    # a DataModule of the user's own: its settings that shape training alone (augmentation,
-    # patch sampling), which evaluate.py refuses to change, as it refuses those the table of
-    # settings marks (segnet.runs.settings) for the built-in ones
+    # how each setting (data.<name>) is treated: a row per argument of __init__
+    # (segnet.data.settings); these are the ones every DataModule is likely to share
+    settings: ClassVar[dict[str, Setting]] = dict(WHERE_AND_HOW_FAST)
+    # a shorter way for a DataModule of the user's own to name its settings that shape
+    # training alone (augmentation, patch sampling), which evaluate.py refuses to change
     training_only: tuple[str, ...] = ()
 
     def __init__(self) -> None:
@@ -167,6 +170,11 @@ class SegmentationDataModule(L.LightningDataModule):
         on resume); None for a format without that setting. Raises ValueError, naming the
         setting, for a value it does not take."""
         return None
+
+    @classmethod
+    def setting_rows(cls) -> dict[str, Setting]:
+        """How this format treats each of its settings (the table of settings asks)."""
+        return {**cls.settings, **{key: TRAINING for key in cls.training_only}}
 
     def provides(self, method: str) -> bool:
         """Whether this DataModule implements an optional part of the contract

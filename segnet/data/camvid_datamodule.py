@@ -17,6 +17,16 @@ from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.download import download_dataset, exclusive
 from segnet.data.info import DataInfo, rgb_normalization
 from segnet.data.palette import colorize
+from segnet.data.settings import (
+    ANY,
+    CLASS_WEIGHTS,
+    MODEL,
+    RESUMABLE,
+    TRAINING,
+    TRAINING_SWITCH,
+    WHERE_AND_HOW_FAST,
+    Setting,
+)  # fmt: skip
 from segnet.data.transforms import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -83,6 +93,24 @@ class CamVidDataModule(SegmentationDataModule):
         >>> dm = CamVidDataModule("data/CamVid", image_size=(180, 240))  # doctest: +SKIP
         >>> dm.setup("fit"); batch = next(iter(dm.train_dataloader()))   # doctest: +SKIP
     """
+
+    settings = {
+        **WHERE_AND_HOW_FAST,
+        **CLASS_WEIGHTS,
+        "image_size": ANY,
+        "crop_size": TRAINING,
+        "label_resize": TRAINING,
+        "mean": MODEL,
+        "std": MODEL,
+        "scale": TRAINING,
+        "hflip": TRAINING_SWITCH,
+        "color_jitter": TRAINING,
+        "download": Setting("switch", resume=True),
+        "url": RESUMABLE,
+        "sha256": RESUMABLE,
+        "expected_counts": ANY,
+    }
+    del settings["csv"]  # frames come from CamVid's own list files
 
     spatial_dims = 2
     in_channels = 3

@@ -52,11 +52,19 @@ def check_flip(flip: bool | Sequence[int], axis_names: Sequence[str]) -> tuple[i
 
 
 def check_window(
-    roi_size: Sequence[int] | None, overlap: float, mode: str, dims: int, minimum: int, default: str
-) -> list[int] | None:
-    """``data.sw_roi_size`` (``dims`` whole numbers of at least ``minimum``; None: the
-    format's ``default``, which the message names), ``data.sw_overlap`` and
-    ``data.sw_mode``: what MONAI would only reject, less clearly, at the first validation."""
+    roi_size: Sequence[int] | None,
+    overlap: float,
+    mode: str,
+    sw_batch_size: int,
+    dims: int,
+    minimum: int,
+    default: str,
+) -> dict[str, Any]:
+    """The sliding window of whole-input evaluation, as a DataInfo's ``sliding_window``
+    (``roi_size`` None: the format's ``default``, which a refusal names), after refusing
+    what MONAI would only reject, less clearly, at the first validation:
+    ``data.sw_roi_size`` (``dims`` whole numbers of at least ``minimum``),
+    ``data.sw_overlap``, ``data.sw_mode`` and ``data.sw_batch_size``."""
     if roi_size is not None and (
         isinstance(roi_size, str | bytes)
         or not isinstance(roi_size, Sequence)
@@ -72,4 +80,10 @@ def check_window(
         raise ValueError(f"data.sw_overlap={overlap} must be in 0..1 (1 excluded).")
     if mode not in SW_MODES:
         raise ValueError(f"data.sw_mode={mode!r}: choose one of {SW_MODES}.")
-    return list(roi_size) if roi_size is not None else None
+    check_count("sw_batch_size", sw_batch_size)
+    return {
+        "roi_size": list(roi_size) if roi_size is not None else None,
+        "overlap": overlap,
+        "mode": mode,
+        "sw_batch_size": sw_batch_size,
+    }

@@ -28,8 +28,17 @@ from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.info import DataInfo
 from segnet.data.palette import label_palette
+from segnet.data.settings import (
+    ANY,
+    CLASS_WEIGHTS,
+    DRAWN_SPLITS,
+    MODEL,
+    SLIDING_WINDOW,
+    TRAINING,
+    WHERE_AND_HOW_FAST,
+)  # fmt: skip
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
-from segnet.data.splits import DrawnSplits, given_or_drawn
+from segnet.data.splits import DrawnSplits, given_or_drawn, split_settings
 from segnet.files import write_image
 
 log = logging.getLogger(__name__)
@@ -175,6 +184,21 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         [256, 256]
     """
 
+    settings = {
+        **WHERE_AND_HOW_FAST,
+        **DRAWN_SPLITS,
+        **SLIDING_WINDOW,
+        **CLASS_WEIGHTS,
+        **{k: ANY for k in ("image_dir", "label_dir", "roi_dir", "image_name", "label_name",
+                            "class_names", "label_values", "palette", "ignore_values",
+                            "color_mode")},
+        "mean": MODEL,
+        "std": MODEL,
+        **{k: TRAINING for k in ("patch_size", "max_patch", "batch_pixels", "patches_per_epoch",
+                                 "steps_per_epoch", "foreground_ratio", "flip", "scale",
+                                 "intensity")},
+    }  # fmt: skip
+
     def __init__(
         self,
         root: str | None = None,
@@ -247,19 +271,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.class_weights_power = float(class_weights_power)
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
-        self.split_args = dict(
-            val_fraction=val_fraction,
-            test_fraction=test_fraction,
-            seed=seed,
-            fold=fold,
-            num_folds=num_folds,
-        )
-        roi = check_window(
-            sw_roi_size, sw_overlap, sw_mode, dims=2, minimum=2 * PATCH_MULTIPLE,
+        self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds)
+        self.window = check_window(
+            sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=2, minimum=2 * PATCH_MULTIPLE,
             default="twice the training patch per axis",
         )  # fmt: skip
-        self.sw_roi_size = tuple(roi) if roi else None
-        self.window = dict(overlap=sw_overlap, mode=sw_mode, sw_batch_size=sw_batch_size)
         self.start_empty()
 
     def start_empty(self) -> None:
@@ -339,7 +355,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         )
         # a convolutional network takes more than its training patch at once: windows of
         # twice its size per axis cover an image in a quarter of the passes
-        roi = self.sw_roi_size or tuple(2 * p for p in patch)
+        roi = self.window["roi_size"] or tuple(2 * p for p in patch)
         self._log_plan(sizes, mode, patch, roi)
         return DataInfo(
             spatial_dims=2,
@@ -349,7 +365,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             ignore_index=len(names),
             normalization=image_normalization(mode, self.mean, self.std),
             input_size=None,  # whole images at native size
-            sliding_window={"roi_size": list(roi), **self.window},
+            sliding_window={**self.window, "roi_size": list(roi)},
             monitor="val/dice",
             per_case=True,
             mirror_axes=list(self.flip_axes),

@@ -21,8 +21,18 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
+from segnet.data.settings import (
+    ANY,
+    DRAWN_SPLITS,
+    MODEL,
+    RESUMABLE,
+    SLIDING_WINDOW,
+    TRAINING,
+    TRAINING_SWITCH,
+    WHERE_AND_HOW_FAST,
+)  # fmt: skip
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
-from segnet.data.splits import DrawnSplits, given_or_drawn
+from segnet.data.splits import DrawnSplits, given_or_drawn, split_settings
 
 log = logging.getLogger(__name__)
 
@@ -122,14 +132,11 @@ def median_target_spacing(
 def check_sampling(
     patch_size: Sequence[int],
     foreground_ratio: float,
-    val_fraction: float,
-    test_fraction: float,
-    num_folds: int,
     clip: Sequence[float] | None,
     intensity_scale: float,
     intensity_shift: float,
 ) -> None:
-    """The patch, split and intensity settings, before any case is read: each would
+    """The patch and intensity settings, before any case is read: each would
     otherwise fail deep inside MONAI mid-epoch, or train silently on something else."""
     if len(patch_size) != 3 or not all(isinstance(p, int) and p > 0 for p in patch_size):
         raise ValueError(
@@ -140,15 +147,6 @@ def check_sampling(
         raise ValueError(
             f"data.foreground_ratio={foreground_ratio}: a share of patches, from 0 to 1."
         )
-    for name, value in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
-        if not 0 <= value < 1:
-            raise ValueError(f"data.{name}={value}: a share of the cases, from 0 to below 1.")
-    if val_fraction + test_fraction >= 1:
-        raise ValueError(
-            f"data.val_fraction={val_fraction} and data.test_fraction={test_fraction} leave "
-            "no case to train on: keep their sum below 1."
-        )
-    check_count("num_folds", num_folds, minimum=2)
     if clip is not None and (len(clip) != 2 or not clip[0] < clip[1]):
         raise ValueError(f"data.clip={list(clip)}: give [low, high] with low < high, or null.")
     for name, value in (("intensity_scale", intensity_scale), ("intensity_shift", intensity_shift)):
@@ -249,6 +247,20 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         ['background', 'Anterior', 'Posterior']
     """
 
+    settings = {
+        **WHERE_AND_HOW_FAST,
+        **DRAWN_SPLITS,
+        **SLIDING_WINDOW,
+        **{k: ANY for k in ("image_dir", "label_dir", "class_names", "spacing", "stack_spacing")},
+        "clip": MODEL,
+        "rotate90": TRAINING_SWITCH,
+        **{k: TRAINING for k in ("patch_size", "samples_per_volume", "foreground_ratio", "flip",
+                                 "rotate", "zoom", "affine_prob", "intensity_scale",
+                                 "intensity_shift")},
+        "cache_max_gb": RESUMABLE,
+    }  # fmt: skip
+    del settings["eval_batch_size"]  # whole volumes, one at a time
+
     worker_init_fn = staticmethod(_seed_worker)
 
     def __init__(
@@ -290,14 +302,12 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         check_count("batch_size", batch_size)
         check_count("num_workers", num_workers, minimum=0)
         check_count("samples_per_volume", samples_per_volume)
-        check_count("sw_batch_size", sw_batch_size)
         if split not in SPLITS:
             raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
         as_list("data.patch_size", patch_size, "[32,48,32]")
         as_list("data.zoom", zoom, "[0.7,1.4]")
         check_sampling(
-            list(patch_size), foreground_ratio, val_fraction, test_fraction, num_folds, clip,
-            intensity_scale, intensity_shift,
+            list(patch_size), foreground_ratio, clip, intensity_scale, intensity_shift,
         )  # fmt: skip
         self.root = Path(root).expanduser()
         self.csv, self.image_dir, self.label_dir = csv, image_dir, label_dir
@@ -308,33 +318,18 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.samples_per_volume, self.foreground_ratio = samples_per_volume, foreground_ratio
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
-        self.split_args = dict(
-            val_fraction=val_fraction,
-            test_fraction=test_fraction,
-            seed=seed,
-            fold=fold,
-            num_folds=num_folds,
-        )
+        self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds)
         self.clip = tuple(clip) if clip else None
         self.stack_spacing = check_stack_spacing(stack_spacing)
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
         self.flip_axes = check_flip(flip, AXIS_NAMES)
         self.aug = dict(rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
         self.affine = check_affine(rotate, zoom, affine_prob)
-        self.sliding_window = {
-            "roi_size": check_window(
-                sw_roi_size,
-                sw_overlap,
-                sw_mode,
-                dims=3,
-                minimum=1,
-                default="the training patch, data.patch_size",
-            )
-            or list(self.patch_size),
-            "overlap": sw_overlap,
-            "mode": sw_mode,
-            "sw_batch_size": sw_batch_size,
-        }
+        self.sliding_window = check_window(
+            sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=3, minimum=1,
+            default="the training patch, data.patch_size",
+        )  # fmt: skip
+        self.sliding_window["roi_size"] = self.sliding_window["roi_size"] or list(self.patch_size)
         self.cache_max_gb = cache_max_gb
         self.cases: list[nifti.Case] = []
         self.splits: dict[str, list[int]] = {}

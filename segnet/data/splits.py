@@ -37,6 +37,34 @@ class DrawnSplits:
         }
 
 
+def split_settings(
+    val_fraction: float, test_fraction: float, seed: int, fold: int | None, num_folds: int
+) -> dict:
+    """``data.val_fraction``, ``data.test_fraction``, ``data.seed``, ``data.fold`` and
+    ``data.num_folds`` checked (before any case is read) and kept together, as
+    :func:`split_cases` and :func:`given_or_drawn` take them."""
+    for name, value in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+            raise ValueError(f"data.{name}={value}: a share of the cases, from 0 to below 1.")
+    if val_fraction + test_fraction >= 1:
+        raise ValueError(
+            f"data.val_fraction={val_fraction} and data.test_fraction={test_fraction} leave "
+            "no case to train on: keep their sum below 1."
+        )
+    for name, value, minimum in (("num_folds", num_folds, 2), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"data.{name}={value!r}: expected a whole number >= {minimum}.")
+    if fold is not None and (isinstance(fold, bool) or not isinstance(fold, int)):
+        raise ValueError(f"data.fold={fold!r}: a fold number, 0 to {num_folds - 1}, or null.")
+    return dict(
+        val_fraction=val_fraction,
+        test_fraction=test_fraction,
+        seed=seed,
+        fold=fold,
+        num_folds=num_folds,
+    )
+
+
 def given_or_drawn(
     names: Sequence[str], given: Sequence[str | None], where: str, **split_args
 ) -> dict[str, list[int]]:

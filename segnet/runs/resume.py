@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from segnet.runs.earlier_names import current_name
 from segnet.runs.folders import Work, launched_rank, refuse_existing_run_dir
-from segnet.runs.settings import resume_may_change
+from segnet.runs.settings import data_format, resume_may_change, table
 from segnet.shell import hydra_value, override
 
 # -- the command line: a resume goes on in its run, with the run's overrides ----------
@@ -231,20 +231,6 @@ def flat(config: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix[:-1], config
 
 
-def data_format(config: dict) -> Any:
-    """The DataModule class a config's ``data._target_`` names (by its current name), which
-    says how its own settings read; None where there is none or it cannot be imported."""
-    target = (config.get("data") or {}).get("_target_") if isinstance(config, dict) else None
-    if not isinstance(target, str):
-        return None
-    from hydra.utils import get_class
-
-    try:
-        return get_class(current_name(target))
-    except (ImportError, ValueError):
-        return None
-
-
 def meaning(key: str, value: Any, data: Any = None) -> Any:
     """A setting's value as training takes it, where several spellings mean the same
     (``data.flip``: true, [0,1,2] and [2,1,0] alike, as the run's data format reads it:
@@ -265,10 +251,11 @@ def changed_settings(recorded: dict, now: dict) -> list[tuple[str, Any, Any]]:
     """``(key, recorded value, value now)`` for each setting a resume may not change."""
     before, after = dict(flat(recorded)), dict(flat(now))
     data = data_format(now)
+    rows = table(data)
     return [
         (key, before.get(key, UNSET), after.get(key, UNSET))
         for key in sorted(before.keys() | after.keys())
-        if not resume_may_change(key)
+        if not resume_may_change(key, rows)
         and meaning(key, before.get(key, UNSET), data) != meaning(key, after.get(key, UNSET), data)
     ]
 

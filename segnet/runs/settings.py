@@ -1,10 +1,12 @@
 """The table of settings: for every key the commands' configs compose (``train``,
 ``evaluate``, ``export``, ``bench``), what kind of value it takes, whether a resume may set
 it differently from its run, whether it only shapes training (an evaluation refuses it) or
-is part of the model (nobody changes it after training). The checks are derived from it:
-:func:`check_values` (the kinds and bounds), :func:`resume_may_change`,
-:data:`TRAINING_ONLY` and :data:`PART_OF_MODEL`. ``tests/runs/test_settings.py`` composes
-every recipe and fails on a key the table does not hold, so a new setting cannot go
+is part of the model (nobody changes it after training). The ``data.*`` rows are the
+data format's own: :func:`table` asks the DataModule class a run names
+(``segnet.data.settings``). The checks are derived from it: :func:`check_values` (the
+kinds and bounds), :func:`resume_may_change` and :func:`data_keys`.
+``tests/runs/test_settings.py`` composes every recipe and fails on a key the table does not
+hold, and on a DataModule setting without its row, so a new setting cannot go
 unclassified.
 
 A row names a key (``trainer.max_epochs``) or a group (``logger``: the key and everything
@@ -12,29 +14,15 @@ under it); a key takes its most specific row."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from segnet.data import settings
+from segnet.data.settings import Setting
+from segnet.runs.earlier_names import current_name
 
-@dataclass(frozen=True)
-class Setting:
-    # "switch": true/false (null where allowed); "count": a whole number >= minimum;
-    # "fraction": a count or a fraction >= 0; "number": a number >= minimum (> where
-    # above); "any": checked where it is used
-    kind: str = "any"
-    minimum: float | None = None
-    above: bool = False
-    resume: bool = False  # a resume may set it differently from the run it continues
-    training_only: bool = False  # shapes training alone: an evaluation refuses it
-    part_of_model: bool = False  # the network's input normalisation: never changed
-
-
-ANY = Setting()
-RESUMABLE = Setting(resume=True)
-SWITCH = Setting("switch")
-TRAINING = Setting(training_only=True)
+ANY, RESUMABLE, SWITCH = settings.ANY, settings.RESUMABLE, settings.SWITCH
 
 SETTINGS: dict[str, Setting] = {
     # what a command does, where it writes and with what it starts
@@ -110,75 +98,57 @@ SETTINGS: dict[str, Setting] = {
     "trainer.limit_val_batches": Setting("fraction"),
     "trainer.gradient_clip_val": Setting("fraction"),
     # (val_check_interval is left to Lightning: it also takes a time, "00:00:30:00")
-    # the data: where it is and how fast it is read may change; what is read may not
+    # the data: each format says how it treats its own settings (segnet.data.settings);
+    # this row covers a key no format names (a DataModule of the user's own): kept as the
+    # run had it
     "data": ANY,
-    "data.root": RESUMABLE,
-    "data.csv": RESUMABLE,
-    "data.download": Setting("switch", resume=True),
-    "data.url": RESUMABLE,
-    "data.sha256": RESUMABLE,
-    "data.num_workers": RESUMABLE,
-    "data.pin_memory": Setting("switch", resume=True),
-    "data.cache_max_gb": RESUMABLE,
-    "data.eval_batch_size": RESUMABLE,
-    "data.sw_batch_size": RESUMABLE,
-    "data.split": RESUMABLE,
-    # the network's input as it was trained: part of the model
-    "data.mean": Setting(part_of_model=True),
-    "data.std": Setting(part_of_model=True),
-    "data.clip": Setting(part_of_model=True),
-    # augmentation, patch sampling and the loss's class weights
-    "data.hflip": Setting("switch", training_only=True),
-    "data.rotate90": Setting("switch", training_only=True),
-    "data.flip": TRAINING,
-    "data.rotate": TRAINING,
-    "data.zoom": TRAINING,
-    "data.scale": TRAINING,
-    "data.affine_prob": TRAINING,
-    "data.intensity": TRAINING,
-    "data.intensity_scale": TRAINING,
-    "data.intensity_shift": TRAINING,
-    "data.color_jitter": TRAINING,
-    "data.crop_size": TRAINING,
-    "data.label_resize": TRAINING,
-    "data.foreground_ratio": TRAINING,
-    "data.samples_per_volume": TRAINING,
-    "data.patches_per_epoch": TRAINING,
-    "data.steps_per_epoch": TRAINING,
-    "data.batch_pixels": TRAINING,
-    "data.patch_size": TRAINING,
-    "data.max_patch": TRAINING,
-    "data.class_weights": TRAINING,
-    "data.class_weights_power": TRAINING,
 }
 
 
-def setting(key: str) -> Setting | None:
+def table(data_format: Any = None) -> dict[str, Setting]:
+    """Every row: the commands' own, and those of the data format (its DataModule class)
+    for its ``data.*`` settings, as it says (:meth:`setting_rows`)."""
+    rows = getattr(data_format, "setting_rows", None)
+    if rows is None:
+        return SETTINGS
+    return {**SETTINGS, **{f"data.{key}": row for key, row in rows().items()}}
+
+
+def data_format(config: Any) -> Any:
+    """The DataModule class a config's ``data._target_`` names (by its current name), which
+    says how its own settings read; None where there is none or it cannot be imported."""
+    data = config.get("data") if isinstance(config, dict | DictConfig) else None
+    target = data.get("_target_") if isinstance(data, dict | DictConfig) else None
+    if not isinstance(target, str):
+        return None
+    from hydra.utils import get_class
+
+    try:
+        return get_class(current_name(target))
+    except (ImportError, ValueError):
+        return None
+
+
+def setting(key: str, rows: dict[str, Setting] = SETTINGS) -> Setting | None:
     """The most specific row for a dotted key; None for a key no row covers."""
     parts = key.split(".")
     for n in range(len(parts), 0, -1):
-        row = SETTINGS.get(".".join(parts[:n]))
+        row = rows.get(".".join(parts[:n]))
         if row is not None:
             return row
     return None
 
 
-def resume_may_change(key: str) -> bool:
-    row = setting(key)
+def resume_may_change(key: str, rows: dict[str, Setting] = SETTINGS) -> bool:
+    row = setting(key, rows)
     return row is not None and row.resume
 
 
-def data_keys(flag: str) -> tuple[str, ...]:
-    """The ``data.*`` settings (without ``data.``) whose row has ``flag`` set."""
-    return tuple(
-        key.removeprefix("data.")
-        for key, row in SETTINGS.items()
-        if key.startswith("data.") and getattr(row, flag)
-    )
-
-
-TRAINING_ONLY = data_keys("training_only")
-PART_OF_MODEL = data_keys("part_of_model")
+def data_keys(flag: str, data_format: Any) -> tuple[str, ...]:
+    """The ``data.*`` settings (without ``data.``) of a format whose row has ``flag`` set:
+    ``training_only`` (an evaluation refuses them), ``part_of_model``."""
+    rows = getattr(data_format, "setting_rows", None)
+    return settings.keys_with(rows(), flag) if rows else ()
 
 
 def check_values(cfg: DictConfig) -> None:
@@ -186,7 +156,7 @@ def check_values(cfg: DictConfig) -> None:
     row gives, before any data is read: a word where a number belongs, or ``tta=off`` that
     Python would take for true, is refused naming the setting, not by a comparison inside
     Lightning or torch later."""
-    for key, row in SETTINGS.items():
+    for key, row in table(data_format(cfg)).items():
         if row.kind == "any":
             continue
         value = OmegaConf.select(cfg, key, default=None)

@@ -353,8 +353,10 @@ def test_a_spreadsheets_csv_of_images_reads_as_meant(tmp_path):
         ({"sw_overlap": 1.0}, r"data.sw_overlap=1.0 must be in 0..1"),
         ({"sw_mode": "mean"}, r"data.sw_mode='mean': choose one of"),
         ({"flip": [0, 2]}, r"data.flip=\[0, 2\]: .*\(0 up-down, 1 left-right\)"),
+        ({"val_fraction": 0.6, "test_fraction": 0.4}, r"leave no case to train on"),
+        ({"num_folds": 1}, r"data.num_folds=1: expected a whole number >= 2"),
     ],
 )
-def test_window_and_flip_settings_are_refused_as_for_volumes(tmp_path, setting, message):
+def test_window_flip_and_split_settings_are_refused_as_for_volumes(tmp_path, setting, message):
     with pytest.raises(ValueError, match=message):
         ImageFolderDataModule(str(tmp_path), class_names=["a", "b"], **setting)

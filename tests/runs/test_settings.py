@@ -9,15 +9,21 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
+from segnet.data.camvid_datamodule import CamVidDataModule
+from segnet.data.images_datamodule import ImageFolderDataModule
+from segnet.data.nifti_datamodule import NiftiDataModule
 from segnet.runs.settings import (
-    PART_OF_MODEL,
     SETTINGS,
-    TRAINING_ONLY,
     check_values,
+    data_format,
+    data_keys,
     resume_may_change,
     setting,
+    table,
 )
 from tests.conftest import CONFIGS, compose_config
+
+FORMATS = (CamVidDataModule, NiftiDataModule, ImageFolderDataModule)
 
 
 def flat(config: Any, prefix: str = "") -> Iterator[str]:
@@ -42,8 +48,10 @@ def every_train_config() -> list[list[str]]:
 
 
 def unclassified(config_name: str, overrides: list[str]) -> set[str]:
-    cfg = OmegaConf.to_container(compose_config(config_name, overrides), resolve=False)
-    return {key for key in flat(cfg) if setting(key) is None}
+    composed = compose_config(config_name, overrides)
+    rows = table(data_format(composed))
+    cfg = OmegaConf.to_container(composed, resolve=False)
+    return {key for key in flat(cfg) if setting(key, rows) is None}
 
 
 @pytest.fixture(scope="module")
@@ -77,25 +85,36 @@ def test_each_row_names_a_real_setting():
     """A row for a name nothing takes (a typo in the table) would classify nothing."""
     from lightning import Trainer
 
-    from segnet.data.camvid_datamodule import CamVidDataModule
-    from segnet.data.images_datamodule import ImageFolderDataModule
-    from segnet.data.nifti_datamodule import NiftiDataModule
     from segnet.training.module import SegmentationModule
 
     trainer = set(inspect.signature(Trainer).parameters) | {"_target_"}
-    data = {"_target_"}
-    for cls in (CamVidDataModule, NiftiDataModule, ImageFolderDataModule):
-        data |= set(inspect.signature(cls).parameters)
     module = set(inspect.signature(SegmentationModule).parameters)
     for key in SETTINGS:
         group, _, name = key.partition(".")
         first = name.split(".")[0]
         if group == "trainer" and name:
             assert first in trainer, f"{key}: the Trainer takes no {first}"
-        if group == "data" and name:
-            assert first in data, f"{key}: no built-in DataModule takes {first}"
         if group == "model" and name:
             assert first in module | {"optimizer"}, f"{key}: SegmentationModule takes no {first}"
+        assert group != "data" or not name, f"{key}: a format's own row belongs to its DataModule"
+
+
+@pytest.mark.parametrize("data_format", FORMATS, ids=lambda c: c.__name__)
+def test_each_format_has_a_row_for_every_setting_it_takes_and_no_other(data_format):
+    """A new argument of a DataModule cannot go unclassified, and a row cannot outlive the
+    argument it named."""
+    takes = set(inspect.signature(data_format).parameters)
+    assert set(data_format.setting_rows()) == takes
+
+
+def test_a_format_is_asked_for_its_rows():
+    camvid, volumes = table(CamVidDataModule), table(NiftiDataModule)
+    assert setting("data.hflip", camvid).training_only
+    assert setting("data.hflip", volumes) is setting("data.anything_else", volumes)  # no row
+    assert setting("data.cache_max_gb", volumes).resume
+    assert data_keys("part_of_model", NiftiDataModule) == ("clip",)
+    assert set(data_keys("part_of_model", ImageFolderDataModule)) == {"mean", "std"}
+    assert data_keys("training_only", None) == ()  # a DataModule that is not one of ours
 
 
 @pytest.mark.parametrize(
@@ -124,15 +143,17 @@ def test_the_recipes_pass_their_own_checks():
 
 
 def test_resume_and_evaluation_rules_come_from_the_table():
+    images = table(ImageFolderDataModule)
     assert resume_may_change("trainer.devices")
-    assert resume_may_change("data.num_workers")
+    assert resume_may_change("data.num_workers", images)
     assert resume_may_change("logger.tensorboard.save_dir")
     assert not resume_may_change("model.optimizer.lr")
-    assert not resume_may_change("data.batch_size")
+    assert not resume_may_change("data.batch_size", images)
     assert not resume_may_change("no_such.setting")  # unknown: kept as the run had it
-    assert {"hflip", "flip", "patch_size", "class_weights"} <= set(TRAINING_ONLY)
-    assert "root" not in TRAINING_ONLY
-    assert set(PART_OF_MODEL) == {"mean", "std", "clip"}
+    training_only = set(data_keys("training_only", ImageFolderDataModule))
+    assert {"flip", "patch_size", "class_weights"} <= training_only
+    assert "hflip" in data_keys("training_only", CamVidDataModule)
+    assert "root" not in training_only
 
 
 def test_model_card_keys_are_module_settings():
