@@ -291,7 +291,7 @@ def check_unique_names(cases: list[Case]) -> None:
 def header_shape(path: Path) -> tuple[int, ...]:
     """A volume's shape from its header alone (a NIfTI file's voxels unread)."""
     try:
-        return tuple(volume_files.read(path).shape)
+        return volume_files.header(path).shape
     except (OSError, ValueError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
 
@@ -461,7 +461,7 @@ def ras_grid(
     """An image's voxel spacing (mm) and voxel counts, both in RAS axis order, from its
     header alone (``spacing``: a stack's or array's where the file carries none)."""
     try:
-        img = volume_files.read(path, spacing)
+        img = volume_files.header(path, spacing)
     except (OSError, ValueError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
     spacing = check_voxel_sizes(ras_zooms(img.affine), str(path))
@@ -474,7 +474,7 @@ def header_voxel_size(
     """An image's voxel size (mm, RAS order) from its header, or None where the header
     gives no usable one (refused where a size is needed: ``check_voxel_sizes``)."""
     try:
-        spacing = ras_zooms(volume_files.read(path, spacing).affine)
+        spacing = ras_zooms(volume_files.header(path, spacing).affine)
     except (OSError, ValueError, nib.filebasedimages.ImageFileError) as err:
         raise NiftiDataError(f"cannot read {path}: {err}") from err
     usable = len(spacing) == 3 and all(np.isfinite(s) and s > 0 for s in spacing)

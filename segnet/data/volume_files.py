@@ -16,10 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nibabel as nib
+import numpy as np
 
 # a file's voxel size where it carries none, per axis of its own order: (z, y, x) for a
 # stack of z pages of y rows and x columns (the ``data.stack_spacing`` setting)
 Spacing = Sequence[float] | None
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a volume's header says: its shape and affine as :func:`read` would give them,
+    voxels unread."""
+
+    shape: tuple[int, ...]
+    affine: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,9 @@ class VolumeFileFormat:
     suffixes: tuple[str, ...]  # lower case; the longest is matched first (.nii.gz)
     read: Callable[[Path, Spacing], nib.Nifti1Image]
     write: Callable[[nib.Nifti1Image, Path], None]  # a label map into a staged file
+    # the shape and affine without the voxels, for a format whose read decodes them all
+    # (None: read's image is asked, which for NIfTI reads the header alone)
+    header: Callable[[Path, Spacing], Header] | None = None
 
 
 FORMATS: list[VolumeFileFormat] = []
@@ -62,6 +75,16 @@ def format_of(path: Path) -> VolumeFileFormat:
 def read(path: Path, spacing: Spacing = None) -> nib.Nifti1Image:
     """``path`` as a NIfTI image; ``spacing`` is the voxel size of a file that carries none."""
     return format_of(path).read(Path(path), spacing)
+
+
+def header(path: Path, spacing: Spacing = None) -> Header:
+    """``path``'s shape and affine as :func:`read` gives them, reading as little as its
+    format allows (the checks before training read every training case's header)."""
+    fmt = format_of(path)
+    if fmt.header is not None:
+        return fmt.header(Path(path), spacing)
+    image = fmt.read(Path(path), spacing)
+    return Header(tuple(image.shape), image.affine)
 
 
 def write(image: nib.Nifti1Image, path: Path) -> None:

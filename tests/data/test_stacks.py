@@ -10,8 +10,9 @@ import nibabel as nib
 import numpy as np
 import pytest
 from PIL import Image
+from PIL.TiffImagePlugin import TiffImageFile
 
-from segnet.data import nifti
+from segnet.data import nifti, volume_files
 from segnet.data.volume_formats.stacks import read_tiff
 from tests.conftest import compose
 from tests.helpers import nifti_dataset
@@ -81,6 +82,29 @@ def test_a_voxel_size_comes_from_the_file_else_from_the_setting(volumes, suffix,
     bare.spacing = SPACING_ZYX
     assert nifti.load_volume(bare).spacing == (0.25, 0.5, 2.0)
     assert nifti.ras_spacing(bare.image, SPACING_ZYX) == (0.25, 0.5, 2.0)
+
+
+@pytest.mark.parametrize("suffix", [".tif", ".npy", ".npz"])
+@pytest.mark.parametrize("carried", [None, SPACING_ZYX], ids=["bare", "carried"])
+def test_a_header_says_what_the_read_gives_without_the_voxels(volumes, suffix, carried, tmp_path,
+                                                              monkeypatch):  # fmt: skip
+    """The checks before training read every training case's header: for a stack that is
+    its page count and tags, for an array its own header, never its voxels."""
+    copy = stack_copy(volumes, suffix, tmp_path, carried if suffix != ".npy" else None)
+    path = nifti.find_cases(copy)[0].image
+    image = volume_files.read(path, (3.0, 2.0, 1.0))
+    read_array = np.lib.format.read_array
+
+    def no_voxels(*args, **kwargs):  # an .npz's spacing is read, its volume not
+        array = read_array(*args, **kwargs)
+        return array if array.size <= 3 else pytest.fail("voxels read")
+
+    with monkeypatch.context() as m:  # decoding a page or loading an array would fail here
+        m.setattr(TiffImageFile, "load", lambda *_: pytest.fail("a page was decoded"))
+        m.setattr(np.lib.format, "read_array", no_voxels)
+        header = volume_files.header(path, (3.0, 2.0, 1.0))
+    assert header.shape == image.shape == (19, 23, 17)
+    np.testing.assert_array_equal(header.affine, image.affine)
 
 
 def test_what_a_stack_cannot_be_is_refused_naming_the_file(tmp_path):

@@ -13,35 +13,41 @@ A TIFF page holds one grey channel (8, 16 or 32 bits, or float)."""
 from __future__ import annotations
 
 import io
+import zipfile
 from pathlib import Path
 
 import nibabel as nib
 import numpy as np
 
-from segnet.data.volume_files import Spacing, VolumeFileFormat, register
+from segnet.data.volume_files import Header, Spacing, VolumeFileFormat, register
 
 GREY_MODES = ("1", "L", "I;16", "I;16B", "I;16L", "I;16N", "I", "F")
 
 
-def as_volume(array: np.ndarray, spacing_zyx: Spacing, path: Path) -> nib.Nifti1Image:
-    """(z, y, x) or (c, z, y, x) voxels with their voxel size as an in-memory NIfTI image
-    (x, y, z[, c]) whose affine is the diagonal of the sizes: right, anterior, superior."""
-    if array.ndim not in (3, 4):
+def as_header(shape: tuple[int, ...], dtype: np.dtype, spacing_zyx: Spacing, path: Path) -> Header:
+    """The volume (x, y, z[, c]) that (z, y, x) or (c, z, y, x) voxels of ``dtype`` make,
+    with its affine: the diagonal of the voxel sizes (right, anterior, superior)."""
+    if len(shape) not in (3, 4):
         raise ValueError(
-            f"{path} holds an array of shape {array.shape}: a volume is (z, y, x), or "
+            f"{path} holds an array of shape {shape}: a volume is (z, y, x), or "
             "(channels, z, y, x) for several channels."
         )
-    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
-        raise ValueError(f"{path} holds {array.dtype} values; a volume holds real numbers.")
+    if not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"{path} holds {dtype} values; a volume holds real numbers.")
     sizes = [float(s) for s in (spacing_zyx if spacing_zyx is not None else (1.0, 1.0, 1.0))]
     if len(sizes) != 3 or not all(np.isfinite(s) and s > 0 for s in sizes):
         raise ValueError(
             f"{path}: voxel size {sizes}: three sizes above 0, between pages, rows and "
             "columns (z, y, x); set data.stack_spacing=[z,y,x] for files that carry none."
         )
-    order = (2, 1, 0) if array.ndim == 3 else (3, 2, 1, 0)
-    affine = np.diag([sizes[2], sizes[1], sizes[0], 1.0])
-    return nib.Nifti1Image(np.ascontiguousarray(array.transpose(order)), affine)
+    return Header(tuple(shape[::-1]), np.diag([sizes[2], sizes[1], sizes[0], 1.0]))
+
+
+def as_volume(array: np.ndarray, spacing_zyx: Spacing, path: Path) -> nib.Nifti1Image:
+    """(z, y, x) or (c, z, y, x) voxels with their voxel size as an in-memory NIfTI image
+    (x, y, z[, c]), as :func:`as_header` describes it."""
+    header = as_header(array.shape, array.dtype, spacing_zyx, path)
+    return nib.Nifti1Image(np.ascontiguousarray(array.transpose()), header.affine)
 
 
 def spacing_of(image: nib.Nifti1Image) -> list[float]:
@@ -68,21 +74,35 @@ def tiff_spacing(im) -> list[float] | None:
     return [float(fields["spacing"]), 1 / float(y_res), 1 / float(x_res)]
 
 
+def check_page(page, path: Path) -> None:
+    if page.mode not in GREY_MODES:
+        raise ValueError(
+            f"{path}: a page of mode {page.mode}; a stack's pages hold one grey channel each "
+            "(8, 16 or 32 bits, or float)."
+        )
+
+
+def tiff_header(path: Path, spacing: Spacing) -> Header:
+    """From the first page's tags and the page count, no page decoded."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        check_page(im, path)
+        shape = (getattr(im, "n_frames", 1), im.size[1], im.size[0])
+        return as_header(shape, np.dtype(np.float32), tiff_spacing(im) or spacing, path)
+
+
 def read_tiff(path: Path, spacing: Spacing) -> nib.Nifti1Image:
     from PIL import Image, ImageSequence
 
     with Image.open(path) as im:
+        found = tiff_spacing(im)  # the first page's tags, as tiff_header reads them
         pages = []
         for page in ImageSequence.Iterator(im):
-            if page.mode not in GREY_MODES:
-                raise ValueError(
-                    f"{path}: a page of mode {page.mode}; a stack's pages hold one grey "
-                    "channel each (8, 16 or 32 bits, or float)."
-                )
+            check_page(page, path)
             pages.append(np.asarray(page))
         if len({p.shape for p in pages}) > 1:
             raise ValueError(f"{path}: pages of different sizes; a stack's pages are alike.")
-        found = tiff_spacing(im)
     return as_volume(np.stack(pages), found or spacing, path)
 
 
@@ -105,20 +125,44 @@ def write_tiff(image: nib.Nifti1Image, path: Path) -> None:
 
 
 # -- NumPy arrays ------------------------------------------------------------------------
+def volume_name(arrays, path: Path) -> str:
+    """The array of an ``.npz`` that holds its volume."""
+    names = [n for n in arrays.files if n != "spacing"]
+    name = next((n for n in ("image", "label", "data", "arr_0") if n in names), None)
+    if name is None and len(names) != 1:
+        raise ValueError(
+            f"{path} holds the arrays {names}: name the volume 'image' (or 'label'), beside "
+            "an optional 'spacing' (z, y, x)."
+        )
+    return name or names[0]
+
+
 def read_numpy(path: Path, spacing: Spacing) -> nib.Nifti1Image:
     if path.name.lower().endswith(".npy"):
         return as_volume(np.load(path, allow_pickle=False), spacing, path)
     with np.load(path, allow_pickle=False) as arrays:
-        names = [n for n in arrays.files if n != "spacing"]
-        name = next((n for n in ("image", "label", "data", "arr_0") if n in names), None)
-        if name is None and len(names) != 1:
-            raise ValueError(
-                f"{path} holds the arrays {names}: name the volume 'image' (or 'label'), "
-                "beside an optional 'spacing' (z, y, x)."
-            )
-        array = arrays[name or names[0]]
+        array = arrays[volume_name(arrays, path)]
         found = arrays["spacing"].tolist() if "spacing" in arrays.files else None
     return as_volume(array, found or spacing, path)
+
+
+def numpy_header(path: Path, spacing: Spacing) -> Header:
+    """From the array's own header (an ``.npz``'s member read to its header only)."""
+    if path.name.lower().endswith(".npy"):
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        return as_header(array.shape, array.dtype, spacing, path)
+    with np.load(path, allow_pickle=False) as arrays:
+        name = volume_name(arrays, path)
+        found = arrays["spacing"].tolist() if "spacing" in arrays.files else None
+    with zipfile.ZipFile(path) as archive, archive.open(f"{name}.npy") as member:
+        version = np.lib.format.read_magic(member)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(member)
+    return as_header(shape, dtype, found or spacing, path)
 
 
 def write_numpy(image: nib.Nifti1Image, path: Path) -> None:
@@ -132,5 +176,5 @@ def write_numpy(image: nib.Nifti1Image, path: Path) -> None:
     path.write_bytes(buffer.getvalue())
 
 
-register(VolumeFileFormat("TIFF stack", (".tif", ".tiff"), read=read_tiff, write=write_tiff))
-register(VolumeFileFormat("NumPy array", (".npy", ".npz"), read=read_numpy, write=write_numpy))
+register(VolumeFileFormat("TIFF stack", (".tif", ".tiff"), read_tiff, write_tiff, tiff_header))
+register(VolumeFileFormat("NumPy array", (".npy", ".npz"), read_numpy, write_numpy, numpy_header))
