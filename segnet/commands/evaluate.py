@@ -242,6 +242,7 @@ def evaluate(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float
     modules = [load_module(str(p)) for p in paths]
     dm, split = settle_data(cfg, modules, paths)
     module = join_ensemble(modules, paths)
+    set_postprocessing(module, modules, paths, bool(cfg.get("postprocess", True)))
     # the masks are written as the test step makes them: one pass over the split
     writer = (PredictionWriter(dm, out_dir / "predictions"),) if cfg.get("save_predictions") else ()
     trainer = build_trainer(cfg, extra_callbacks=writer)
@@ -310,6 +311,25 @@ def settle_data(
             }
         log.info("sliding window for this evaluation: %s", module.sliding_window)
     return dm, split
+
+
+def set_postprocessing(
+    module: SegmentationModule, modules: list[SegmentationModule], paths: list[Path], use: bool
+) -> None:
+    """The post-processing each checkpoint's training chose, applied (``postprocess=true``)
+    where every model of the evaluation chose the same: one chosen for another model's
+    predictions would be applied unmeasured."""
+    plans = {m.postprocessing for m in modules}
+    module.apply_postprocessing = use and len(plans) == 1
+    if use and len(plans) > 1:
+        log.warning(
+            "post-processing: the checkpoints chose different steps (%s); the ensemble is "
+            "scored without any",
+            "; ".join(
+                f"{p}: {m.postprocessing.describe(m.class_names)}"
+                for p, m in zip(paths, modules, strict=True)
+            ),
+        )
 
 
 def join_ensemble(modules: list[SegmentationModule], paths: list[Path]) -> SegmentationModule:

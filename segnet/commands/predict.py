@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     check_outputs(inputs, Path(args.out))
     check_inputs_decode(inputs)
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
-        predictor = Predictor(model_paths(args.model), args.device, args.tta)
+        predictor = Predictor(
+            model_paths(args.model), args.device, args.tta, postprocess=args.postprocess
+        )
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(str(err)) from None
     for item in inputs:  # a volume among images (or the reverse) before any is written
@@ -108,7 +110,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m segnet.predict",
         description=__doc__.split("\n")[0],
         epilog="The same as key=value: model=export/model.onnx 'inputs=[a.png,b.png]' "
-        "out=masks/ device=cuda tta=false",
+        "out=masks/ device=cuda tta=false postprocess=false",
     )
     parser.add_argument(
         "model",
@@ -128,6 +130,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="mirroring test-time augmentation (default: as the model's recipe tested)",
+    )
+    parser.add_argument(
+        "--postprocess",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the post-processing training chose on validation, as the model records it "
+        "(largest connected components; --no-postprocess: the network's label maps as they are)",
     )
     return parser.parse_args(argv)
 

@@ -287,7 +287,11 @@ def test_best(
         )
         log.warning("no best checkpoint was saved%s: testing the weights as they are now", why)
     recompute = bool(cfg.get("recompute_bn", False))
-    test_metrics, split = run_test(trainer, module, dm, recompute, store_in=best or None)
+    # chosen on validation for the weights tested (postprocess=false: none)
+    choose = bool(cfg.get("postprocess", True)) and bool(cfg.get("train", True))
+    test_metrics, split = run_test(
+        trainer, module, dm, recompute, store_in=best or None, choose_postprocessing=choose
+    )
     metrics.update(test_metrics)
     if trainer.is_global_zero:
         print_table(test_metrics, f"{Path(best).name if best else 'final weights'} on {split}")

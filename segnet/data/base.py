@@ -287,3 +287,9 @@ class SegmentationDataModule(L.LightningDataModule):
 
     def test_dataloader(self) -> DataLoader:
         return self._loader(self.datasets["test"], self.eval_batch_size, shuffle=False)
+
+    def whole_val_dataloader(self) -> DataLoader:
+        """The validation split in order, all of it on every process: what a choice made
+        on it (the post-processing) is made from, so that every process makes the same."""
+        batch_size = self.val_dataloader().batch_size
+        return self._loader(self.datasets["val"], batch_size, shuffle=False, shard=False)

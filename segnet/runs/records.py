@@ -103,6 +103,13 @@ def write_outputs(
             }
             for path, m in zip(ckpt_path, [module, *module.ensemble_members], strict=True)
         ]
+    if module.postprocessing_choice is not None or module.postprocessing:
+        # what the test applied, and where training chose it, the scores it was chosen on
+        applied = module.postprocessing if module.apply_postprocessing else None
+        extra["postprocessing"] = {
+            "applied": applied.describe(module.class_names) if applied else "none",
+            **(module.postprocessing_choice or {}),
+        }
     if cases is not None:
         per_case = {k: v for k, v in cases.items() if k != "index"}
         extra["cases"] = summarize_cases(per_case, module.class_names)

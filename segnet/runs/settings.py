@@ -31,6 +31,7 @@ SETTINGS: dict[str, Setting] = {
     "recompute_bn": Setting("switch", resume=True),
     "save_predictions": SWITCH,
     "tta": SWITCH,
+    "postprocess": Setting("switch", resume=True),
     "ckpt_path": RESUMABLE,
     "init_from": RESUMABLE,
     "task_name": RESUMABLE,

@@ -12,12 +12,22 @@ from segnet.data.info import test_mirror_axes
 CARD_NAME = "model.json"
 # 2: volumes may be resampled to data.normalization.spacing (a "resample" step); a reader
 # that knows only version 1 would skip it and predict on the wrong grid. 3: mirroring flips
-# the axes training flipped (deployment.onnx.mirroring.axes), which may be fewer than all
-CARD_VERSION = 3
+# the axes training flipped (deployment.onnx.mirroring.axes), which may be fewer than all.
+# 4: a label-map clean-up chosen on validation (deployment.label_map_cleanup), which a
+# reader of version 3 would skip
+CARD_VERSION = 4
 # SegmentationModule arguments a card carries besides the network and the data description
 # (everything but optimisation), so that evaluating an exported model scores like its
 # checkpoint
-MODULE_KEYS = ("class_weights", "loss", "monitor", "surface_tolerance_mm", "data_cfg", "tta")
+MODULE_KEYS = (
+    "class_weights",
+    "loss",
+    "monitor",
+    "surface_tolerance_mm",
+    "data_cfg",
+    "tta",
+    "postprocessing",
+)
 
 
 def make_card(
@@ -47,7 +57,12 @@ def make_card(
             "classes": data.class_names,
             "palette": data.palette,
         },
-        "deployment": deployment_steps(data, bool(module_args.get("tta")), min_input),
+        "deployment": {
+            **deployment_steps(data, bool(module_args.get("tta")), min_input),
+            "label_map_cleanup": postprocessing_step(
+                module_args.get("postprocessing"), list(data.class_names)
+            ),
+        },
         "metrics": metrics or {},
     }
 
@@ -77,6 +92,22 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
     pre, post = format_of_model(data).card_steps(data, norm, onnx)
     onnx["mirroring"] = mirroring(data, tta)
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}
+
+
+def postprocessing_step(plan: dict[str, Any] | None, class_names: list[str]) -> dict | None:
+    """The clean-up of the label map (after the arg-max, before writing) that training
+    chose on validation, as ``segnet.serving.postprocessing`` applies it; None: none."""
+    if not plan or not (plan.get("foreground") or plan.get("classes")):
+        return None
+    return {
+        "foreground": bool(plan.get("foreground")),
+        "classes": [class_names[c] for c in plan.get("classes") or []],
+        "how": "first, where foreground is true, set every foreground voxel (class > 0) "
+        "outside the largest connected foreground component to 0; then, for each class "
+        "listed, set its voxels outside its own largest connected component to 0. "
+        "Components touch along faces, edges or corners (scipy.ndimage.label with a "
+        "full-connectivity structure)",
+    }
 
 
 def mirroring(data: Any, tta: bool) -> dict[str, Any]:

@@ -27,8 +27,22 @@ from segnet.data import formats
 from segnet.serving.ensemble import average_probabilities, check_distinct, check_same_data
 from segnet.serving.inference import check_mirroring
 from segnet.serving.loading import load_model, model_files
+from segnet.serving.postprocessing import Postprocessing
 
 log = logging.getLogger(__name__)
+
+
+def agreed_postprocessing(models: list, paths: list) -> Postprocessing | None:
+    """The post-processing the models record (chosen on validation by their training),
+    where they all record the same; None, with a warning, where they differ."""
+    plans = {Postprocessing.from_dict(m.module_args.get("postprocessing")) for m in models}
+    if len(plans) == 1:
+        return plans.pop()
+    log.warning(
+        "the models record different post-processing (%s); predicting without any",
+        ", ".join(map(str, paths)),
+    )
+    return None
 
 
 def expand_inputs(items: list[str]) -> list[Path]:
@@ -66,6 +80,7 @@ class Predictor:
         model_path: str | Path | Sequence[str | Path],
         device: str = "cpu",
         tta: bool | None = None,
+        postprocess: bool = True,
     ):
         given = [model_path] if isinstance(model_path, str | Path) else list(model_path)
         # an export folder: its model, or each member of an exported ensemble
@@ -80,6 +95,7 @@ class Predictor:
             check_mirroring(tta, model.inference.mirror_axes, path)
             model.inference.tta = tta
         self.model = self.models[0]
+        self.postprocessing = agreed_postprocessing(self.models, paths) if postprocess else None
         self.device = torch.device(device)
         self.info = self.model.info
         self.palette = self.info.palette
@@ -113,8 +129,10 @@ class Predictor:
     @torch.no_grad()
     def predict_prepared(self, prepared: formats.Prepared) -> np.ndarray:
         """Class indices at the input's own size, for an input its format has read."""
-        pred = self.logits(prepared.x.to(self.device), prepared.size).argmax(1)[0]
-        return pred.cpu().numpy()
+        pred = self.logits(prepared.x.to(self.device), prepared.size).argmax(1)
+        if self.postprocessing:
+            pred = self.postprocessing.apply(pred)
+        return pred[0].cpu().numpy()
 
     def predict_volume(self, path: str | Path) -> tuple[np.ndarray, Any]:
         """A NIfTI file -> (its RAS label map, int16, and the volume it came from)."""

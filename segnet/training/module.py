@@ -17,6 +17,7 @@ from segnet.data.info import DataInfo, test_mirror_axes
 from segnet.models import batchnorm_layers, create_model, without_init_only
 from segnet.serving.ensemble import average_probabilities
 from segnet.serving.inference import Inference, check_mirroring
+from segnet.serving.postprocessing import Postprocessing
 from segnet.training.clock_schedule import clock_schedule
 from segnet.training.losses import (
     cross_entropy,
@@ -111,6 +112,9 @@ class SegmentationModule(L.LightningModule):
             trained without flips.
         data_cfg: the data config the run's DataModule was made from; kept in checkpoints
             so that ``evaluate.py`` rebuilds the same data (``runs.building`` sets it).
+        postprocessing: the clean-up the test stage applies to each label map
+            (:class:`segnet.serving.postprocessing.Postprocessing` as a dict); chosen on
+            validation when training ends and kept in the checkpoint, None before.
 
     Example:
         >>> from segnet.data.info import DataInfo, rgb_normalization
@@ -138,6 +142,7 @@ class SegmentationModule(L.LightningModule):
         channels_last: bool | str = "auto",
         data_cfg: dict[str, Any] | None = None,
         tta: bool = False,
+        postprocessing: dict[str, Any] | None = None,
     ):
         super().__init__()
         info = data if isinstance(data, DataInfo) else DataInfo.from_dict(data)
@@ -165,6 +170,9 @@ class SegmentationModule(L.LightningModule):
         # shared with evaluation and deployed models
         self.inference = Inference.for_net(self.net, info.sliding_window, info.mirror_axes)
         self.tta = tta
+        self.postprocessing = Postprocessing.from_dict(postprocessing)
+        # evaluate.py's postprocess=false tests without it
+        self.apply_postprocessing = True
         # evaluate.py's further checkpoints of an ensemble (segnet.serving.ensemble), averaged with
         # this one in predict_logits; empty (and absent from checkpoints) otherwise
         self.ensemble_members = nn.ModuleList()
@@ -246,6 +254,8 @@ class SegmentationModule(L.LightningModule):
         self.config_record: str | None = None
         # after a test of part of its split (trainer.limit_test_batches): how many batches
         self.tested_batches: dict[str, int] | None = None
+        # the post-processing choice made on validation as training ended (metrics.json)
+        self.postprocessing_choice: dict[str, Any] | None = None
         # the schedule lengths configure_optimizers filled in for this run's steps
         self.planned_schedule: dict[str, int] = {}
         # a time budget's progress (0..1): the learning-rate schedule follows it, not steps
@@ -260,6 +270,14 @@ class SegmentationModule(L.LightningModule):
         if self.per_case:  # per-case Dice; HD95 and NSD are measured at test time only
             names += ["val/dice", *(f"val/dice/{name}" for name in self.class_names)]
         return names
+
+    def set_postprocessing(self, plan: Postprocessing) -> None:
+        """The post-processing chosen on validation, recorded in the hyperparameters (and
+        so in the checkpoint and the model card) and applied by the test stage. Not in the
+        settings loggers record, which a tracker such as MLflow refuses to see change
+        between the fit and the test (metrics.json records the choice)."""
+        self.postprocessing = plan
+        self.hparams["postprocessing"] = plan.to_dict() if plan else None
 
     def set_class_weights(self, class_weights: Sequence[float] | None) -> None:
         """The cross-entropy's weight per class (None: unweighted), recorded in the
@@ -301,8 +319,10 @@ class SegmentationModule(L.LightningModule):
 
     def on_train_start(self) -> None:
         # a resume from a tested best.ckpt trains the weights on: its recomputed statistics
-        # no longer describe them, and its later checkpoints must not say they do
+        # and the post-processing chosen for it no longer describe them, and its later
+        # checkpoints must not say they do
         self.bn_recomputed = None
+        self.set_postprocessing(Postprocessing())
 
     def setup(self, stage: str) -> None:
         """Speed settings that depend on the device the trainer chose ("auto": on for 2D
@@ -447,6 +467,8 @@ class SegmentationModule(L.LightningModule):
         for i in range(len(x)):
             self.eval_loss[stage].update(self.compute_loss(logits[i : i + 1], y[i : i + 1], False))
         pred = logits.argmax(1)
+        if stage == "test" and self.apply_postprocessing:
+            pred = self.postprocessing.apply(pred)
         self.confusion[stage].update(pred, y)
         if self.per_case:
             rows = [

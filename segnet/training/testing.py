@@ -8,9 +8,11 @@ import logging
 from pathlib import Path
 
 import lightning as L
+import torch
 
 from segnet.models import batchnorm_layers
 from segnet.serving.checkpoints import read_checkpoint
+from segnet.serving.postprocessing import Postprocessing, candidate_dice, choose
 from segnet.training.checkpoint_io import AtomicCheckpointIO
 from segnet.training.module import SegmentationModule
 
@@ -37,6 +39,56 @@ def store_recomputed_bn(ckpt_path: str | Path, module: SegmentationModule) -> No
     AtomicCheckpointIO().save_checkpoint(ckpt, path)
 
 
+@torch.no_grad()
+def choose_postprocessing(
+    module: SegmentationModule, dm: L.LightningDataModule, device: torch.device
+) -> tuple[Postprocessing, dict]:
+    """The post-processing steps that raise Dice on the validation split, scored case by
+    case as validation scores them (single pass, no mirroring). Every process scores the
+    whole split, so each makes the same choice."""
+    module.eval().to(device)
+    rows = []
+    for batch in dm.whole_val_dataloader():
+        x, y = batch["image"].to(device), batch["label"].to(device)
+        pred = module.predict_logits(x, y.shape[1:], tta=False).argmax(1)
+        rows.append(candidate_dice(pred, y, module.num_classes, module.ignore_index).cpu())
+    return choose(torch.cat(rows), module.class_names)
+
+
+def store_postprocessing(ckpt_path: str | Path, plan: Postprocessing, record: dict) -> None:
+    """Write the chosen post-processing into the checkpoint it was chosen for (its
+    hyperparameters, which evaluate, predict and the model card read), atomically."""
+    path = Path(ckpt_path)
+    ckpt = read_checkpoint(path, "best checkpoint")
+    ckpt.setdefault("hyper_parameters", {})["postprocessing"] = plan.to_dict()
+    ckpt["postprocessing_choice"] = record
+    AtomicCheckpointIO().save_checkpoint(ckpt, path)
+
+
+def settle_postprocessing(
+    trainer: L.Trainer, module: SegmentationModule, dm: L.LightningDataModule, store_in: str | None
+) -> None:
+    """Choose the post-processing on validation (per-case data with a validation split),
+    say what was chosen and on what scores, and keep it in ``store_in``."""
+    if not module.per_case or not dm.has_split("val"):
+        log.info("post-processing: chosen on per-case validation Dice; this data has none")
+        return
+    if "val" not in dm.datasets:
+        dm.setup("fit")
+    plan, record = choose_postprocessing(module, dm, trainer.strategy.root_device)
+    module.set_postprocessing(plan)
+    module.postprocessing_choice = record
+    log.info(
+        "post-processing chosen on %s: %s (validation Dice %.4f without, %.4f with)",
+        record["chosen_on"],
+        plan.describe(module.class_names),
+        record["val_dice_without"],
+        record["val_dice_with"],
+    )
+    if store_in and trainer.is_global_zero:
+        store_postprocessing(store_in, plan, record)
+
+
 def partial_test_setting(trainer: L.Trainer) -> str:
     """The setting that left part of the test split untested, as the user gave it:
     fast_dev_run (``debug=fdr`` sets it), which sets Lightning's limit_test_batches itself,
@@ -52,6 +104,7 @@ def run_test(
     dm: L.LightningDataModule,
     recompute_bn: bool = False,
     store_in: str | None = None,
+    choose_postprocessing: bool = False,
 ) -> tuple[dict[str, float], str]:
     """Test on the DataModule's test split; returns the metrics and the split actually
     used.
@@ -59,7 +112,9 @@ def run_test(
     With ``recompute_bn``, BatchNorm statistics are recomputed first over the unaugmented
     training images at the network's input size, unless the checkpoint's already were
     (training does it once and stores them in ``store_in``, its best checkpoint), so that
-    evaluating a checkpoint gives the numbers its training run reported.
+    evaluating a checkpoint gives the numbers its training run reported. With
+    ``choose_postprocessing`` (training), the post-processing is then chosen on the
+    validation split and stored in ``store_in`` too.
     """
     split = dm.test_split()
     warning = dm.test_input_warning(module.data_info)
@@ -86,6 +141,12 @@ def run_test(
             if store_in and trainer.is_global_zero:
                 store_recomputed_bn(store_in, module)
                 log.info("stored them in %s", store_in)
+    if choose_postprocessing:
+        settle_postprocessing(trainer, module, dm, store_in)
+    if module.postprocessing and module.apply_postprocessing:
+        log.info(
+            "testing with post-processing: %s", module.postprocessing.describe(module.class_names)
+        )
     if module.tta:
         axes = module.mirror_axes
         log.info(

@@ -78,6 +78,17 @@ def test_volume_run_reports_per_case_dice(trained):
     # val/* are the last epoch's (epoch 1 of 2); best.ckpt is from one of the two epochs
     assert saved["epochs_trained"] == 2 and saved["best_epoch"] in (0, 1)
     assert saved["best_epoch"] == best["epoch"]
+    # the post-processing chosen on validation, with the scores it was chosen on, and
+    # kept in the checkpoint evaluate and predict read
+    chosen = saved["postprocessing"]
+    assert chosen["chosen_on"] == f"{len(split['val'])} validation case(s)"
+    assert chosen["val_dice_with"] >= chosen["val_dice_without"]
+    assert (chosen["val_dice_with"] > chosen["val_dice_without"]) == (
+        chosen["foreground"] or bool(chosen["classes"])
+    )
+    kept = best["hyper_parameters"]["postprocessing"]
+    assert (kept or {}).get("foreground", False) == chosen["foreground"]
+    assert {k: v for k, v in chosen.items() if k != "applied"} == best["postprocessing_choice"]
 
 
 @pytest.mark.parametrize("trained", ["hippocampus_segnet3d"], indirect=True)  # BatchNorm
@@ -188,6 +199,49 @@ def test_evaluate_writes_nifti_in_the_source_space(trained, tmp_path):
         np.testing.assert_allclose(saved.affine, source.affine)
         assert set(np.unique(np.asarray(saved.dataobj))) <= {0, 1, 2}
     assert (tmp_path / "per_case.csv").is_file()
+
+
+def components(label: np.ndarray) -> int:
+    from scipy import ndimage
+
+    full = ndimage.generate_binary_structure(label.ndim, label.ndim)
+    return ndimage.label(label > 0, structure=full)[1]
+
+
+@pytest.mark.parametrize("trained", ["hippocampus_unet3d"], indirect=True)
+def test_a_chosen_postprocessing_is_applied_by_evaluate_and_predict(trained, tmp_path):
+    """A checkpoint whose training chose to keep the foreground's largest component:
+    evaluate's predictions and scores, and segnet.predict's masks, have one part;
+    postprocess=false (--no-postprocess) gives the network's maps as they are."""
+    from segnet.serving.predict import Predictor
+
+    root, out, _, _ = trained
+    ckpt = torch.load(out / "checkpoints" / "best.ckpt", map_location="cpu", weights_only=False)
+    ckpt["hyper_parameters"]["postprocessing"] = {"foreground": True, "classes": []}
+    chosen = tmp_path / "chosen.ckpt"
+    torch.save(ckpt, chosen)
+    runs = {}
+    for use in ("true", "false"):
+        where = tmp_path / f"postprocess_{use}"
+        cfg = compose("evaluate", [f"ckpt_path={chosen}", "save_predictions=true", f"postprocess={use}",
+                                   "trainer.accelerator=cpu", "data.num_workers=0"], where)  # fmt: skip
+        runs[use] = evaluate(cfg)[0]
+        applied = json.loads((where / "metrics.json").read_text())["postprocessing"]["applied"]
+        assert applied == (
+            "largest connected component of the foreground's" if use == "true" else "none"
+        )
+        parts = [
+            components(np.asarray(nib.load(str(p)).dataobj))
+            for p in (where / "predictions").glob("*.nii.gz")
+        ]
+        assert parts and (use == "false" or max(parts) <= 1), parts
+    case = root / "imagesTr" / "case_000.nii.gz"
+    assert components(Predictor(chosen).predict_volume(case)[0]) <= 1
+    plain = Predictor(chosen, postprocess=False).predict_volume(case)[0]
+    assert np.array_equal(
+        plain,
+        Predictor(out / "checkpoints" / "best.ckpt", postprocess=False).predict_volume(case)[0],
+    )
 
 
 def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path, caplog):
