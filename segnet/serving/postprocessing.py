@@ -150,7 +150,11 @@ def choose(rows: torch.Tensor, class_names: Sequence[str]) -> tuple[Postprocessi
         "val_dice_with": float(chosen[fg].nanmean()),
         "val_dice_foreground_step": float(means[FOREGROUND, fg].nanmean()),
         "val_dice_per_class": {
-            name: {"without": float(means[AS_PREDICTED, c]), "with": float(chosen[c])}
+            name: {
+                "without": float(means[AS_PREDICTED, c]),
+                "largest_component": float(on_top[c]),  # its step, on the foreground's if kept
+                "with": float(chosen[c]),
+            }
             for c, name in enumerate(class_names)
             if c
         },
