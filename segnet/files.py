@@ -143,6 +143,22 @@ def write_image(path: str | Path, array) -> Path:
     return path
 
 
+def write_probabilities(path: str | Path, probs, class_names) -> Path:
+    """An image's class probabilities (C, H, W) as a compressed NumPy file named ``path``
+    (``.npz``: ``probabilities`` float32, ``classes`` their names), whole or not at all;
+    an existing file is never overwritten."""
+    import numpy as np
+
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path} exists; predictions are never overwritten.")
+    with staged(path) as tmp:
+        np.savez_compressed(
+            tmp, probabilities=np.asarray(probs, np.float32), classes=np.array(list(class_names))
+        )
+    return path
+
+
 def write_text(path: str | Path, text: str) -> Path:
     """``text`` (UTF-8) into ``path``, whole or not at all."""
     return write_bytes(path, text.encode("utf-8"))

@@ -244,7 +244,10 @@ def evaluate(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float
     module = join_ensemble(modules, paths)
     set_postprocessing(module, modules, paths, bool(cfg.get("postprocess", True)))
     # the masks are written as the test step makes them: one pass over the split
-    writer = (PredictionWriter(dm, out_dir / "predictions"),) if cfg.get("save_predictions") else ()
+    # (save_probabilities=true writes them beside the label maps, which it writes too)
+    module.keep_probabilities = bool(cfg.get("save_probabilities"))
+    saves = cfg.get("save_predictions") or module.keep_probabilities
+    writer = (PredictionWriter(dm, out_dir / "predictions"),) if saves else ()
     trainer = build_trainer(cfg, extra_callbacks=writer)
     work.starts()  # a failure from here on keeps the run folder and its log
     metrics, split = run_test(trainer, module, dm, bool(cfg.get("recompute_bn", False)))

@@ -23,7 +23,7 @@ from segnet.data.errors import DataError
 from segnet.serving.predict import Predictor, expand_inputs
 
 # what the command takes as key=value (inputs also as input=)
-KEYS = ("model", "inputs", "out", "device", "tta")
+KEYS = ("model", "inputs", "out", "device", "tta", "postprocess", "save_probabilities")
 
 
 def model_paths(arg: str) -> list[str]:
@@ -78,6 +78,15 @@ def from_key_values(argv: list[str]) -> list[str]:
         if tta not in ("true", "false", "null"):
             raise SystemExit(f"tta={given['tta']}: true, false or null (as the model's recipe).")
         out += [] if tta == "null" else ["--tta" if tta == "true" else "--no-tta"]
+    for key, on, off in (
+        ("postprocess", "--postprocess", "--no-postprocess"),
+        ("save_probabilities", "--save-probabilities", None),
+    ):
+        if key in given:
+            value = given[key].lower()
+            if value not in ("true", "false"):
+                raise SystemExit(f"{key}={given[key]}: true or false.")
+            out += [on] if value == "true" else ([off] if off else [])
     return out
 
 
@@ -87,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     # every input is checked before the model is loaded or anything predicted, so a bad
     # one never leaves the folder half written
     inputs = expand_inputs(args.inputs)
-    check_outputs(inputs, Path(args.out))
+    check_outputs(inputs, Path(args.out), args.save_probabilities)
     check_inputs_decode(inputs)
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
         predictor = Predictor(
@@ -101,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         except ValueError as err:
             raise SystemExit(str(err)) from None
     for item in inputs:
-        for written in predictor.predict_file(item, args.out):
+        for written in predictor.predict_file(item, args.out, args.save_probabilities):
             print(written)
 
 
@@ -110,7 +119,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m segnet.predict",
         description=__doc__.split("\n")[0],
         epilog="The same as key=value: model=export/model.onnx 'inputs=[a.png,b.png]' "
-        "out=masks/ device=cuda tta=false postprocess=false",
+        "out=masks/ device=cuda tta=false postprocess=false save_probabilities=true",
     )
     parser.add_argument(
         "model",
@@ -132,6 +141,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="mirroring test-time augmentation (default: as the model's recipe tested)",
     )
     parser.add_argument(
+        "--save-probabilities",
+        action="store_true",
+        help="also each input's class probabilities (save_probabilities=true): "
+        "<name>_probabilities.npz for images, <case>_probabilities.nii.gz for volumes",
+    )
+    parser.add_argument(
         "--postprocess",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -141,12 +156,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def check_outputs(inputs: list[Path], out: Path) -> None:
+def check_outputs(inputs: list[Path], out: Path, probabilities: bool = False) -> None:
     """No two inputs write one file, and none writes over a file already there:
     predictions are never overwritten."""
     writers: dict[Path, list[Path]] = {}
     for item in inputs:
-        for target in Predictor.targets(item, out):
+        for target in Predictor.targets(item, out, probabilities):
             writers.setdefault(target, []).append(item)
     clash = next(((t, w) for t, w in writers.items() if len(w) > 1), None)
     if clash:

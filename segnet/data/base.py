@@ -151,6 +151,11 @@ class SegmentationDataModule(L.LightningDataModule):
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot save predictions")
 
+    def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
+        """Test item ``index``'s class probabilities (C, *spatial, at its label's size)
+        beside its prediction (``save_probabilities=true`` needs it)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot save probabilities")
+
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict[str, Any]:
         """The data settings a checkpoint fixes when its data is read again (evaluation),

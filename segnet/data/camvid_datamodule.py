@@ -35,7 +35,7 @@ from segnet.data.transforms import (
     resize_labels,
     train_transform,
 )
-from segnet.files import write_image
+from segnet.files import write_image, write_probabilities
 
 log = logging.getLogger(__name__)
 LABEL_RESIZE = ("nearest", "rare_first")
@@ -299,6 +299,13 @@ class CamVidDataModule(SegmentationDataModule):
         stem = Path(self.datasets["test"].names[index]).stem
         write_image(out_dir / f"{stem}.png", pred.numpy().astype("uint8"))
         write_image(out_dir / f"{stem}_color.png", colorize(pred, self.palette))
+
+    def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
+        """``<name>_probabilities.npz``: (classes, H, W) float32 at the label's size."""
+        stem = Path(self.datasets["test"].names[index]).stem
+        write_probabilities(
+            out_dir / f"{stem}_probabilities.npz", probs.float().numpy(), camvid.CLASS_NAMES
+        )
 
     # -- class weights ------------------------------------------------------------------
     def median_frequency_weights(self) -> list[float]:

@@ -57,6 +57,17 @@ class ImageFiles:
     def targets(self, path: Path, out_dir: Path) -> list[Path]:
         return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
 
+    def probability_target(self, path: Path, out_dir: Path) -> Path:
+        return out_dir / f"{path.stem}_probabilities.npz"
+
+    def write_probabilities(
+        self, probs: np.ndarray, prepared: Prepared, info: DataInfo, target: Path
+    ) -> Path:
+        """(classes, H, W) float32 at the image's own size, with the class names."""
+        from segnet.files import write_probabilities
+
+        return write_probabilities(target, probs, info.class_names)
+
     def write(
         self, pred: np.ndarray, prepared: Prepared, info: DataInfo, targets: list[Path]
     ) -> list[Path]:
@@ -229,6 +240,15 @@ class Volumes:
     def targets(self, path: Path, out_dir: Path) -> list[Path]:
         return [out_dir / path.name]
 
+    def probability_target(self, path: Path, out_dir: Path) -> Path:
+        return out_dir / f"{nifti.case_name(path)}_probabilities.nii.gz"
+
+    def write_probabilities(
+        self, probs: np.ndarray, prepared: Prepared, info: DataInfo, target: Path
+    ) -> Path:
+        """Float32 NIfTI (X, Y, Z, classes) in the input's orientation, with its affine."""
+        return nifti.save_probability_volume(probs, prepared.source, target)
+
     def write(
         self, pred: np.ndarray, prepared: Prepared, info: DataInfo, targets: list[Path]
     ) -> list[Path]:
@@ -324,11 +344,15 @@ def decode_whole(path: Path) -> None:
     (format_of_file(path) or FILE_KINDS[0]).decode(path)  # neither: tried as an image
 
 
-def targets_of(path: Path, out_dir: Path) -> list[Path]:
-    """The files a prediction of ``path`` may write into ``out_dir``: for a name both an
-    image and a volume may have (``.tif``), both kinds' (which one, the model decides)."""
+def targets_of(path: Path, out_dir: Path, probabilities: bool = False) -> list[Path]:
+    """The files a prediction of ``path`` may write into ``out_dir`` (``probabilities``:
+    its class probabilities' too): for a name both an image and a volume may have
+    (``.tif``), both kinds' (which one, the model decides)."""
     kinds = [k for k in FILE_KINDS if k.takes(path)] or [FILE_KINDS[0]]
-    return [target for kind in kinds for target in kind.targets(path, out_dir)]
+    targets = [target for kind in kinds for target in kind.targets(path, out_dir)]
+    if probabilities:
+        targets += [kind.probability_target(path, out_dir) for kind in kinds]
+    return targets
 
 
 def check_same_kind(path: Path, model: ScenePhotos | OwnImages | Volumes) -> None:

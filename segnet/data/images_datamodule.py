@@ -39,7 +39,7 @@ from segnet.data.settings import (
 )  # fmt: skip
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
 from segnet.data.splits import DrawnSplits, given_or_drawn, split_settings
-from segnet.files import write_image
+from segnet.files import write_image, write_probabilities
 
 log = logging.getLogger(__name__)
 # the network pools four times: patches are whole multiples of this
@@ -665,6 +665,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         name = Path(self.datasets["test"].names[index]).stem
         dtype = np.uint8 if len(self._class_names) <= 256 else np.uint16
         write_image(out_dir / f"{name}.png", pred.numpy().astype(dtype))
+
+    def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
+        """``<image name>_probabilities.npz``: (classes, H, W) float32 at the image's size."""
+        name = Path(self.datasets["test"].names[index]).stem
+        write_probabilities(out_dir / f"{name}_probabilities.npz", probs.float().numpy(),
+                            self._class_names)  # fmt: skip
 
 
 def check_batch(

@@ -571,13 +571,33 @@ def prediction_name(case: Case) -> str:
     return case.name + (".nii.gz" if suffix == ".nii" else suffix)
 
 
+def to_source_orientation(array_ras: np.ndarray, volume: Volume) -> np.ndarray:
+    """An array on the case's RAS grid (X, Y, Z, ...: trailing axes kept, e.g. classes)
+    back in the axis order and directions of its source file."""
+    src = nib.orientations.io_orientation(volume.affine)
+    ras = nib.orientations.axcodes2ornt(("R", "A", "S"))
+    return nib.orientations.apply_orientation(array_ras, nib.orientations.ornt_transform(ras, src))
+
+
+def save_probability_volume(probs_ras: np.ndarray, volume: Volume, path: Path) -> Path:
+    """Class probabilities on the case's RAS grid (C, X, Y, Z) as a float32 NIfTI file
+    (X, Y, Z, C) in the source image's orientation and affine, whatever the image's own
+    file format; never over an existing file."""
+    if path.exists():
+        raise FileExistsError(f"{path} exists; predictions are never overwritten.")
+    back = to_source_orientation(np.moveaxis(probs_ras.astype(np.float32), 0, -1), volume)
+    out = nib.Nifti1Image(np.ascontiguousarray(back), volume.affine)
+    out.header.set_intent("vector", name="class probabilities")
+    with staged(path) as tmp:
+        nib.save(out, str(tmp))
+    return path
+
+
 def save_label_volume(label_ras: np.ndarray, volume: Volume, path: Path) -> Path:
     """Write a RAS label map back in the source image's orientation, affine and header."""
     if path.exists():
         raise FileExistsError(f"{path} exists; predictions are never overwritten.")
-    src = nib.orientations.io_orientation(volume.affine)
-    ras = nib.orientations.axcodes2ornt(("R", "A", "S"))
-    back = nib.orientations.apply_orientation(label_ras, nib.orientations.ornt_transform(ras, src))
+    back = to_source_orientation(label_ras, volume)
     header = volume.header.copy()
     header.set_data_dtype(np.uint8 if back.max() < 256 else np.int16)
     header.set_slope_inter(1, 0)

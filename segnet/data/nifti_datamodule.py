@@ -582,3 +582,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         nifti.save_label_volume(
             pred.numpy().astype(np.int16), volume, out_dir / nifti.prediction_name(case)
         )
+
+    def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
+        """``<case>_probabilities.nii.gz``: float32 (X, Y, Z, classes) in the source image's
+        orientation and affine, beside its label map."""
+        volume = self.datasets["test"].volumes[index]
+        path = out_dir / f"{volume.name}_probabilities.nii.gz"
+        nifti.save_probability_volume(probs.float().numpy(), volume, path)

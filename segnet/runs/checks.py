@@ -118,8 +118,15 @@ def check_datamodule_provides(
             "statistics over before testing. Implement it, or set recompute_bn=false to "
             "test with the statistics training kept."
         )
-    if cfg.get("save_predictions") and not dm.provides("save_prediction"):
+    saves = cfg.get("save_predictions") or cfg.get("save_probabilities")
+    if saves and not dm.provides("save_prediction"):
+        setting = "save_predictions" if cfg.get("save_predictions") else "save_probabilities"
         raise ValueError(
-            f"save_predictions=true: {name} has no save_prediction() to write a mask in "
-            "its data's format. Implement it, or leave save_predictions out."
+            f"{setting}=true: {name} has no save_prediction() to write a mask in "
+            f"its data's format. Implement it, or leave {setting} out."
+        )
+    if cfg.get("save_probabilities") and not dm.provides("save_probabilities"):
+        raise ValueError(
+            f"save_probabilities=true: {name} has no save_probabilities() to write them in "
+            "its data's format. Implement it, or leave save_probabilities out."
         )

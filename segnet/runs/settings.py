@@ -30,6 +30,7 @@ SETTINGS: dict[str, Setting] = {
     "test": Setting("switch", resume=True),
     "recompute_bn": Setting("switch", resume=True),
     "save_predictions": SWITCH,
+    "save_probabilities": SWITCH,
     "tta": SWITCH,
     "postprocess": Setting("switch", resume=True),
     "ckpt_path": RESUMABLE,

@@ -129,7 +129,11 @@ class Predictor:
     @torch.no_grad()
     def predict_prepared(self, prepared: formats.Prepared) -> np.ndarray:
         """Class indices at the input's own size, for an input its format has read."""
-        pred = self.logits(prepared.x.to(self.device), prepared.size).argmax(1)
+        return self.label_map(self.logits(prepared.x.to(self.device), prepared.size))
+
+    def label_map(self, logits: torch.Tensor) -> np.ndarray:
+        """The arg-max of one input's logits, post-processed as the model records."""
+        pred = logits.argmax(1)
         if self.postprocessing:
             pred = self.postprocessing.apply(pred)
         return pred[0].cpu().numpy()
@@ -139,17 +143,27 @@ class Predictor:
         prepared = self.check_kind(Path(path)).read(Path(path), self.info)
         return self.predict_prepared(prepared).astype(np.int16), prepared.source
 
-    def predict_file(self, path: str | Path, out_dir: str | Path) -> list[Path]:
-        """Write the mask(s) of one input file into ``out_dir``; never overwrites."""
+    @torch.no_grad()
+    def predict_file(
+        self, path: str | Path, out_dir: str | Path, probabilities: bool = False
+    ) -> list[Path]:
+        """Write the mask(s) of one input file into ``out_dir`` (``probabilities``: and its
+        class probabilities, the softmax before any post-processing); never overwrites."""
         path, out_dir = Path(path), Path(out_dir)
         kind = self.check_kind(path)
         targets = kind.targets(path, out_dir)
-        existing = [t for t in targets if t.exists()]
+        extra = [kind.probability_target(path, out_dir)] if probabilities else []
+        existing = [t for t in targets + extra if t.exists()]
         if existing:  # checked before any work
             raise FileExistsError(f"{existing[0]} exists; predictions are never overwritten.")
         out_dir.mkdir(parents=True, exist_ok=True)
         prepared = kind.read(path, self.info)
-        return kind.write(self.predict_prepared(prepared), prepared, self.info, targets)
+        logits = self.logits(prepared.x.to(self.device), prepared.size)
+        written = kind.write(self.label_map(logits), prepared, self.info, targets)
+        if probabilities:
+            probs = logits.float().softmax(1)[0].cpu().numpy()
+            written.append(kind.write_probabilities(probs, prepared, self.info, extra[0]))
+        return written
 
     def check_kind(self, path: Path) -> formats.ScenePhotos | formats.OwnImages | formats.Volumes:
         """The format this model reads ``path`` with; refused where the file is of the
@@ -161,9 +175,9 @@ class Predictor:
         return kind
 
     @staticmethod
-    def targets(path: Path, out_dir: Path) -> list[Path]:
+    def targets(path: Path, out_dir: Path, probabilities: bool = False) -> list[Path]:
         """The files ``predict_file`` writes for ``path``."""
-        return formats.targets_of(path, out_dir)
+        return formats.targets_of(path, out_dir, probabilities)
 
 
 if __name__ == "__main__":  # the command is its own module, which may use Hydra

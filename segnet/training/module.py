@@ -173,6 +173,8 @@ class SegmentationModule(L.LightningModule):
         self.postprocessing = Postprocessing.from_dict(postprocessing)
         # evaluate.py's postprocess=false tests without it
         self.apply_postprocessing = True
+        # evaluate.py's save_probabilities=true: the test step hands them on to be written
+        self.keep_probabilities = False
         # evaluate.py's further checkpoints of an ensemble (segnet.serving.ensemble), averaged with
         # this one in predict_logits; empty (and absent from checkpoints) otherwise
         self.ensemble_members = nn.ModuleList()
@@ -482,7 +484,12 @@ class SegmentationModule(L.LightningModule):
             elif stage == "test":  # images: the overlap scores of each, for per_case.csv
                 rows += per_case_overlap(pred, y, self.num_classes, self.ignore_index)
             self.case_rows[stage].update(torch.cat(rows, 1))
-        return {"pred": pred}  # for callbacks (prediction panels): no second forward pass
+        out = {"pred": pred}  # for callbacks (prediction panels): no second forward pass
+        if stage == "test" and self.keep_probabilities:
+            # the network's (or mirrored, or an ensemble's averaged) softmax, before any
+            # post-processing: its arg-max is the label map postprocess=false gives
+            out["probs"] = logits.float().softmax(1)
+        return out
 
     def validation_step(self, batch: dict, batch_idx: int) -> dict:
         return self._eval_step(batch, "val")

@@ -28,6 +28,11 @@ def test_predict_takes_key_value_and_keeps_its_flags():
         from_key_values(["model=m.onnx", "outdir=masks"])
     with pytest.raises(SystemExit, match="tta=maybe"):
         from_key_values(["model=m.onnx", "tta=maybe"])
+    both = ["model=m.onnx", "input=a.png", "postprocess=false", "save_probabilities=true"]
+    assert from_key_values(both)[-2:] == ["--no-postprocess", "--save-probabilities"]
+    assert from_key_values(["model=m.onnx", "save_probabilities=false"]) == ["m.onnx"]
+    with pytest.raises(SystemExit, match="postprocess=off: true or false"):
+        from_key_values(["model=m.onnx", "postprocess=off"])
 
 
 @pytest.mark.parametrize(

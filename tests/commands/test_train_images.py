@@ -102,6 +102,41 @@ def test_evaluate_a_csv_of_new_images_at_native_size_and_save_predictions(traine
     assert scored["split"] == "all" and "test/dice/disc" in scored["metrics"]
 
 
+def test_probabilities_are_saved_beside_the_masks_they_give(trained, tmp_path):
+    """evaluate save_probabilities=true and predict --save-probabilities: per image a
+    compressed NumPy file of (classes, H, W) softmax probabilities at its own size, which
+    sum to one and whose arg-max is the saved mask (post-processing off)."""
+    from segnet.commands.evaluate import evaluate
+    from segnet.serving.predict import Predictor
+
+    root, run, _ = trained
+    best = run / "checkpoints" / "best.ckpt"
+    out = tmp_path / "ev"
+    evaluate(compose("evaluate", [f"ckpt_path={best}", "save_probabilities=true",
+                                  "postprocess=false", "trainer.accelerator=cpu"], out))  # fmt: skip
+    saved = sorted((out / "predictions").glob("*_probabilities.npz"))
+    assert len(saved) == 2  # the test split's two images, each beside its mask
+    for path in saved:
+        with np.load(path) as f:
+            probs, classes = f["probabilities"], f["classes"].tolist()
+        mask = np.asarray(
+            Image.open(path.with_name(path.name.replace("_probabilities.npz", ".png")))
+        )
+        assert classes == ["background", "disc"] and probs.dtype == np.float32
+        assert probs.shape == (2, *mask.shape)
+        np.testing.assert_allclose(probs.sum(0), 1.0, atol=1e-5)
+        assert np.array_equal(probs.argmax(0), mask)
+    predictor = Predictor(best, postprocess=False)
+    written = predictor.predict_file(
+        root / "images" / "1.png", tmp_path / "masks", probabilities=True
+    )
+    assert [p.name for p in written] == ["1.png", "1_color.png", "1_probabilities.npz"]
+    with np.load(written[-1]) as f:
+        assert np.array_equal(f["probabilities"].argmax(0), np.asarray(Image.open(written[0])))
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        predictor.predict_file(root / "images" / "1.png", tmp_path / "masks", probabilities=True)
+
+
 @pytest.mark.slow
 def test_export_and_predict_at_native_size(trained, tmp_path):
     root, run, _ = trained

@@ -244,6 +244,38 @@ def test_a_chosen_postprocessing_is_applied_by_evaluate_and_predict(trained, tmp
     )
 
 
+@pytest.mark.parametrize("trained", ["hippocampus_unet3d"], indirect=True)
+def test_probabilities_are_saved_in_the_source_space_beside_the_label_maps(trained, tmp_path):
+    """save_probabilities=true: a float NIfTI per case (X, Y, Z, classes) on the source
+    image's grid and affine (an oblique, non-RAS one here), summing to one, whose arg-max
+    is the saved label map; segnet.predict writes the same."""
+    from segnet.serving.predict import Predictor
+
+    root, out, _, _ = trained
+    best = out / "checkpoints" / "best.ckpt"
+    cfg = compose("evaluate", [f"ckpt_path={best}", "save_probabilities=true", "postprocess=false",
+                               "trainer.accelerator=cpu", "data.num_workers=0"], tmp_path / "ev")  # fmt: skip
+    evaluate(cfg)
+    saved = sorted((tmp_path / "ev" / "predictions").glob("*_probabilities.nii.gz"))
+    assert len(saved) == 2
+    for path in saved:
+        case = path.name.removesuffix("_probabilities.nii.gz")
+        probs, label = nib.load(str(path)), nib.load(str(path.with_name(f"{case}.nii.gz")))
+        source = nib.load(str(root / "imagesTr" / f"{case}.nii.gz"))
+        assert probs.shape == (*source.shape, 3) and probs.get_data_dtype() == np.float32
+        np.testing.assert_allclose(probs.affine, source.affine)
+        p = np.asarray(probs.dataobj)
+        np.testing.assert_allclose(p.sum(-1), 1.0, atol=1e-5)
+        assert np.array_equal(p.argmax(-1), np.asarray(label.dataobj))
+    case = root / "imagesTr" / "case_000.nii.gz"
+    written = Predictor(best, postprocess=False).predict_file(
+        case, tmp_path / "pred", probabilities=True
+    )
+    assert [w.name for w in written] == ["case_000.nii.gz", "case_000_probabilities.nii.gz"]
+    p = np.asarray(nib.load(str(written[1])).dataobj)
+    assert np.array_equal(p.argmax(-1), np.asarray(nib.load(str(written[0])).dataobj))
+
+
 def test_evaluate_all_cases_of_a_plain_folder(trained, tmp_path, caplog):
     """evaluate.py on a folder without dataset.json pairs files by name; split=all."""
     root, out, _, _ = trained

@@ -40,6 +40,10 @@ class PredictionWriter(L.Callback):
         preds = outputs["pred"].cpu()
         for pred, index in zip(preds, batch["index"].tolist(), strict=True):
             self.datamodule.save_prediction(pred, int(index), self.out_dir)
+        probs = outputs.get("probs")
+        if probs is not None:  # save_probabilities=true: beside each label map
+            for p, index in zip(probs.cpu(), batch["index"].tolist(), strict=True):
+                self.datamodule.save_probabilities(p, int(index), self.out_dir)
         self.written += len(preds)
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
