@@ -173,6 +173,15 @@ def check_overrides(
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
         )
+    changed = [k for k in ("regions", "regions_class_order") if k in overrides
+               and overrides[k] != as_trained.get(k)]  # fmt: skip
+    if changed:
+        raise ValueError(
+            f"{', '.join(f'data.{k}={json.dumps(overrides[k])}' for k in changed)}: the "
+            f"network's outputs are the regions it was trained with "
+            f"({module.data_info.regions or 'none: one class per voxel'}), which the "
+            "checkpoint keeps; leave these out, or train a network for other regions."
+        )
     # as the format says (segnet.data.settings)
     data_format = get_class(data_cfg._target_)
     training_only = data_keys("training_only", data_format)

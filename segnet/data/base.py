@@ -233,16 +233,20 @@ class SegmentationDataModule(L.LightningDataModule):
     def write_case_table(self, cases: dict[str, torch.Tensor], path: Path) -> Path:
         """One row per test case: Dice per class, and where measured HD95 (mm) and
         normalised surface Dice per foreground class (volumes) or IoU, precision and
-        recall per class (images) (nan: class in neither label nor prediction, or a ratio
-        with nothing to divide by; inf: HD95 of a class in only one of them)."""
+        recall per class (images), and a region network's ``region_<metric>_<region>``
+        (nan: class in neither label nor prediction, or a ratio with nothing to divide by;
+        inf: HD95 of a class in only one of them)."""
         names = self.datasets["test"].names
         class_names = self.info().class_names
         columns, values = [], []
         for metric in (m for m in cases if m != "index"):
-            if metric in cases:
-                first = 1 if metric in ("hd95", "nsd") else 0  # surfaces: foreground only
-                columns += [f"{metric}_{c}" for c in class_names[first:]]
-                values.append(cases[metric][:, first:])
+            if metric.startswith("region_"):  # a region network's: one column per region
+                columns += [f"{metric}_{r}" for r in self.info().regions or {}]
+                values.append(cases[metric])
+                continue
+            first = 1 if metric in ("hd95", "nsd") else 0  # surfaces: foreground only
+            columns += [f"{metric}_{c}" for c in class_names[first:]]
+            values.append(cases[metric][:, first:])
         table = torch.cat(values, 1).tolist()
         with staged(path) as tmp, tmp.open("w", newline="") as f:
             writer = csv.writer(f)

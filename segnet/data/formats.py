@@ -63,10 +63,11 @@ class ImageFiles:
     def write_probabilities(
         self, probs: np.ndarray, prepared: Prepared, info: DataInfo, target: Path
     ) -> Path:
-        """(classes, H, W) float32 at the image's own size, with the class names."""
+        """(classes, H, W) float32 at the image's own size, with the class names (a region
+        model's: its regions' sigmoids, with the region names)."""
         from segnet.files import write_probabilities
 
-        return write_probabilities(target, probs, info.class_names)
+        return write_probabilities(target, probs, info.output_names)
 
     def write(
         self, pred: np.ndarray, prepared: Prepared, info: DataInfo, targets: list[Path]

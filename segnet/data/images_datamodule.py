@@ -28,6 +28,7 @@ from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.info import DataInfo
 from segnet.data.palette import label_palette
+from segnet.data.regions import check_regions
 from segnet.data.settings import (
     ANY,
     CLASS_WEIGHTS,
@@ -194,6 +195,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                             "color_mode")},
         "mean": MODEL,
         "std": MODEL,
+        "regions": ANY,
+        "regions_class_order": ANY,
         **{k: TRAINING for k in ("patch_size", "max_patch", "batch_pixels", "patches_per_epoch",
                                  "steps_per_epoch", "foreground_ratio", "flip", "scale",
                                  "intensity")},
@@ -240,6 +243,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         sw_overlap: float = 0.5,
         sw_mode: str = "gaussian",
         sw_batch_size: int = 4,
+        regions: dict[str, Sequence[int]] | None = None,
+        regions_class_order: Sequence[int] | None = None,
     ):
         super().__init__()
         check_counts_and_choices(
@@ -276,6 +281,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=2, minimum=2 * PATCH_MULTIPLE,
             default="twice the training patch per axis",
         )  # fmt: skip
+        # classes that overlap or nest, as sets of class indices (checked once the
+        # classes are known, before any image is read)
+        self.regions = (
+            check_regions(regions, regions_class_order, class_names) if class_names else None
+        )
+        self.regions_class_order = list(regions_class_order) if regions_class_order else None
         self.start_empty()
 
     def start_empty(self) -> None:
@@ -370,6 +381,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             per_case=True,
             mirror_axes=list(self.flip_axes),
             patch_size=list(patch),
+            regions=self.regions,
+            regions_class_order=self.regions_class_order,
         )
 
     @classmethod
@@ -667,10 +680,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         write_image(out_dir / f"{name}.png", pred.numpy().astype(dtype))
 
     def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
-        """``<image name>_probabilities.npz``: (classes, H, W) float32 at the image's size."""
+        """``<image name>_probabilities.npz``: (classes, H, W) float32 at the image's size
+        (a region network's: (regions, H, W), each region's sigmoid)."""
         name = Path(self.datasets["test"].names[index]).stem
         write_probabilities(out_dir / f"{name}_probabilities.npz", probs.float().numpy(),
-                            self._class_names)  # fmt: skip
+                            self.info().output_names)  # fmt: skip
 
 
 def check_batch(

@@ -47,6 +47,11 @@ class DataInfo:
         network would see at another scale (:func:`voxel_size_warning`); None otherwise.
     patch_size: the training patch where the DataModule plans it from the data (your own
         images, native size): the network's depth is planned from it; None otherwise.
+    regions: classes that overlap or nest (``segnet.data.regions``): name -> the label
+        values it holds; the network then has one sigmoid output per region instead of a
+        softmax over the classes. None: one class per voxel.
+    regions_class_order: the label each region paints where predicted, in order (nnU-Net's
+        ``regions_class_order``); None: by membership (``segnet.data.regions``).
     """
 
     spatial_dims: int
@@ -62,10 +67,22 @@ class DataInfo:
     mirror_axes: list[int] | None = None
     voxel_sizes: list[list[float]] | None = None
     patch_size: list[int] | None = None
+    regions: dict[str, list[int]] | None = None
+    regions_class_order: list[int] | None = None
 
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
+
+    @property
+    def out_channels(self) -> int:
+        """The network's outputs: one per region, else one per class."""
+        return len(self.regions) if self.regions else self.num_classes
+
+    @property
+    def output_names(self) -> list[str]:
+        """What each output channel is: a region's name, else a class's."""
+        return list(self.regions) if self.regions else list(self.class_names)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

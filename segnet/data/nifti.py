@@ -106,7 +106,40 @@ def dataset_class_names(root: str | Path, csv: str | Path | None = None) -> list
     if not index.is_file():
         return None
     labels = read_dataset_json(folder).get("labels") or {}
+    if labels and is_region_labels(labels):
+        return region_label_names(labels)
     return class_names_from(labels, index) if labels else None
+
+
+def is_region_labels(labels: dict) -> bool:
+    """nnU-Net v2's region form: some label names map to a list of values."""
+    return any(isinstance(v, list) for v in labels.values())
+
+
+def region_label_names(labels: dict) -> list[str]:
+    """The label values' names in a dataset.json of regions: the name of a region of one
+    value, else ``label_<value>`` (the files hold values 0 to the largest any region has)."""
+    single = {v[0] if isinstance(v, list) else v: k for k, v in labels.items()
+              if not isinstance(v, list) or len(v) == 1}  # fmt: skip
+    top = max(max(v) if isinstance(v, list) else v for v in labels.values())
+    return [str(single.get(v, "background" if v == 0 else f"label_{v}")) for v in range(top + 1)]
+
+
+def dataset_regions(
+    root: str | Path, csv: str | Path | None = None
+) -> tuple[dict[str, list[int]], list[int] | None] | None:
+    """nnU-Net v2's regions from the dataset.json beside the cases (``labels`` mapping
+    region names to lists of values, and ``regions_class_order``); None where it has none."""
+    folder = Path(csv).expanduser().parent if csv else Path(root).expanduser()
+    if not (folder / "dataset.json").is_file():
+        return None
+    index = read_dataset_json(folder)
+    labels = index.get("labels") or {}
+    if not is_region_labels(labels):
+        return None
+    regions = {str(k): (v if isinstance(v, list) else [v]) for k, v in labels.items()
+               if (v if isinstance(v, list) else [v]) != [0]}  # fmt: skip
+    return regions, index.get("regions_class_order")
 
 
 def class_names_from(labels: dict, path: Path) -> list[str]:
@@ -580,9 +613,10 @@ def to_source_orientation(array_ras: np.ndarray, volume: Volume) -> np.ndarray:
 
 
 def save_probability_volume(probs_ras: np.ndarray, volume: Volume, path: Path) -> Path:
-    """Class probabilities on the case's RAS grid (C, X, Y, Z) as a float32 NIfTI file
-    (X, Y, Z, C) in the source image's orientation and affine, whatever the image's own
-    file format; never over an existing file."""
+    """Class probabilities (a region network's: each region's sigmoid) on the case's RAS
+    grid (C, X, Y, Z) as a float32 NIfTI file (X, Y, Z, C) in the source image's
+    orientation and affine, whatever the image's own file format; never over an existing
+    file."""
     if path.exists():
         raise FileExistsError(f"{path} exists; predictions are never overwritten.")
     back = to_source_orientation(np.moveaxis(probs_ras.astype(np.float32), 0, -1), volume)

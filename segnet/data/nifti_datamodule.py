@@ -21,6 +21,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
+from segnet.data.regions import check_regions
 from segnet.data.settings import (
     ANY,
     DRAWN_SPLITS,
@@ -251,7 +252,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         **WHERE_AND_HOW_FAST,
         **DRAWN_SPLITS,
         **SLIDING_WINDOW,
-        **{k: ANY for k in ("image_dir", "label_dir", "class_names", "spacing", "stack_spacing")},
+        **{k: ANY for k in ("image_dir", "label_dir", "class_names", "spacing", "stack_spacing",
+                            "regions", "regions_class_order")},
         "clip": MODEL,
         "rotate90": TRAINING_SWITCH,
         **{k: TRAINING for k in ("patch_size", "samples_per_volume", "foreground_ratio", "flip",
@@ -297,6 +299,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         sw_batch_size: int = 4,
         cache_max_gb: float = 8.0,
         stack_spacing: Sequence[float] | None = None,
+        regions: dict[str, Sequence[int]] | None = None,
+        regions_class_order: Sequence[int] | None = None,
     ):
         super().__init__()
         check_count("batch_size", batch_size)
@@ -331,6 +335,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         )  # fmt: skip
         self.sliding_window["roi_size"] = self.sliding_window["roi_size"] or list(self.patch_size)
         self.cache_max_gb = cache_max_gb
+        self.given_regions = (regions, regions_class_order)  # checked against the classes
         self.cases: list[nifti.Case] = []
         self.splits: dict[str, list[int]] = {}
         self._volumes: dict[int, nifti.Volume] = {}
@@ -384,7 +389,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             if self.spacing is None
             else None
         )
+        regions, class_order = self._regions(class_names)
         return DataInfo(
+            regions=regions,
+            regions_class_order=class_order,
             spatial_dims=3,
             in_channels=nifti.channel_count(shape),
             class_names=class_names,
@@ -398,6 +406,15 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             mirror_axes=list(self.flip_axes),
             voxel_sizes=voxel_sizes,
         )
+
+    def _regions(self, class_names: list[str]) -> tuple[dict | None, list[int] | None]:
+        """``data.regions`` as given, else nnU-Net's region labels in dataset.json."""
+        regions, order = self.given_regions
+        if regions is None and not self._class_names:
+            found = nifti.dataset_regions(self.root, self.csv)
+            regions, order = found if found else (None, order)
+        regions = check_regions(regions, order, class_names)
+        return regions, (list(order) if order is not None else None)
 
     def _read_class_names(self) -> list[str]:
         if self._class_names:

@@ -19,6 +19,7 @@ from segnet.runs.resume import this_config_folder
 from segnet.serving.checkpoints import peek_checkpoint
 from segnet.training.metrics import summarize_cases
 from segnet.training.module import SegmentationModule
+from segnet.training.region_metrics import summarize_regions
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,17 @@ def write_outputs(
         per_case = {k: v for k, v in cases.items() if k != "index"}
         extra["cases"] = summarize_cases(per_case, module.class_names)
         extra["cases"]["surface_tolerance_mm"] = module.surface_tolerance_mm
+    regions = module.last_region_metrics.get("test")
+    if regions is not None:  # a region network: its regions as trained, and their scores
+        info = module.data_info
+        per_region = {k: v for k, v in regions.items() if k != "index"}
+        extra["regions"] = {
+            "definition": info.regions,
+            "class_order": info.regions_class_order,
+            **summarize_regions(per_region, list(info.regions)),
+        }
+        if cases is not None:  # per_case.csv: region_<metric>_<region> columns too
+            cases = {**cases, **{f"region_{k}": v for k, v in per_region.items()}}
     write_metrics(
         out_dir / "metrics.json",
         metrics,

@@ -19,6 +19,7 @@ import torch
 
 from segnet.models import batchnorm_layers
 from segnet.serving.checkpoints import peek_checkpoint
+from segnet.serving.inference import as_logits, probabilities
 from segnet.serving.loading import exported_models
 from segnet.serving.sweep_folders import FOLD_OVERRIDE, job_overrides, jobs_of
 
@@ -26,7 +27,8 @@ log = logging.getLogger(__name__)
 
 # What a member must share with the first: the same input preprocessing and the same labels
 # (the test data is prepared once, by the first member's settings, for all of them).
-SAME_DATA = ("spatial_dims", "in_channels", "class_names", "ignore_index", "normalization")
+SAME_DATA = ("spatial_dims", "in_channels", "class_names", "ignore_index", "normalization",
+             "regions", "regions_class_order")  # fmt: skip
 # The data settings that decide which cases form the test split: equal in every member, so
 # that no member was trained on a case the ensemble is scored on.
 SAME_TEST_SPLIT = ("_target_", "test_fraction", "seed", "csv", "image_dir", "label_dir")
@@ -315,8 +317,9 @@ def needs_recompute(module: Any) -> bool:
     return not module.bn_recomputed and bool(batchnorm_layers(module.net))
 
 
-def average_probabilities(logits: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The members' softmax probabilities averaged, as log-probabilities (so that a softmax,
-    an argmax or the loss treat them like logits)."""
-    probs = sum(x.float().softmax(1) for x in logits) / len(logits)
-    return probs.clamp_min(1e-8).log()
+def average_probabilities(logits: Sequence[torch.Tensor], sigmoid: bool = False) -> torch.Tensor:
+    """The members' softmax probabilities (regions: sigmoids) averaged, as logits of the
+    average (so that a softmax, an arg-max, a threshold or the loss treat them like a
+    network's)."""
+    probs = sum(probabilities(x, sigmoid) for x in logits) / len(logits)
+    return as_logits(probs, sigmoid)

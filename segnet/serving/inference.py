@@ -44,12 +44,15 @@ class Inference:
         tta: mirroring test-time augmentation (see :meth:`logits`).
         mirror_axes: the spatial axes (0-based) mirroring flips, the ones training flipped
             (``DataInfo.mirror_axes``); None: every axis of a volume, an image's width.
+        sigmoid: the outputs are regions, each read with a sigmoid (``DataInfo.regions``),
+            rather than classes read with a softmax: mirrored passes average sigmoids.
     """
 
     min_input: int = 1
     sliding_window: dict[str, Any] | None = None
     tta: bool = False
     mirror_axes: Sequence[int] | None = None
+    sigmoid: bool = False
 
     @classmethod
     def for_net(
@@ -57,11 +60,13 @@ class Inference:
         net: Any,
         sliding_window: dict[str, Any] | None = None,
         mirror_axes: Sequence[int] | None = None,
+        sigmoid: bool = False,
     ) -> Inference:
         return cls(
             min_input=2 * getattr(net, "min_size", 1) - 1,
             sliding_window=sliding_window,
             mirror_axes=mirror_axes,
+            sigmoid=sigmoid,
         )
 
     def __post_init__(self) -> None:
@@ -81,10 +86,11 @@ class Inference:
         """Logits for whole inputs, resized to ``size`` (a reduced-resolution recipe is
         scored at the labels' native resolution).
 
-        With ``tta`` (None: ``self.tta``): the softmax averaged over every combination of
-        flips of the mirror axes (those training flipped: by default all three for volumes,
-        as nnU-Net does, and left-right for 2D scenes, where an upside-down street is not a
-        street), returned as log-probabilities.
+        With ``tta`` (None: ``self.tta``): the softmax (a region network's sigmoids)
+        averaged over every combination of flips of the mirror axes (those training
+        flipped: by default all three for volumes, as nnU-Net does, and left-right for 2D
+        scenes, where an upside-down street is not a street), returned as logits of that
+        average (log-probabilities; for regions, log-odds).
         """
         if not (self.tta if tta is None else tta):
             return resize(self._logits(net, x), size)
@@ -94,9 +100,9 @@ class Inference:
         for flip in combos:
             xf = x.flip(flip) if flip else x
             logits = self._logits(net, xf).float()
-            p = logits.flip(flip).softmax(1) if flip else logits.softmax(1)
+            p = probabilities(logits.flip(flip) if flip else logits, self.sigmoid)
             probs = p if probs is None else probs + p
-        return resize((probs / len(combos)).clamp_min(1e-8).log(), size)
+        return resize(as_logits(probs / len(combos), self.sigmoid), size)
 
     def _logits(self, net: Net, x: torch.Tensor) -> torch.Tensor:
         small = [max(0, self.min_input - s) for s in x.shape[2:]]
@@ -130,6 +136,20 @@ def check_mirroring(tta: bool, mirror_axes: Sequence[int] | None, model: Any = N
             "data.hflip=false): test without it (model.tta=false in training, tta=false in "
             "evaluate.py, --no-tta in segnet.serving.predict), or train with flips."
         )
+
+
+def probabilities(logits: torch.Tensor, sigmoid: bool = False) -> torch.Tensor:
+    """A softmax over the classes, or each region's sigmoid."""
+    return logits.float().sigmoid() if sigmoid else logits.float().softmax(1)
+
+
+def as_logits(probs: torch.Tensor, sigmoid: bool = False) -> torch.Tensor:
+    """Probabilities back as logits that give them again (log-probabilities for a softmax,
+    log-odds for sigmoids), so that the arg-max, a threshold at 0 or the loss read them as
+    they read a network's output."""
+    if sigmoid:
+        return torch.logit(probs.clamp(1e-6, 1 - 1e-6))
+    return probs.clamp_min(1e-8).log()
 
 
 def resize(logits: torch.Tensor, size: Sequence[int] | None) -> torch.Tensor:

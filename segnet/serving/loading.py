@@ -213,7 +213,7 @@ def _from_checkpoint(path: Path) -> LoadedModel:
         **without_init_only(hp["net"]),
         "spatial_dims": info.spatial_dims,
         "in_channels": info.in_channels,
-        "out_channels": info.num_classes,
+        "out_channels": info.out_channels,
     }
     net = create_model(**spec)
     net.load_state_dict(net_weights(ckpt))
@@ -231,7 +231,9 @@ def checkpoint_metrics(ckpt: dict[str, Any]) -> dict[str, float]:
 
 
 def _loaded(net, spec, info: DataInfo, module_args, metrics) -> LoadedModel:
-    inference = Inference.for_net(net, info.sliding_window, info.mirror_axes)
+    inference = Inference.for_net(
+        net, info.sliding_window, info.mirror_axes, sigmoid=bool(info.regions)
+    )
     inference.tta = bool(module_args.get("tta"))  # predicts as the recipe tested
     if isinstance(net, ExportedNet):
         inference.min_input = 2 * _min_size(spec) - 1

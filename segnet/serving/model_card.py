@@ -52,11 +52,7 @@ def make_card(
             "normalization": data.normalization,
             "trained_input_size": data.input_size,
         },
-        "output": {
-            "layout": "logits, N x num_classes x spatial",
-            "classes": data.class_names,
-            "palette": data.palette,
-        },
+        "output": output_description(data),
         "deployment": {
             **deployment_steps(data, bool(module_args.get("tta")), min_input),
             "label_map_cleanup": postprocessing_step(
@@ -90,8 +86,37 @@ def deployment_steps(data: Any, tta: bool, min_input: int) -> dict[str, Any]:
 
     # what reading, normalising and writing around the network are: the data format's own
     pre, post = format_of_model(data).card_steps(data, norm, onnx)
+    if data.regions:  # not the arg-max: each region's sigmoid, then the label map
+        regions_step = {"step": "regions_to_labels", "how": "output.to_label_map"}
+        post = [regions_step if step.get("step") == "argmax" else step for step in post]
     onnx["mirroring"] = mirroring(data, tta)
     return {"onnx": onnx, "preprocess": pre, "postprocess": post}
+
+
+def output_description(data: Any) -> dict[str, Any]:
+    """What the network's outputs are and how they become a label map: a softmax over the
+    classes, or (regions) one sigmoid per region turned back into labels."""
+    out: dict[str, Any] = {"classes": data.class_names, "palette": data.palette}
+    if not data.regions:
+        return {"layout": "logits, N x num_classes x spatial", **out}
+    order = data.regions_class_order
+    return {
+        "layout": "logits, N x num_regions x spatial: one sigmoid per region",
+        **out,
+        "regions": data.regions,
+        "regions_class_order": order,
+        "to_label_map": (
+            "a region is predicted where its logit is above 0 (sigmoid above 0.5); "
+            + (
+                "start from 0 and paint each region, in order, with its regions_class_order "
+                "label (later regions over earlier ones)"
+                if order
+                else "each voxel gets the label value whose regions (the regions listing it) "
+                "agree with the most predicted regions there, ties to the label in more "
+                "regions; instead of the argmax over classes"
+            )
+        ),
+    }
 
 
 def postprocessing_step(plan: dict[str, Any] | None, class_names: list[str]) -> dict | None:
@@ -121,7 +146,12 @@ def mirroring(data: Any, tta: bool) -> dict[str, Any]:
             "run_on": f"the input flipped along every subset of the axes {axes} of the "
             f"{'NCHW' if data.spatial_dims == 2 else 'NCDHW'} layout ({2 ** len(axes)} runs, "
             "the unflipped input included)",
-            "combine": "flip each output back, softmax over classes, average; logits = log(mean)",
+            "combine": (
+                "flip each output back, sigmoid per region, average; logits = log(mean / "
+                "(1 - mean))"
+                if data.regions
+                else "flip each output back, softmax over classes, average; logits = log(mean)"
+            ),
         }
     else:
         steps["run_on"] = "the input alone: the network was trained without flips"

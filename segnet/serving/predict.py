@@ -24,8 +24,10 @@ import torch
 from PIL import Image
 
 from segnet.data import formats
+from segnet.data.regions import to_label_map
 from segnet.serving.ensemble import average_probabilities, check_distinct, check_same_data
 from segnet.serving.inference import check_mirroring
+from segnet.serving.inference import probabilities as output_probabilities
 from segnet.serving.loading import load_model, model_files
 from segnet.serving.postprocessing import Postprocessing
 
@@ -106,7 +108,9 @@ class Predictor:
         log-probabilities."""
         if len(self.models) == 1:
             return self.model.logits(x, size)
-        return average_probabilities([m.logits(x, size) for m in self.models])
+        return average_probabilities(
+            [m.logits(x, size) for m in self.models], self.model.inference.sigmoid
+        )
 
     @torch.no_grad()
     def predict_image(self, rgb: np.ndarray | Image.Image) -> np.ndarray:
@@ -132,8 +136,15 @@ class Predictor:
         return self.label_map(self.logits(prepared.x.to(self.device), prepared.size))
 
     def label_map(self, logits: torch.Tensor) -> np.ndarray:
-        """The arg-max of one input's logits, post-processed as the model records."""
-        pred = logits.argmax(1)
+        """The arg-max of one input's logits (a region model's regions turned back into
+        labels), post-processed as the model records."""
+        if self.info.regions:
+            regions = list(self.info.regions.values())
+            pred = to_label_map(
+                logits > 0, regions, self.info.regions_class_order, self.info.num_classes
+            )
+        else:
+            pred = logits.argmax(1)
         if self.postprocessing:
             pred = self.postprocessing.apply(pred)
         return pred[0].cpu().numpy()
@@ -161,7 +172,7 @@ class Predictor:
         logits = self.logits(prepared.x.to(self.device), prepared.size)
         written = kind.write(self.label_map(logits), prepared, self.info, targets)
         if probabilities:
-            probs = logits.float().softmax(1)[0].cpu().numpy()
+            probs = output_probabilities(logits, bool(self.info.regions))[0].cpu().numpy()
             written.append(kind.write_probabilities(probs, prepared, self.info, extra[0]))
         return written
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
+
+from segnet.data.regions import region_targets
 
 
 def lovasz_softmax(
@@ -164,3 +166,42 @@ def labels_at(target: torch.Tensor, size: torch.Size | tuple[int, ...]) -> torch
         return target
     resized = F.interpolate(target[:, None].float(), size=tuple(size), mode="nearest-exact")
     return resized[:, 0].to(target.dtype)
+
+
+def region_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    regions: Sequence[Sequence[int]],
+    ignore_index: int | None,
+    bce_weight: float,
+    dice_weight: float,
+) -> torch.Tensor:
+    """The loss of a region network (one sigmoid per region, as nnU-Net trains regions):
+    binary cross-entropy per voxel and region, plus soft Dice per region over the batch
+    (1 - 2|P∩T| / (|P| + |T|), averaged over the regions), each weighted. Voxels labelled
+    ``ignore_index`` are left out of both.
+
+    Example:
+        >>> target = torch.tensor([[[0, 1, 2]]])
+        >>> sure = torch.tensor([[[[-9.0, 9, 9]], [[-9.0, -9, 9]]]])  # whole, then inner
+        >>> float(region_loss(sure, target, [[1, 2], [2]], None, 1.0, 1.0)) < 0.01
+        True
+    """
+    inside = region_targets(target, regions).float()
+    logits = logits.float()
+    if ignore_index is None:
+        valid = torch.ones_like(inside[:, :1])
+    else:
+        valid = (target != ignore_index).unsqueeze(1).float()
+    loss = logits.new_zeros(())
+    if bce_weight > 0:
+        bce = F.binary_cross_entropy_with_logits(logits, inside, reduction="none") * valid
+        loss = loss + bce_weight * bce.sum() / (valid.sum() * inside.shape[1]).clamp_min(1)
+    if dice_weight > 0:
+        probs = logits.sigmoid() * valid
+        dims = (0, *range(2, probs.ndim))  # over the batch and space: one Dice per region
+        overlap = (probs * inside).sum(dims)
+        total = probs.sum(dims) + (inside * valid).sum(dims)
+        dice = (2 * overlap + 1e-5) / (total + 1e-5)
+        loss = loss + dice_weight * (1 - dice).mean()
+    return loss

@@ -14,9 +14,10 @@ from torchmetrics import CatMetric, MaxMetric, MeanMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.data.info import DataInfo, test_mirror_axes
+from segnet.data.regions import to_label_map
 from segnet.models import batchnorm_layers, create_model, without_init_only
 from segnet.serving.ensemble import average_probabilities
-from segnet.serving.inference import Inference, check_mirroring
+from segnet.serving.inference import Inference, check_mirroring, probabilities
 from segnet.serving.postprocessing import Postprocessing
 from segnet.training.clock_schedule import clock_schedule
 from segnet.training.losses import (
@@ -24,6 +25,7 @@ from segnet.training.losses import (
     deep_supervision_weights,
     labels_at,
     lovasz_softmax,
+    region_loss,
     soft_dice,
     top_k_cross_entropy,
 )
@@ -33,6 +35,11 @@ from segnet.training.metrics import (
     per_case_surface,
     scores_from_confusion,
     summarize_cases,
+)
+from segnet.training.region_metrics import (
+    region_case_scores,
+    region_metric_names,
+    summarize_regions,
 )
 
 STAGES = ("val", "test")
@@ -155,7 +162,7 @@ class SegmentationModule(L.LightningModule):
             **dict(net),
             spatial_dims=info.spatial_dims,
             in_channels=info.in_channels,
-            out_channels=num_classes,
+            out_channels=info.out_channels,
         )
         # Reloading a checkpoint must not fetch the initial weights again: its own weights
         # replace them anyway.
@@ -164,11 +171,15 @@ class SegmentationModule(L.LightningModule):
         self.class_names = list(info.class_names)
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.scheduler_interval = scheduler_interval
+        # classes that overlap or nest: one sigmoid output per region (segnet.data.regions)
+        self.region_values = [list(v) for v in info.regions.values()] if info.regions else None
         self.set_loss(loss, lovasz_stride, ce_top_k)
         self.set_class_weights(class_weights)
         # whole-input inference (sliding window, small-input padding, TTA): plain torch,
         # shared with evaluation and deployed models
-        self.inference = Inference.for_net(self.net, info.sliding_window, info.mirror_axes)
+        self.inference = Inference.for_net(
+            self.net, info.sliding_window, info.mirror_axes, sigmoid=bool(info.regions)
+        )
         self.tta = tta
         self.postprocessing = Postprocessing.from_dict(postprocessing)
         # evaluate.py's postprocess=false tests without it
@@ -202,6 +213,12 @@ class SegmentationModule(L.LightningModule):
             )
         if not 0 < ce_top_k <= 1:
             raise ValueError(f"model.ce_top_k={ce_top_k}: use a fraction in (0, 1].")
+        if self.region_values and (self.loss_weights["lovasz"] > 0 or ce_top_k < 1):
+            raise ValueError(
+                "data.regions: a region network is trained with binary cross-entropy and "
+                "soft Dice per region (model.loss.ce and model.loss.dice); model.loss.lovasz "
+                "and model.ce_top_k are softmax terms: set them to 0 and 1."
+            )
         self.ce_top_k = float(ce_top_k)
         self.dice_loss = None
         if self.loss_weights["dice"] > 0:
@@ -230,6 +247,9 @@ class SegmentationModule(L.LightningModule):
         self.best.persistent(True)  # kept in checkpoints, so a resumed run's best survives
         self.last_confusion: dict[str, torch.Tensor] = {}
         self.last_case_metrics: dict[str, dict[str, torch.Tensor]] = {}
+        # a region network's per-case rows: [index, each metric per region]
+        self.region_rows = nn.ModuleDict({s: CatMetric(nan_strategy="disable") for s in STAGES})
+        self.last_region_metrics: dict[str, dict[str, torch.Tensor]] = {}
 
     def set_speed_options(self, compile: bool | str, channels_last: bool | str) -> None:
         """``compile`` and ``channels_last`` (true, false or auto), applied by
@@ -271,6 +291,8 @@ class SegmentationModule(L.LightningModule):
         names += [f"val/iou/{name}" for name in self.class_names]
         if self.per_case:  # per-case Dice; HD95 and NSD are measured at test time only
             names += ["val/dice", *(f"val/dice/{name}" for name in self.class_names)]
+        if self.per_case and self.region_values:
+            names += ["val/region_dice", *(f"val/region_dice/{n}" for n in self.data_info.regions)]
         return names
 
     def set_postprocessing(self, plan: Postprocessing) -> None:
@@ -286,6 +308,11 @@ class SegmentationModule(L.LightningModule):
         hyperparameters. Training sets them once the training labels are read, after the
         module (and so every model setting) was checked before any data."""
         weights = None if class_weights is None else [float(w) for w in class_weights]
+        if weights is not None and self.region_values:
+            raise ValueError(
+                "data.class_weights: a region network weighs no classes (each region has "
+                "its own sigmoid and Dice term); set data.class_weights=none."
+            )
         self.hparams["class_weights"] = weights
         initial = getattr(self, "_hparams_initial", None)  # what loggers record (hparams.yaml)
         if initial is not None:
@@ -378,7 +405,7 @@ class SegmentationModule(L.LightningModule):
             return logits
         tta = self.tta if tta is None else tta
         members = [m.predict_logits(x, size, tta) for m in self.ensemble_members]
-        return average_probabilities([logits, *members])
+        return average_probabilities([logits, *members], self.inference.sigmoid)
 
     @property
     def tta(self) -> bool:
@@ -439,6 +466,11 @@ class SegmentationModule(L.LightningModule):
                 w * self.compute_loss(out, labels_at(target, out.shape[2:]), lovasz)
                 for w, out in zip(weights, logits, strict=True)
             )
+        if self.region_values:
+            return region_loss(
+                logits, target, self.region_values, self.ignore_index,
+                self.loss_weights["ce"], self.loss_weights["dice"],
+            )  # fmt: skip
         if self.ce_top_k < 1:
             ce = top_k_cross_entropy(
                 logits, target, self.ce_top_k, self.ce.weight, self.ignore_index
@@ -468,7 +500,9 @@ class SegmentationModule(L.LightningModule):
         logits = self.predict_logits(x, y.shape[1:], tta=self.tta and stage == "test")
         for i in range(len(x)):
             self.eval_loss[stage].update(self.compute_loss(logits[i : i + 1], y[i : i + 1], False))
-        pred = logits.argmax(1)
+        pred = self.label_map(logits)
+        if self.region_values and self.per_case:
+            self.record_regions(logits > 0, y, batch, stage)
         if stage == "test" and self.apply_postprocessing:
             pred = self.postprocessing.apply(pred)
         self.confusion[stage].update(pred, y)
@@ -488,8 +522,29 @@ class SegmentationModule(L.LightningModule):
         if stage == "test" and self.keep_probabilities:
             # the network's (or mirrored, or an ensemble's averaged) softmax, before any
             # post-processing: its arg-max is the label map postprocess=false gives
-            out["probs"] = logits.float().softmax(1)
+            # (a region network's: each region's sigmoid)
+            out["probs"] = probabilities(logits, self.inference.sigmoid)
         return out
+
+    def label_map(self, logits: torch.Tensor) -> torch.Tensor:
+        """Label values from logits: the arg-max, or the regions predicted (sigmoid above
+        0.5) turned back into labels (``segnet.data.regions``)."""
+        if not self.region_values:
+            return logits.argmax(1)
+        order = self.data_info.regions_class_order
+        return to_label_map(logits > 0, self.region_values, order, self.num_classes)
+
+    def record_regions(
+        self, inside: torch.Tensor, y: torch.Tensor, batch: dict, stage: str
+    ) -> None:
+        """Each case's scores per region, as the classes' are recorded (``region_rows``)."""
+        names = region_metric_names(stage, self.data_info.spatial_dims)
+        scores = region_case_scores(
+            inside, y, self.region_values, self.ignore_index, names,
+            batch.get("spacing"), self.surface_tolerance_mm,
+        )  # fmt: skip
+        index = batch["index"].to(inside.device, torch.float64).unsqueeze(1)
+        self.region_rows[stage].update(torch.cat([index, *scores], 1))
 
     def validation_step(self, batch: dict, batch_idx: int) -> dict:
         return self._eval_step(batch, "val")
@@ -535,7 +590,26 @@ class SegmentationModule(L.LightningModule):
                 # cases does not look better for it
                 missed = torch.isinf(per_case["hd95"][:, 1:]).sum()
                 out[f"{stage}/hd95_infinite"] = float(missed)
+        if self.region_values and self.per_case:
+            out.update(self.region_summary(stage))
         self.log_dict(out, sync_dist=False)  # already reduced across ranks by torchmetrics
+        return out
+
+    def region_summary(self, stage: str) -> dict[str, float]:
+        """The mean over cases of each region's scores (``<stage>/region_dice``: over the
+        regions too), kept per case for metrics.json and per_case.csv."""
+        rows = self.region_rows[stage].compute().cpu()
+        self.region_rows[stage].reset()
+        rows = rows.reshape(len(rows), -1)
+        rows = rows[rows[:, 0].argsort()]
+        r = len(self.region_values)
+        names = region_metric_names(stage, self.data_info.spatial_dims)
+        per_region = {m: rows[:, 1 + i * r : 1 + (i + 1) * r] for i, m in enumerate(names)}
+        self.last_region_metrics[stage] = {"index": rows[:, 0].long(), **per_region}
+        summary = summarize_regions(per_region, list(self.data_info.regions))
+        out = {f"{stage}/region_{m}": v for m, v in summary["region_mean"].items()}
+        for name, entry in summary["mean"].items():
+            out.update({f"{stage}/region_{m}/{name}": v for m, v in entry.items() if "_" not in m})
         return out
 
     def on_validation_epoch_end(self) -> None:

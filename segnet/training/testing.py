@@ -50,7 +50,7 @@ def choose_postprocessing(
     rows = []
     for batch in dm.whole_val_dataloader():
         x, y = batch["image"].to(device), batch["label"].to(device)
-        pred = module.predict_logits(x, y.shape[1:], tta=False).argmax(1)
+        pred = module.label_map(module.predict_logits(x, y.shape[1:], tta=False))
         rows.append(candidate_dice(pred, y, module.num_classes, module.ignore_index).cpu())
     return choose(torch.cat(rows), module.class_names)
 
@@ -150,10 +150,11 @@ def run_test(
     if module.tta:
         axes = module.mirror_axes
         log.info(
-            "testing with mirroring over the axes training flipped (%s%s): the softmax "
+            "testing with mirroring over the axes training flipped (%s%s): the %s "
             "averaged over %d passes per input (tta=false: one)",
             axes,
             "; each member of the ensemble its own" if len(module.ensemble_members) else "",
+            "regions' sigmoids" if module.region_values else "softmax",
             2 ** len(axes),
         )
     results = trainer.test(module, datamodule=dm, verbose=False)
