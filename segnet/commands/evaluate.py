@@ -173,15 +173,7 @@ def check_overrides(
             "whole images. To evaluate a volume model with another window, set "
             "data.sw_roi_size instead."
         )
-    changed = [k for k in ("regions", "regions_class_order") if k in overrides
-               and overrides[k] != as_trained.get(k)]  # fmt: skip
-    if changed:
-        raise ValueError(
-            f"{', '.join(f'data.{k}={json.dumps(overrides[k])}' for k in changed)}: the "
-            f"network's outputs are the regions it was trained with "
-            f"({module.data_info.regions or 'none: one class per voxel'}), which the "
-            "checkpoint keeps; leave these out, or train a network for other regions."
-        )
+    refuse_other_regions(overrides, as_trained, module)
     # as the format says (segnet.data.settings)
     data_format = get_class(data_cfg._target_)
     training_only = data_keys("training_only", data_format)
@@ -323,6 +315,22 @@ def settle_data(
             }
         log.info("sliding window for this evaluation: %s", module.sliding_window)
     return dm, split
+
+
+def refuse_other_regions(
+    overrides: dict[str, Any], as_trained: dict[str, Any], module: SegmentationModule
+) -> None:
+    """The network's outputs are the regions it was trained for (or the classes): an
+    evaluation cannot ask for others."""
+    changed = [k for k in ("regions", "regions_class_order") if k in overrides
+               and overrides[k] != as_trained.get(k)]  # fmt: skip
+    if changed:
+        raise ValueError(
+            f"{', '.join(f'data.{k}={json.dumps(overrides[k])}' for k in changed)}: the "
+            f"network's outputs are the regions it was trained with "
+            f"({module.data_info.regions or 'none: one class per voxel'}), which the "
+            "checkpoint keeps; leave these out, or train a network for other regions."
+        )
 
 
 def set_postprocessing(

@@ -259,11 +259,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.csv = csv
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name)
         self.set_classes(class_names, label_values, palette, ignore_values)
+        self.set_regions(regions, regions_class_order, class_names)
         check_class_weights(class_weights, len(class_names) if class_names else None,
                             class_weights_power)  # fmt: skip
         self.color_mode = color_mode
-        self.mean = list(mean) if mean is not None else None
-        self.std = list(std) if std is not None else None
+        self.mean, self.std = (list(v) if v is not None else None for v in (mean, std))
         self.patch_size = tuple(size) if size else None
         self.max_patch = max_patch
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
@@ -281,12 +281,6 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=2, minimum=2 * PATCH_MULTIPLE,
             default="twice the training patch per axis",
         )  # fmt: skip
-        # classes that overlap or nest, as sets of class indices (checked once the
-        # classes are known, before any image is read)
-        self.regions = (
-            check_regions(regions, regions_class_order, class_names) if class_names else None
-        )
-        self.regions_class_order = list(regions_class_order) if regions_class_order else None
         self.start_empty()
 
     def start_empty(self) -> None:
@@ -298,6 +292,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # mask values), kept until the training split is loaded: each file decoded once
         self._decoded_masks: dict[int, np.ndarray] = {}
         self._decoded_images: dict[int, tuple[str, np.ndarray]] = {}
+
+    def set_regions(
+        self, regions: Any, class_order: Sequence[int] | None, class_names: Sequence[str] | None
+    ) -> None:
+        """Classes that overlap or nest, as sets of class indices (``segnet.data.regions``),
+        checked against the classes named (without them, describe() stops first)."""
+        self.regions = check_regions(regions, class_order, class_names) if class_names else None
+        self.regions_class_order = list(class_order) if class_order else None
 
     def set_classes(
         self,

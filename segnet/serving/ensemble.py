@@ -304,7 +304,7 @@ def check_same_data(infos: Sequence[Any], paths: Sequence[Path]) -> None:
     keys = SAME_DATA + (("input_size",) if infos[0].spatial_dims == 2 else ())
     for info, path in zip(infos[1:], paths[1:], strict=True):
         for key in keys:
-            mine, theirs = getattr(info, key), getattr(infos[0], key)
+            mine, theirs = getattr(info, key, None), getattr(infos[0], key, None)
             if mine != theirs:
                 raise ValueError(
                     f"{path} and {paths[0]} differ in {key} ({mine} against {theirs}): an "

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from segnet.data.info import WINDOW_BLENDING, test_mirror_axes
+from segnet.data.regions import to_label_map
 
 Net = Callable[[torch.Tensor], torch.Tensor]
 
@@ -136,6 +137,16 @@ def check_mirroring(tta: bool, mirror_axes: Sequence[int] | None, model: Any = N
             "data.hflip=false): test without it (model.tta=false in training, tta=false in "
             "evaluate.py, --no-tta in segnet.serving.predict), or train with flips."
         )
+
+
+def label_map(logits: torch.Tensor, info: Any) -> torch.Tensor:
+    """(N, outputs, *spatial) logits -> (N, *spatial) label values: the arg-max over the
+    classes, or a region network's regions (sigmoid above 0.5, a logit above 0) turned
+    back into labels (``segnet.data.regions``); ``info`` is the model's ``DataInfo``."""
+    if not info.regions:
+        return logits.argmax(1)
+    regions = list(info.regions.values())
+    return to_label_map(logits > 0, regions, info.regions_class_order, info.num_classes)
 
 
 def probabilities(logits: torch.Tensor, sigmoid: bool = False) -> torch.Tensor:

@@ -24,9 +24,8 @@ import torch
 from PIL import Image
 
 from segnet.data import formats
-from segnet.data.regions import to_label_map
 from segnet.serving.ensemble import average_probabilities, check_distinct, check_same_data
-from segnet.serving.inference import check_mirroring
+from segnet.serving.inference import check_mirroring, label_map
 from segnet.serving.inference import probabilities as output_probabilities
 from segnet.serving.loading import load_model, model_files
 from segnet.serving.postprocessing import Postprocessing
@@ -136,15 +135,8 @@ class Predictor:
         return self.label_map(self.logits(prepared.x.to(self.device), prepared.size))
 
     def label_map(self, logits: torch.Tensor) -> np.ndarray:
-        """The arg-max of one input's logits (a region model's regions turned back into
-        labels), post-processed as the model records."""
-        if self.info.regions:
-            regions = list(self.info.regions.values())
-            pred = to_label_map(
-                logits > 0, regions, self.info.regions_class_order, self.info.num_classes
-            )
-        else:
-            pred = logits.argmax(1)
+        """The label map of one input's logits, post-processed as the model records."""
+        pred = label_map(logits, self.info)
         if self.postprocessing:
             pred = self.postprocessing.apply(pred)
         return pred[0].cpu().numpy()

@@ -14,10 +14,9 @@ from torchmetrics import CatMetric, MaxMetric, MeanMetric
 from torchmetrics.classification import MulticlassConfusionMatrix
 
 from segnet.data.info import DataInfo, test_mirror_axes
-from segnet.data.regions import to_label_map
 from segnet.models import batchnorm_layers, create_model, without_init_only
 from segnet.serving.ensemble import average_probabilities
-from segnet.serving.inference import Inference, check_mirroring, probabilities
+from segnet.serving.inference import Inference, check_mirroring, label_map, probabilities
 from segnet.serving.postprocessing import Postprocessing
 from segnet.training.clock_schedule import clock_schedule
 from segnet.training.losses import (
@@ -527,12 +526,8 @@ class SegmentationModule(L.LightningModule):
         return out
 
     def label_map(self, logits: torch.Tensor) -> torch.Tensor:
-        """Label values from logits: the arg-max, or the regions predicted (sigmoid above
-        0.5) turned back into labels (``segnet.data.regions``)."""
-        if not self.region_values:
-            return logits.argmax(1)
-        order = self.data_info.regions_class_order
-        return to_label_map(logits > 0, self.region_values, order, self.num_classes)
+        """Label values from logits (:func:`segnet.serving.inference.label_map`)."""
+        return label_map(logits, self.data_info)
 
     def record_regions(
         self, inside: torch.Tensor, y: torch.Tensor, batch: dict, stage: str
