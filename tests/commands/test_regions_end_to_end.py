@@ -16,22 +16,11 @@ from PIL import Image
 from segnet.commands.evaluate import evaluate
 from segnet.commands.train import train
 from segnet.data.regions import region_targets, to_label_map
+from tests.commands.test_train_volumes import FAST
 from tests.conftest import compose
 from tests.helpers import ODD_AFFINE, nifti_dataset
 
-VOLUMES = [
-    "experiment=hippocampus_unet3d",
-    "data.patch_size=[16,16,16]",
-    "data.batch_size=2",
-    "data.num_workers=0",
-    "data.val_fraction=0.2",
-    "data.test_fraction=0.2",
-    "model.net.features=[4,8,8]",
-    "trainer.max_epochs=2",
-    "trainer.check_val_every_n_epoch=1",
-    "trainer.accelerator=cpu",
-    "data.regions={whole:[1,2],two:[2]}",
-]
+VOLUMES = ["experiment=hippocampus_unet3d", *FAST, "data.regions={whole:[1,2],two:[2]}"]
 
 
 @pytest.fixture(scope="module")
