@@ -230,10 +230,13 @@ class SegmentationDataModule(L.LightningDataModule):
             + (", and give training a val split to validate on." if "val" not in have else ".")
         )
 
-    def write_case_table(self, cases: dict[str, torch.Tensor], path: Path) -> Path:
+    def write_case_table(
+        self, cases: dict[str, torch.Tensor], path: Path, regions: list[str] | None = None
+    ) -> Path:
         """One row per test case: Dice per class, and where measured HD95 (mm) and
         normalised surface Dice per foreground class (volumes) or IoU, precision and
         recall per class (images), and a region network's ``region_<metric>_<region>``
+        (``regions``: their names, as the model has them)
         (nan: class in neither label nor prediction, or a ratio with nothing to divide by;
         inf: HD95 of a class in only one of them)."""
         names = self.datasets["test"].names
@@ -241,7 +244,7 @@ class SegmentationDataModule(L.LightningDataModule):
         columns, values = [], []
         for metric in (m for m in cases if m != "index"):
             if metric.startswith("region_"):  # a region network's: one column per region
-                columns += [f"{metric}_{r}" for r in self.info().regions or {}]
+                columns += [f"{metric}_{r}" for r in regions or []]
                 values.append(cases[metric])
                 continue
             first = 1 if metric in ("hd95", "nsd") else 0  # surfaces: foreground only

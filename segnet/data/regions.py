@@ -78,7 +78,33 @@ def check_regions(
                 f"data.regions_class_order={order}: one label value per region, in the "
                 f"regions' order ({', '.join(out)}), each one of its region's values."
             )
+    check_every_label_comes_back(out, class_order, class_names)
     return out
+
+
+def check_every_label_comes_back(
+    regions: dict[str, list[int]], class_order: Sequence[int] | None, class_names: Sequence[str]
+) -> None:
+    """Every label value must come back from the regions: painted by the class order, or
+    (without one) told apart by the regions holding it. Otherwise it is never predicted,
+    and its scores are silently 0."""
+    if class_order is not None:
+        lost = [c for c in range(1, len(class_names)) if c not in class_order]
+    else:
+        member = memberships(list(regions.values()), len(class_names)).tolist()
+        lost = [c for c in range(1, len(class_names)) if member[c] in member[:c]]
+    if lost:
+        names = ", ".join(f"{class_names[c]} ({c})" for c in lost)
+        why = (
+            "data.regions_class_order paints none of them"
+            if class_order is not None
+            else "no region holds them apart from another label (background included)"
+        )
+        raise ValueError(
+            f"data.regions={regions}: the label(s) {names} would never be predicted: {why}. "
+            "Give every label a distinct set of regions (e.g. add a region for it), or "
+            "leave it out of the masks."
+        )
 
 
 def region_targets(label: torch.Tensor, regions: Sequence[Sequence[int]]) -> torch.Tensor:

@@ -143,7 +143,8 @@ def write_outputs(
         **extra,
     )
     if cases is not None:
-        dm.write_case_table(cases, out_dir / "per_case.csv")
+        regions = list(module.data_info.regions or {})
+        dm.write_case_table(cases, out_dir / "per_case.csv", regions)
 
 
 TRACKERS_RECORD = "trackers.json"

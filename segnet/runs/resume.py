@@ -231,6 +231,19 @@ def flat(config: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix[:-1], config
 
 
+def default_of(data: Any, name: str) -> Any:
+    """The default of a DataModule's argument ``name`` (UNSET: none, or no such one)."""
+    import inspect
+
+    try:
+        parameter = inspect.signature(data).parameters.get(name)
+    except (TypeError, ValueError):
+        return UNSET
+    if parameter is None or parameter.default is inspect.Parameter.empty:
+        return UNSET
+    return parameter.default
+
+
 def meaning(key: str, value: Any, data: Any = None) -> Any:
     """A setting's value as training takes it, where several spellings mean the same
     (``data.flip``: true, [0,1,2] and [2,1,0] alike, as the run's data format reads it:
@@ -238,6 +251,10 @@ def meaning(key: str, value: Any, data: Any = None) -> Any:
     if key.endswith("_target_") and isinstance(value, str):
         # a class named by an earlier version's module (segnet.module.SegmentationModule)
         return current_name(value)
+    if value is UNSET and key.startswith("data.") and key.count(".") == 1 and data is not None:
+        # a data setting added after the run was recorded: its default is what the run had
+        default = default_of(data, key.removeprefix("data."))
+        return value if default is UNSET else default
     if key == "data.flip" and data is not None:
         try:
             axes = data.axes_of_flip(value)

@@ -367,7 +367,14 @@ def export_ensemble(
             "combine": (
                 "run each member as its model.json describes (its own window; mirroring on or off "
                 "as the first member's says, each member flipping its own axes), average the "
-                "members' softmax probabilities, then take the argmax"
+                + (
+                    "members' sigmoids per region, then turn the regions into labels as "
+                    "output.to_label_map says"
+                    if models[0].info.regions
+                    else "members' softmax probabilities, then take the argmax"
+                )
+                + "; then apply deployment.label_map_cleanup only where every member's "
+                "model.json gives the same one (otherwise none)"
             ),
         }
         write_text(out_dir / ENSEMBLE_NAME, json.dumps(listing, indent=2))

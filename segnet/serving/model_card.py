@@ -111,9 +111,10 @@ def output_description(data: Any) -> dict[str, Any]:
                 "start from 0 and paint each region, in order, with its regions_class_order "
                 "label (later regions over earlier ones)"
                 if order
-                else "each voxel gets the label value whose regions (the regions listing it) "
-                "agree with the most predicted regions there, ties to the label in more "
-                "regions; instead of the argmax over classes"
+                else "each label value scores, per voxel, 1 for every region whose "
+                "prediction (in or out) equals the label's membership (in if the region "
+                "lists it, else out), plus (regions listing it) / (number of regions + 1); "
+                "the label with the highest score wins, instead of the argmax over classes"
             )
         ),
     }

@@ -41,18 +41,25 @@ def store_recomputed_bn(ckpt_path: str | Path, module: SegmentationModule) -> No
 
 @torch.no_grad()
 def choose_postprocessing(
-    module: SegmentationModule, dm: L.LightningDataModule, device: torch.device
+    trainer: L.Trainer, module: SegmentationModule, dm: L.LightningDataModule
 ) -> tuple[Postprocessing, dict]:
     """The post-processing steps that raise Dice on the validation split, scored case by
-    case as validation scores them (single pass, no mirroring). Every process scores the
-    whole split, so each makes the same choice."""
-    module.eval().to(device)
+    case as validation scores them (single pass, no mirroring, the trainer's precision).
+    Every process scores the whole split; rank 0's choice is the one all apply."""
+    precision = trainer.precision_plugin
+    module.eval().to(trainer.strategy.root_device)
     rows = []
     for batch in dm.whole_val_dataloader():
-        x, y = batch["image"].to(device), batch["label"].to(device)
-        pred = module.label_map(module.predict_logits(x, y.shape[1:], tta=False))
+        batch = module.on_after_batch_transfer(
+            trainer.strategy.batch_to_device(batch, trainer.strategy.root_device), 0
+        )
+        x, y = precision.convert_input(batch["image"]), batch["label"]
+        with precision.forward_context():
+            logits = module.predict_logits(x, y.shape[1:], tta=False)
+        pred = module.label_map(logits.float())
         rows.append(candidate_dice(pred, y, module.num_classes, module.ignore_index).cpu())
-    return choose(torch.cat(rows), module.class_names)
+    chosen = choose(torch.cat(rows), module.class_names)
+    return trainer.strategy.broadcast(chosen, src=0)
 
 
 def store_postprocessing(ckpt_path: str | Path, plan: Postprocessing, record: dict) -> None:
@@ -60,7 +67,7 @@ def store_postprocessing(ckpt_path: str | Path, plan: Postprocessing, record: di
     hyperparameters, which evaluate, predict and the model card read), atomically."""
     path = Path(ckpt_path)
     ckpt = read_checkpoint(path, "best checkpoint")
-    ckpt.setdefault("hyper_parameters", {})["postprocessing"] = plan.to_dict()
+    ckpt.setdefault("hyper_parameters", {})["postprocessing"] = plan.to_dict() if plan else None
     ckpt["postprocessing_choice"] = record
     AtomicCheckpointIO().save_checkpoint(ckpt, path)
 
@@ -75,7 +82,7 @@ def settle_postprocessing(
         return
     if "val" not in dm.datasets:
         dm.setup("fit")
-    plan, record = choose_postprocessing(module, dm, trainer.strategy.root_device)
+    plan, record = choose_postprocessing(trainer, module, dm)
     module.set_postprocessing(plan)
     module.postprocessing_choice = record
     log.info(
@@ -143,6 +150,10 @@ def run_test(
                 log.info("stored them in %s", store_in)
     if choose_postprocessing:
         settle_postprocessing(trainer, module, dm, store_in)
+    elif store_in and trainer.is_global_zero:
+        # trained, and tested without a choice (postprocess=false): the checkpoint must
+        # not keep one an earlier test of it stored
+        store_postprocessing(store_in, module.postprocessing, None)
     if module.postprocessing and module.apply_postprocessing:
         log.info(
             "testing with post-processing: %s", module.postprocessing.describe(module.class_names)

@@ -51,6 +51,8 @@ def test_overlapping_regions_decode_by_membership_and_a_painting_order_paints():
         ({"a": [1, 2], "b": [2]}, [2, 1], "each one of its region's values"),
         (None, [1], "regions_class_order is set without data.regions"),
         ([1, 2], None, "give each region a name"),
+        ({"posterior": [2]}, None, r"anterior \(1\) would never be predicted: no region holds"),
+        ({"a": [1, 2], "b": [2]}, [1, 1], "one label value per region|paints none"),
     ],
 )
 def test_bad_regions_are_refused_naming_the_setting(regions, order, message):

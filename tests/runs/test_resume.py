@@ -301,6 +301,12 @@ def test_a_resume_compares_settings_as_training_takes_them():
     assert changed_settings(run, {**run, "data": {**volumes, "flip": True}}) == [
         ("data.flip", [1, 2], True)
     ]
+    # a run recorded before a data setting existed had its default: not a change, unless
+    # the resume sets another value
+    newer = {**run, "data": {**run["data"], "regions": None, "regions_class_order": None}}
+    assert changed_settings(run, newer) == []
+    regions = {**run, "data": {**run["data"], "regions": {"whole": [1, 2]}}}
+    assert [k for k, *_ in changed_settings(run, regions)] == ["data.regions.whole"]
 
 
 def test_a_resume_is_never_checked_against_its_own_record(tmp_path):
