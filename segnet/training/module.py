@@ -70,6 +70,19 @@ def full_resolution(net: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     return apply
 
 
+def take_case_rows(store: CatMetric, metrics: Sequence[str], width: int) -> dict:
+    """A stage's per-case rows ([index, each metric over ``width`` columns]), gathered,
+    put back in dataset order and split by metric (as many of ``metrics`` as they hold);
+    the store is emptied for the next stage."""
+    rows = store.compute().cpu()
+    store.reset()
+    rows = rows.reshape(len(rows), -1)
+    rows = rows[rows[:, 0].argsort()]
+    names = metrics[: (rows.shape[1] - 1) // width]
+    split = {m: rows[:, 1 + i * width : 1 + (i + 1) * width] for i, m in enumerate(names)}
+    return {"index": rows[:, 0].long(), **split}
+
+
 def check_monitor(monitor: str, scores: Iterable[str]) -> None:
     """The checkpoint with the highest ``monitor`` is kept, so it must be one of the scores
     validation reports (their names), and one where higher is better (not a loss or a
@@ -563,14 +576,11 @@ class SegmentationModule(L.LightningModule):
                 for name, value in zip(self.class_names, scores[metric].tolist(), strict=True):
                     out[f"{stage}/{metric}/{name}"] = value
         if self.per_case:
-            rows = self.case_rows[stage].compute().cpu()
-            self.case_rows[stage].reset()
-            rows = rows.reshape(len(rows), -1)
-            rows = rows[rows[:, 0].argsort()]
             c = self.num_classes
-            names = CASE_METRICS[self.data_info.spatial_dims][: (rows.shape[1] - 1) // c]
-            per_case = {m: rows[:, 1 + i * c : 1 + (i + 1) * c] for i, m in enumerate(names)}
-            self.last_case_metrics[stage] = {"index": rows[:, 0].long(), **per_case}
+            metrics = CASE_METRICS[self.data_info.spatial_dims]
+            self.last_case_metrics[stage] = take_case_rows(self.case_rows[stage], metrics, c)
+            per_case = {k: v for k, v in self.last_case_metrics[stage].items() if k != "index"}
+            names = list(per_case)
             summary = summarize_cases(per_case, self.class_names)
             # logged per case: Dice and the surface scores (the overlap scores of images
             # are logged over all pixels above, and per image in per_case.csv)
@@ -593,14 +603,10 @@ class SegmentationModule(L.LightningModule):
     def region_summary(self, stage: str) -> dict[str, float]:
         """The mean over cases of each region's scores (``<stage>/region_dice``: over the
         regions too), kept per case for metrics.json and per_case.csv."""
-        rows = self.region_rows[stage].compute().cpu()
-        self.region_rows[stage].reset()
-        rows = rows.reshape(len(rows), -1)
-        rows = rows[rows[:, 0].argsort()]
-        r = len(self.region_values)
         names = region_metric_names(stage, self.data_info.spatial_dims)
-        per_region = {m: rows[:, 1 + i * r : 1 + (i + 1) * r] for i, m in enumerate(names)}
-        self.last_region_metrics[stage] = {"index": rows[:, 0].long(), **per_region}
+        kept = take_case_rows(self.region_rows[stage], names, len(self.region_values))
+        self.last_region_metrics[stage] = kept
+        per_region = {k: v for k, v in kept.items() if k != "index"}
         summary = summarize_regions(per_region, list(self.data_info.regions))
         out = {f"{stage}/region_{m}": v for m, v in summary["region_mean"].items()}
         for name, entry in summary["mean"].items():
