@@ -33,6 +33,7 @@ from segnet.serving.ensemble import (
 from segnet.serving.inference import check_mirroring
 from segnet.serving.loading import SIZE_KEYS, ExportedNet, load_model
 from segnet.training.callbacks.predictions import PredictionWriter
+from segnet.training.ensemble_choice import choose_for_ensemble
 from segnet.training.module import SegmentationModule
 from segnet.training.testing import run_test
 
@@ -243,7 +244,7 @@ def evaluate(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float
     modules = [load_module(str(p)) for p in paths]
     dm, split = settle_data(cfg, modules, paths)
     module = join_ensemble(modules, paths)
-    set_postprocessing(module, modules, paths, bool(cfg.get("postprocess", True)))
+    postprocess = bool(cfg.get("postprocess", True))
     # the masks are written as the test step makes them: one pass over the split
     # (save_probabilities=true writes them beside the label maps, which it writes too)
     module.keep_probabilities = bool(cfg.get("save_probabilities"))
@@ -251,6 +252,13 @@ def evaluate(cfg: DictConfig, work: Work | None = None) -> tuple[dict[str, float
     writer = (PredictionWriter(dm, out_dir / "predictions"),) if saves else ()
     trainer = build_trainer(cfg, extra_callbacks=writer)
     work.starts()  # a failure from here on keeps the run folder and its log
+    chosen = (
+        postprocess
+        and len(modules) > 1
+        and choose_for_the_ensemble(trainer, module, modules, paths)
+    )
+    if not chosen:
+        set_postprocessing(module, modules, paths, postprocess)
     metrics, split = run_test(trainer, module, dm, bool(cfg.get("recompute_bn", False)))
     if trainer.is_global_zero:  # every file, and the table, once
         # absolute, as training writes it: metrics.json names the files wherever it is read
@@ -350,6 +358,48 @@ def set_postprocessing(
                 for p, m in zip(paths, modules, strict=True)
             ),
         )
+
+
+def choose_for_the_ensemble(
+    trainer: Any, module: SegmentationModule, modules: list[SegmentationModule], paths: list[Path]
+) -> bool:
+    """The post-processing of an ensemble chosen on its members' validation cases, each
+    predicted by the members holding it out (:mod:`segnet.training.ensemble_choice`), and
+    applied; False where it cannot be (data scored as a whole, no recorded validation
+    cases, the members' data not readable here): each member's own choice is then applied
+    where they agree."""
+    if not module.per_case:
+        return False
+    # the members' own data (not data.* given for this evaluation), every case of it
+    data_cfg, _, _ = data_config(OmegaConf.create({"data": {"split": "all"}}), modules[0], paths[0])
+    try:
+        every_case = build(data_cfg)
+        every_case.prepare_data()
+        every_case.setup("test")
+    except (OSError, ValueError) as err:
+        log.warning(
+            "post-processing for the ensemble: the data its members trained on cannot be read "
+            "here (%s); each member's own choice is used where they agree",
+            err,
+        )
+        return False
+    chosen = choose_for_ensemble(trainer, modules, every_case)
+    if chosen is None:
+        log.info("post-processing for the ensemble: its members recorded no validation cases")
+        return False
+    plan, record = chosen
+    module.set_postprocessing(plan)
+    module.postprocessing_choice = record
+    module.apply_postprocessing = True
+    log.info(
+        "post-processing chosen for the ensemble on %s: %s (validation Dice %.4f without, "
+        "%.4f with)",
+        record["chosen_on"],
+        plan.describe(module.class_names),
+        record["val_dice_without"],
+        record["val_dice_with"],
+    )
+    return True
 
 
 def join_ensemble(modules: list[SegmentationModule], paths: list[Path]) -> SegmentationModule:

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from segnet.data import class_masks
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
 from segnet.data.splits import SPLITS
@@ -54,6 +55,13 @@ class Pair:
     label: Path | None
     roi: Path | None = None
     split: str | None = None  # a given split (folder or CSV column); None: drawn
+    # one mask per class instead of ``label``: (class, mask) in the outputs' order
+    class_masks: tuple[tuple[str, Path], ...] = ()
+
+    @property
+    def masks(self) -> tuple[Path, ...]:
+        """The mask file(s) of this image."""
+        return tuple(p for _, p in self.class_masks) or ((self.label,) if self.label else ())
 
 
 # -- finding the pairs -----------------------------------------------------------------
@@ -120,13 +128,50 @@ def folder_pairs(
     image_re = name_pattern(image_name, "data.image_name")
     label_re = name_pattern(label_name, "data.label_name")
     by_id = keyed(image_files(images), image_re, images, "data.image_name")
-    masks = keyed(image_files(labels), label_re, labels, "data.label_name")
     roi_masks = keyed(image_files(rois), image_re, rois, "data.image_name") if rois else {}
     if not by_id:
         raise ImageDataError(
             f"{images}: no image files ({', '.join(IMAGE_SUFFIXES)}) whose names match "
             f"data.image_name={image_name!r}."
         )
+    # under split folders the name keeps its folder: train/0.png and test/0.png differ
+    prefix = f"{split}/" if split else ""
+    ids = sorted(by_id, key=lambda k: by_id[k].name)
+    class_dirs = class_mask_folders(labels)
+    if class_dirs:  # one mask per class: a folder of masks for each class
+        per_class = {}
+        for folder in class_dirs:
+            per_class[folder.name] = keyed(image_files(folder), label_re, folder, "data.label_name")
+            check_paired(images, folder, by_id, per_class[folder.name], image_name, label_name)
+        return [
+            Pair(prefix + by_id[k].name, by_id[k], None, roi_masks.get(k), split,
+                 tuple((c, masks[k]) for c, masks in per_class.items()))
+            for k in ids
+        ]  # fmt: skip
+    masks = keyed(image_files(labels), label_re, labels, "data.label_name")
+    check_paired(images, labels, by_id, masks, image_name, label_name)
+    return [Pair(prefix + by_id[k].name, by_id[k], masks[k], roi_masks.get(k), split) for k in ids]
+
+
+def class_mask_folders(labels: Path) -> list[Path]:
+    """The folders of a mask folder that holds no masks itself but a folder of them per
+    class (``masks/vessel/``, ``masks/artery/``), in the order of their names."""
+    if image_files(labels):
+        return []
+    return sorted(
+        (d for d in labels.iterdir() if d.is_dir() and image_files(d)), key=lambda d: d.name
+    )
+
+
+def check_paired(
+    images: Path,
+    labels: Path,
+    by_id: dict[str, Path],
+    masks: dict[str, Path],
+    image_name: str,
+    label_name: str,
+) -> None:
+    """Every image of ``images`` has its mask in ``labels`` and every mask its image."""
     if masks and not set(masks) & set(by_id):
         raise ImageDataError(unpaired_message(images, labels, by_id, masks))
     lonely_masks = sorted(set(masks) - set(by_id))
@@ -147,12 +192,6 @@ def folder_pairs(
             "have none. Add the masks, remove the images, or set data.label_name (e.g. "
             "'{id}_mask') to the rule that pairs their names."
         )
-    # under split folders the name keeps its folder: train/0.png and test/0.png differ
-    prefix = f"{split}/" if split else ""
-    return [
-        Pair(prefix + by_id[k].name, by_id[k], masks[k], roi_masks.get(k), split)
-        for k in sorted(by_id, key=lambda k: by_id[k].name)
-    ]
 
 
 def unpaired_message(
@@ -181,17 +220,31 @@ def unpaired_message(
 
 
 def csv_pairs(path: Path) -> list[Pair]:
-    """Rows of ``image,label[,roi][,split]``; relative paths are relative to the CSV."""
+    """Rows of ``image,label[,roi][,split]``, or ``image,label_<class>,...`` with one mask per
+    class (overlapping classes, in the columns' order); relative paths are relative to the
+    CSV."""
+    rows = read_case_table(path, required=("image",), error=ImageDataError)
+    columns = [c for c in (rows[0] if rows else {}) if c != "line"]
+    per_class = [c for c in columns if c.startswith("label_")]
+    if ("label" in columns) == bool(per_class):
+        raise ImageDataError(
+            f"data.csv={path}: give the masks in a 'label' column (one mask per image), or in "
+            "'label_<class>' columns (one black-and-white mask per class, e.g. label_vessel, "
+            f"label_artery); it has {'both' if per_class else 'neither'} (its columns: "
+            f"{', '.join(map(repr, columns)) or 'none'})."
+        )
     pairs = []
-    for row in read_case_table(path, error=ImageDataError):
+    for row in rows:
         n = row["line"]
-        missing = [c for c in ("image", "label") if not row[c]]
+        missing = [c for c in ("image", *(per_class or ["label"])) if not row[c]]
         if missing:
             raise ImageDataError(f"data.csv={path}, line {n}: no {' and no '.join(missing)}.")
         split = row.get("split") or None
-        image, label = (resolve(path, row[c]) for c in ("image", "label"))
+        image = resolve(path, row["image"])
+        label = resolve(path, row["label"]) if not per_class else None
+        masks = tuple((c.removeprefix("label_"), resolve(path, row[c])) for c in per_class)
         roi = resolve(path, row["roi"]) if row.get("roi") else None
-        pairs.append(Pair(image.name, image, label, roi, split))
+        pairs.append(Pair(image.name, image, label, roi, split, masks))
     return pairs
 
 
@@ -222,9 +275,18 @@ def find_pairs(
     else:
         pairs = folder_pairs(root, image_dir, label_dir, roi_dir, image_name, label_name)
     for pair in pairs:
-        for what, path in (("image", pair.image), ("mask", pair.label), ("roi", pair.roi)):
+        for what, path in (("image", pair.image), *(("mask", m) for m in pair.masks),
+                           ("roi", pair.roi)):  # fmt: skip
             if path is not None and not path.is_file():
                 raise FileNotFoundError(f"{what} {path}: no such file.")
+    kinds = {tuple(c for c, _ in p.class_masks) for p in pairs}
+    if len(kinds) > 1:
+        a, b = sorted(kinds)[:2]
+        raise ImageDataError(
+            "the masks are not of one kind in every split: "
+            + " and ".join(f"classes {', '.join(k)}" if k else "one mask per image" for k in (a, b))
+            + ". Give every split the same mask folders (or CSV columns)."
+        )
     names = [p.name for p in pairs]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -325,6 +387,38 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
     rgb = np.asarray(im.convert("RGB")).astype(np.int64)
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
     return np.where((r == g) & (g == b), r, COLOUR + r * 65536 + g * 256 + b)
+
+
+def read_codes(pair: Pair, reading: dict[str, Any], ignore: Sequence[int] = ()) -> np.ndarray:
+    """The mask codes of a pair: its mask read as ``reading`` says (:func:`read_mask`), or
+    its masks per class combined into one label map of bits (:mod:`segnet.data.class_masks`;
+    ``ignore``: the codes that are void in any of them)."""
+    if not pair.class_masks:
+        return read_mask(pair.label, **reading)
+    names = [c for c, _ in pair.class_masks]
+    masks = [read_mask(p, one_bit_white=255, palette_colours=True) for p in pair.masks]
+    return class_masks.combine(masks, pair.masks, names, ignore, spell=code_text)
+
+
+def order_class_masks(pairs: list[Pair], class_names: Sequence[str] | None) -> list[str]:
+    """The classes of masks given one per class, in the outputs' order: ``data.class_names``
+    where given (as the user names them, or as a checkpoint keeps their combinations), else
+    the folders' (or columns') order; the pairs' masks put in that order."""
+    found = [c for c, _ in pairs[0].class_masks]
+    where = f"the masks of {pairs[0].image.parent.parent}"
+    names = list(class_names) if class_names else found
+    names = class_masks.order_from_combinations(names) or names
+    if sorted(names) != sorted(found):
+        raise ImageDataError(
+            f"data.class_names={list(class_names or [])}: the masks are given one per class, "
+            f"for {', '.join(found)}; name exactly these (in the order the outputs should "
+            "have), or leave data.class_names null."
+        )
+    names = class_masks.check_mask_classes(names, where)
+    for i, pair in enumerate(pairs):
+        by_class = dict(pair.class_masks)
+        pairs[i] = replace(pair, class_masks=tuple((c, by_class[c]) for c in names))
+    return names
 
 
 def is_colour(code: int) -> bool:

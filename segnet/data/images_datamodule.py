@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
+from segnet.data import class_masks, stats_cache
 from segnet.data import images as img
-from segnet.data import stats_cache
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
@@ -300,6 +300,38 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         checked against the classes named (without them, describe() stops first)."""
         self.regions = check_regions(regions, class_order, class_names) if class_names else None
         self.regions_class_order = list(class_order) if class_order else None
+        self.regions_given = regions is not None or class_order is not None
+
+    def use_class_masks(self) -> None:
+        """Masks given one per class (:mod:`segnet.data.class_masks`): the classes named
+        from their folders or columns, each a region of a label map of bits."""
+        given = [
+            name
+            for name, value in (("data.label_values", self.label_values),
+                                ("data.palette", self.palette),
+                                ("data.regions", self.regions_given or None))
+            if value is not None
+        ]  # fmt: skip
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)}: the masks of {self.where()} are given one per class "
+                f"({', '.join(c for c, _ in self.pairs[0].class_masks)}), each black (0) "
+                "outside its class and one value inside, and each class is its own region; "
+                "leave these settings out (data.ignore_values still makes values void)."
+            )
+        names = img.order_class_masks(self.pairs, self._class_names)
+        self.mask_classes = names
+        self._class_names = class_masks.combination_names(names)
+        self.mapping = img.LabelMapping(self._class_names, None, [len(self._class_names)])
+        self.mask_ignore = [
+            img.colour_code(v, "data.ignore_values") for v in self.ignore_values or []
+        ]
+        self.regions = class_masks.combination_regions(names)
+        log.info(
+            "one mask per class: %s; the label maps hold each pixel's classes as bits (%s)",
+            ", ".join(names),
+            ", ".join(f"{v} {n}" for v, n in enumerate(self._class_names)),
+        )
 
     def set_classes(
         self,
@@ -317,6 +349,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             else None
         )
         self.palette = palette
+        self.label_values, self.ignore_values = label_values, ignore_values
+        # masks given one per class (found by describe): their classes, and their void codes
+        self.mask_classes: list[str] | None = None
+        self.mask_ignore: list[int] = []
         # per training image: its pixels of each class, and its size (void included)
         self._class_counts: tuple[np.ndarray, list[int]] | None = None
 
@@ -329,6 +365,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         where the normalisation is not given (training), decodes the training images for it,
         and counts their mask values."""
         self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout)
+        if self.pairs and self.pairs[0].class_masks:
+            self.use_class_masks()
         self.splits = self._draw_splits()
         headers = [img.header(p.image) for p in self.pairs]  # (mode, H, W): nothing decoded
         modes = {mode for mode, _, _ in headers}
@@ -379,7 +417,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             normalization=image_normalization(mode, self.mean, self.std),
             input_size=None,  # whole images at native size
             sliding_window={**self.window, "roi_size": list(roi)},
-            monitor="val/dice",
+            # one mask per class: the classes are the regions; the label map their combinations
+            monitor="val/region_dice" if self.mask_classes else "val/dice",
             per_case=True,
             mirror_axes=list(self.flip_axes),
             patch_size=list(patch),
@@ -422,14 +461,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         how = self.reading() if reading is None else reading
         counts, first_with = into if into is not None else ({}, {})
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
-            masks = pool.map(lambda i: img.read_mask(self.pairs[i].label, **how), indices)
+            masks = pool.map(
+                lambda i: img.read_codes(self.pairs[i], how, self.mask_ignore), indices
+            )
         for i, mask in zip(indices, masks, strict=True):
             if keep:  # codes are below 2**25: half the memory of int64
                 self._decoded_masks[i] = mask.astype(np.int32)
             values, n = np.unique(mask, return_counts=True)
             for v, c in zip(values.tolist(), n.tolist(), strict=True):
                 counts[v] = counts.get(v, 0) + c
-                first_with.setdefault(v, self.pairs[i].label)
+                first_with.setdefault(v, self.pairs[i].masks[0])
         return counts, first_with
 
     def _suggested(self, counts: dict[int, int], indices: Sequence[int]) -> str:
@@ -448,11 +489,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         before, else decoded (the training files kept for loading, so each is decoded
         once) and cached."""
         others = [i for i in self.splits["all"] if i not in set(train)]
-        files = [f for i in train for f in (self.pairs[i].image, self.pairs[i].label)]
-        files += [self.pairs[i].label for i in others if self.pairs[i].label is not None]
+        files = [f for i in train for f in (self.pairs[i].image, *self.pairs[i].masks)]
+        files += [f for i in others for f in self.pairs[i].masks]
         # the mask reading's version: codes from another reading must not be reused
         key = stats_cache.file_key([*map(str, files), mode, f"masks:{img.MASK_READING}",
-                                    f"reading:{sorted(self.reading().items())}"])  # fmt: skip
+                                    f"reading:{sorted(self.reading().items())}",
+                                    f"void per class:{self.mask_ignore}"])  # fmt: skip
         cached = stats_cache.read("images", key)
         if cached is not None:
             counts = {int(v): c for v, c in cached["counts"].items()}
@@ -579,14 +621,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             raw = img.read_image(pair.image, norm["color_mode"])
         codes = self._decoded_masks.pop(i, None)
         if codes is None:
-            codes = img.read_mask(pair.label, **self.reading())
+            codes = img.read_codes(pair, self.reading(), self.mask_ignore)
         if codes.shape != raw.shape[:2]:
             raise img.ImageDataError(
-                f"mask {pair.label} is {codes.shape[1]}x{codes.shape[0]} and its image "
+                f"mask {pair.masks[0]} is {codes.shape[1]}x{codes.shape[0]} and its image "
                 f"{pair.image} {raw.shape[1]}x{raw.shape[0]} (W x H): a mask must be the size "
                 "of its image."
             )
-        label = self.mapping.apply(codes, pair.label)
+        label = self.mapping.apply(codes, pair.masks[0])
         if pair.roi is not None:
             roi = img.read_mask(pair.roi)
             if roi.shape != codes.shape:
@@ -608,13 +650,15 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             [np.bincount(it.label.numpy().ravel(), minlength=void + 1)[:void] for it in items]
         )
         self._class_counts = per_image, [it.label.numel() for it in items]
-        absent = [n for n, c in zip(self._class_names, per_image.sum(0), strict=True) if c == 0]
+        total = per_image.sum(0)
+        if self.mask_classes:  # the classes are the masks; not every combination occurs
+            absent = [n for n in self.mask_classes if total[self.regions[n]].sum() == 0]
+            why = "their masks are black in every training image"
+        else:
+            absent = [n for n, c in zip(self._class_names, total, strict=True) if c == 0]
+            why = "check data.label_values / data.palette (label_values[i] is the mask value of class i)"
         if absent:
-            log.warning(
-                "class(es) %s occur in no training mask: check data.label_values / "
-                "data.palette (label_values[i] is the mask value of class i)",
-                ", ".join(absent),
-            )
+            log.warning("class(es) %s occur in no training mask: %s", ", ".join(absent), why)
 
     # -- datasets -------------------------------------------------------------------------
     def build_datasets(self, stage: str) -> None:

@@ -140,3 +140,47 @@ def test_a_2d_region_run_trains_evaluates_exports_and_predicts(tmp_path):
     assert region_targets(torch.tensor([[0, 1, 2]]), [[1, 2], [2]]).int().tolist() == [
         [[0, 1, 1], [0, 0, 1]]
     ]
+
+
+def test_one_mask_per_class_trains_evaluates_exports_and_predicts(tmp_path):
+    """Overlapping classes as users keep them, a folder of black-and-white masks per class:
+    trained as one region each from the command line with no class settings, scored per
+    class, evaluated from the checkpoint alone, exported and predicted (label maps in bits,
+    probabilities per class)."""
+    from segnet.serving.export import export_checkpoint
+    from segnet.serving.predict import Predictor
+    from tests.data.test_class_masks import class_folders
+
+    root = class_folders(tmp_path / "data", n=10)
+    settings = [
+        "experiment=images_quick", f"data.root={root}", "data.label_dir=masks",
+        "data.max_patch=32", "data.steps_per_epoch=4", "data.batch_size=4", "data.num_workers=0",
+        "model.net.features=[4,8,8,8,8]", "trainer.max_epochs=2",
+        "trainer.check_val_every_n_epoch=1", "trainer.accelerator=cpu",
+    ]  # fmt: skip
+    metrics, _ = train(compose("train", settings, tmp_path / "run"))
+    assert {"test/region_dice/artery", "test/region_dice/vessel", "val/region_dice_best"} <= set(
+        metrics
+    )
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert saved["regions"]["definition"] == {"artery": [1, 3], "vessel": [2, 3]}
+    best = tmp_path / "run" / "checkpoints" / "best.ckpt"
+    ev, _ = evaluate(compose("evaluate", [f"ckpt_path={best}", "save_probabilities=true",
+                                          "trainer.accelerator=cpu"], tmp_path / "ev"))  # fmt: skip
+    assert ev["test/region_dice/vessel"] == pytest.approx(
+        metrics["test/region_dice/vessel"], abs=1e-6
+    )
+    export_checkpoint(best, tmp_path / "export", formats=("onnx",))
+    card = json.loads((tmp_path / "export" / "model.json").read_text())
+    assert card["output"]["regions"] == {"artery": [1, 3], "vessel": [2, 3]}
+    # the probabilities are before post-processing: compared with the label map without it
+    written = Predictor(tmp_path / "export", postprocess=False).predict_file(
+        root / "images" / "3.png", tmp_path / "masks", probabilities=True
+    )
+    mask = np.asarray(Image.open(written[0]))
+    assert mask.shape == (40, 48) and set(np.unique(mask)) <= {0, 1, 2, 3}
+    with np.load(written[-1]) as f:
+        probs, classes = f["probabilities"], f["classes"].tolist()
+    assert classes == ["artery", "vessel"] and probs.shape == (2, 40, 48)
+    # the bits of the label map are the classes whose probability passes one half
+    assert ((probs[0] > 0.5) * 1 + (probs[1] > 0.5) * 2 == mask).all()

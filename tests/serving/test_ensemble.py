@@ -170,6 +170,12 @@ def test_an_ensemble_of_folds_is_scored_on_the_test_split(two_folds, tmp_path):
     assert record["members"][1]["sliding_window"]["roi_size"] == [16, 16, 16]
     assert len(objects["module"].ensemble_members) == 1
     assert (tmp_path / "list" / "per_case.csv").is_file()
+    # the ensemble's post-processing is chosen on its out-of-fold predictions: each of the
+    # 8 cases outside the test split predicted by the one fold that held it out
+    chosen = record["postprocessing"]
+    assert chosen["chosen_on"].startswith("8 validation case(s)"), chosen
+    assert "by the 1 member(s) holding it out (8 cases)" in chosen["chosen_on"]
+    assert {"val_dice_without", "val_dice_with", "applied"} <= set(chosen)
     # the multirun folder stands for the same two checkpoints, in job order
     folder, _ = evaluate(compose("evaluate", [f"ckpt_path={two_folds}", *common], tmp_path / "dir"))
     assert folder == pytest.approx(listed, abs=1e-6, nan_ok=True)  # a class never predicted: nan

@@ -1,0 +1,161 @@
+"""One black-and-white mask per class, classes that overlap (segnet.data.class_masks): a
+folder of masks per class or CSV columns label_<class>, combined into a label map of bits
+with one region per class; on small generated folders."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segnet.data import class_masks
+from segnet.data.images import ImageDataError, find_pairs
+from segnet.data.images_datamodule import ImageFolderDataModule
+
+
+def overlapping(h: int, w: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A vessel (a horizontal band) and an artery (a disc) that overlap in part."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:h, :w]
+    top = int(rng.integers(8, h - 16))
+    vessel = (yy >= top) & (yy < top + 10)
+    cy, cx = top + 5, int(rng.integers(12, w - 12))
+    artery = (yy - cy) ** 2 + (xx - cx) ** 2 < 64
+    return vessel, artery
+
+
+def class_folders(root, n: int = 8, size=(40, 48), white=(255, 255), one_bit: bool = False):
+    """images/<i>.png with masks/vessel/<i>.png and masks/artery/<i>.png (the classes'
+    whites ``white``; 1-bit vessel files where ``one_bit``)."""
+    for d in ("images", "masks/vessel", "masks/artery"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        vessel, artery = overlapping(*size, seed=i)
+        base = 50 + 80 * vessel + 60 * artery + np.random.default_rng(i).normal(0, 6, size)
+        Image.fromarray(base.clip(0, 255).astype(np.uint8)).save(root / "images" / f"{i}.png")
+        for mask, name, value in ((vessel, "vessel", white[0]), (artery, "artery", white[1])):
+            if one_bit and name == "vessel":
+                im = Image.fromarray(mask)
+            else:
+                im = Image.fromarray(mask.astype(np.uint8) * value)
+            im.save(root / "masks" / name / f"{i}.png")
+    return root
+
+
+def prepared(root=None, **settings) -> ImageFolderDataModule:
+    settings.setdefault("num_workers", 0)
+    dm = ImageFolderDataModule(str(root) if root else None, **settings)
+    dm.prepare_data()
+    return dm
+
+
+def test_combinations_are_bits_and_each_class_a_region():
+    names = ["vessel", "artery", "vein"]
+    combos = class_masks.combination_names(names)
+    assert combos[:4] == ["background", "vessel", "artery", "vessel+artery"] and len(combos) == 8
+    assert class_masks.combination_regions(names)["vein"] == [4, 5, 6, 7]
+    # a checkpoint keeps the combinations as its class names: the classes come back from them
+    assert class_masks.order_from_combinations(combos) == names
+    assert class_masks.order_from_combinations(["background", "cell"]) == ["cell"]
+    assert class_masks.order_from_combinations(["background", "a", "b"]) is None
+    assert class_masks.order_from_combinations(["a", "b", "c", "d"]) is None
+
+
+def test_masks_combine_into_bits_with_void_where_any_mask_is_ignored(tmp_path):
+    a = np.array([[0, 255, 255, 0]])
+    b = np.array([[0, 0, 7, 128]])
+    label = class_masks.combine([a, b], [tmp_path / "a", tmp_path / "b"], ["a", "b"], [128])
+    assert label.tolist() == [[0, 1, 3, 4]]
+    with pytest.raises(class_masks.ClassMaskError, match=r"b \(class b\) holds 2 values"):
+        class_masks.combine([a, b], [tmp_path / "a", tmp_path / "b"], ["a", "b"], [])
+    with pytest.raises(class_masks.ClassMaskError, match="'\\+'"):
+        class_masks.check_mask_classes(["a+b"], "here")
+
+
+def test_a_folder_per_class_trains_overlapping_classes_as_regions(tmp_path):
+    # one-bit vessel masks beside 8-bit artery masks holding 1: both read as they look
+    root = class_folders(tmp_path / "d", white=(255, 1), one_bit=True)
+    dm = prepared(root, image_dir="images", label_dir="masks")
+    dm.setup("fit")
+    info = dm.info()
+    # folders in the order of their names unless data.class_names orders them
+    assert info.class_names == ["background", "artery", "vessel", "artery+vessel"]
+    assert info.regions == {"artery": [1, 3], "vessel": [2, 3]}
+    assert info.out_channels == 2 and info.monitor == "val/region_dice"
+    item = dm.load("train")[0]
+    k = dm.splits["train"][0]
+    vessel, artery = overlapping(40, 48, seed=k)
+    assert (item.label.numpy() == artery * 1 + vessel * 2).all()
+    ordered = prepared(
+        root, image_dir="images", label_dir="masks", class_names=["vessel", "artery"]
+    )
+    assert ordered.info().class_names == ["background", "vessel", "artery", "vessel+artery"]
+    # as a checkpoint gives them back to an evaluation
+    again = prepared(root, image_dir="images", label_dir="masks", class_names=info.class_names)
+    assert again.info().regions == info.regions
+
+
+def test_csv_columns_per_class_and_given_splits(tmp_path):
+    root = class_folders(tmp_path / "d", n=6)
+    rows = [f"images/{i}.png,masks/vessel/{i}.png,masks/artery/{i}.png,"
+            f"{(['train'] * 4 + ['val', 'test'])[i]}" for i in range(6)]  # fmt: skip
+    (root / "list.csv").write_text("image,label_vessel,label_artery,split\n" + "\n".join(rows))
+    dm = ImageFolderDataModule(csv=str(root / "list.csv"), num_workers=0)
+    dm.prepare_data()
+    assert dm.info().regions == {"vessel": [1, 3], "artery": [2, 3]}
+    assert dm.splits["test"] == [5]
+    dm.setup("test")
+    vessel, artery = overlapping(40, 48, seed=5)
+    assert (dm.load("test")[0].label.numpy() == vessel * 1 + artery * 2).all()
+
+
+@pytest.mark.parametrize(
+    "breakage, message",
+    [
+        ("missing", r"image .*3\.png has no mask in .*artery"),
+        ("grey", r"artery.3\.png \(class artery\) holds 2 values besides black"),
+        ("label_values", "data.label_values: the masks of .* are given one per class"),
+        ("names", r"name exactly these"),
+        ("csv_both", "a 'label' column .* it has both"),
+        ("split_kinds", "not of one kind in every split"),
+    ],
+)
+def test_class_masks_that_cannot_combine_are_refused_naming_the_file(tmp_path, breakage, message):
+    root = class_folders(tmp_path / "d", n=6)
+    settings = {"image_dir": "images", "label_dir": "masks"}
+    if breakage == "missing":
+        (root / "masks/artery/3.png").unlink()
+    elif breakage == "grey":
+        grey = np.array(Image.open(root / "masks/artery/3.png"))
+        grey[:2, :2] = 128
+        Image.fromarray(grey).save(root / "masks/artery/3.png")
+    elif breakage == "label_values":
+        settings.update(class_names=["vessel", "artery"], label_values=[0, 255])
+    elif breakage == "names":
+        settings.update(class_names=["background", "vessel", "artery"])
+    elif breakage == "csv_both":
+        (root / "b.csv").write_text("image,label,label_vessel\nimages/0.png,a.png,b.png\n")
+        with pytest.raises(ImageDataError, match=message):
+            find_pairs(root, str(root / "b.csv"))
+        return
+    elif breakage == "split_kinds":
+        for split in ("train", "test"):
+            class_folders(root / split, n=3)
+        shutil.rmtree(root / "test/masks/artery")
+        settings = {}
+    with pytest.raises((ImageDataError, ValueError), match=message):
+        dm = prepared(root, **settings)
+        dm.setup("fit")
+
+
+def test_ignored_values_are_void_in_every_class(tmp_path):
+    root = class_folders(tmp_path / "d", n=6)
+    mask = np.array(Image.open(root / "masks/vessel/2.png"))
+    mask[:3] = 128
+    Image.fromarray(mask).save(root / "masks/vessel/2.png")
+    dm = prepared(root, image_dir="images", label_dir="masks", ignore_values=[128], split="all")
+    dm.setup("test")
+    label = dm.load("all")[dm.splits["all"].index(2)].label.numpy()
+    assert (label[:3] == 4).all() and (label[3:] < 4).all()
