@@ -2,21 +2,22 @@
 or a CSV column ``label_<class>`` per class), classes that may overlap on a pixel ("vessel"
 and "artery"; a whole organ and its parts).
 
-They become one label map whose value holds each pixel's classes as bits (class k adds
-``2**k``: with ``[vessel, artery]``, 0 is neither, 1 vessel only, 2 artery only, 3 both) and
-one region per class (the label values with its bit), so that such a folder trains, is
-scored, post-processed, saved and exported as any region run is (``segnet.data.regions``):
-one sigmoid per class, scores per class, and label maps written in the same bits.
+A pixel's classes are read as bits (class k adds ``2**k``: with ``[vessel, artery]``, 0 is
+neither, 1 vessel only, 2 artery only, 3 both). The combinations the masks hold become the
+classes of one label map (background first, then in the order of their bits: nested masks
+never give "artery only", so it is no class, never predicted and never scored), and each
+mask class a region of it, so that such a folder trains, is scored, post-processed, saved
+and exported as any region run is (``segnet.data.regions``): one sigmoid per class.
 
 In a class's mask, black (0) is outside the class and any one other value (white, 1, a
 colour) inside; ``data.ignore_values`` are void in every class. A mask with more values
 than that is refused, naming the file: it is a label map, not one class's mask.
 
 Example:
-    >>> combination_names(["vessel", "artery"])
-    ['background', 'vessel', 'artery', 'vessel+artery']
-    >>> combination_regions(["vessel", "artery"])
-    {'vessel': [1, 3], 'artery': [2, 3]}
+    >>> combination_names([0, 1, 3], ["vessel", "artery"])
+    ['background', 'vessel', 'vessel+artery']
+    >>> combination_regions([0, 1, 3], ["vessel", "artery"])
+    {'vessel': [1, 2], 'artery': [2]}
 """
 
 from __future__ import annotations
@@ -56,26 +57,36 @@ def check_mask_classes(names: Sequence[str], where: str) -> list[str]:
     return names
 
 
-def combination_names(names: Sequence[str]) -> list[str]:
-    """The name of each label value: the classes whose bits it holds, joined by '+'."""
-    return ["background"] + [
-        "+".join(n for k, n in enumerate(names) if v >> k & 1) for v in range(1, 2 ** len(names))
-    ]
+def combination_names(codes: Sequence[int], names: Sequence[str]) -> list[str]:
+    """The name of each combination (bits of ``names``): its classes joined by '+'."""
+    return ["+".join(n for k, n in enumerate(names) if c >> k & 1) or "background" for c in codes]
 
 
-def combination_regions(names: Sequence[str]) -> dict[str, list[int]]:
-    """Each class as a region: the label values holding its bit."""
-    return {n: [v for v in range(1, 2 ** len(names)) if v >> k & 1] for k, n in enumerate(names)}
+def combination_regions(codes: Sequence[int], names: Sequence[str]) -> dict[str, list[int]]:
+    """Each class as a region: the indices of the combinations holding its bit."""
+    return {n: [i for i, c in enumerate(codes) if c >> k & 1] for k, n in enumerate(names)}
 
 
-def order_from_combinations(class_names: Sequence[str]) -> list[str] | None:
-    """The classes of a label map's names that :func:`combination_names` made (as a
-    checkpoint keeps them); None where they are not such names."""
-    count = len(class_names).bit_length() - 1
-    if count < 1 or len(class_names) != 2**count:
+def combination_codes(class_names: Sequence[str], names: Sequence[str]) -> list[int] | None:
+    """The bits (in the order of ``names``) of each of a label map's classes where they are
+    combinations of ``names`` as :func:`combination_names` wrote them (a checkpoint's
+    classes), background first; None where they are not."""
+    if not class_names or class_names[0] != "background":
         return None
-    names = [class_names[1 << k] for k in range(count)]
-    return names if list(class_names) == combination_names(names) else None
+    codes = [0]
+    for combo in class_names[1:]:
+        parts = combo.split("+")
+        if not set(parts) <= set(names) or len(set(parts)) < len(parts):
+            return None
+        codes.append(sum(1 << list(names).index(p) for p in parts))
+    return codes if len(set(codes)) == len(codes) else None
+
+
+def is_combination_run(class_names: Sequence[str], regions: dict[str, list[int]] | None) -> bool:
+    """Whether a trained network's classes and regions are those of masks given one per
+    class: its classes the combinations of its regions."""
+    codes = combination_codes(class_names, list(regions or {}))
+    return codes is not None and combination_regions(codes, list(regions)) == regions
 
 
 def combine(

@@ -400,14 +400,17 @@ def read_codes(pair: Pair, reading: dict[str, Any], ignore: Sequence[int] = ()) 
     return class_masks.combine(masks, pair.masks, names, ignore, spell=code_text)
 
 
-def order_class_masks(pairs: list[Pair], class_names: Sequence[str] | None) -> list[str]:
+def order_class_masks(
+    pairs: list[Pair], class_names: Sequence[str] | None
+) -> tuple[list[str], list[int] | None]:
     """The classes of masks given one per class, in the outputs' order: ``data.class_names``
-    where given (as the user names them, or as a checkpoint keeps their combinations), else
-    the folders' (or columns') order; the pairs' masks put in that order."""
+    where it names them, else the folders' (or columns') order; the pairs' masks put in that
+    order. Returns them with the combinations a checkpoint was trained for, where
+    ``data.class_names`` holds those (its classes as evaluate reads them back), else None."""
     found = [c for c, _ in pairs[0].class_masks]
     where = f"the masks of {pairs[0].image.parent.parent}"
-    names = list(class_names) if class_names else found
-    names = class_masks.order_from_combinations(names) or names
+    codes = class_masks.combination_codes(class_names, found) if class_names else None
+    names = found if codes is not None or not class_names else list(class_names)
     if sorted(names) != sorted(found):
         raise ImageDataError(
             f"data.class_names={list(class_names or [])}: the masks are given one per class, "
@@ -418,7 +421,7 @@ def order_class_masks(pairs: list[Pair], class_names: Sequence[str] | None) -> l
     for i, pair in enumerate(pairs):
         by_class = dict(pair.class_masks)
         pairs[i] = replace(pair, class_masks=tuple((c, by_class[c]) for c in names))
-    return names
+    return names, codes
 
 
 def is_colour(code: int) -> bool:

@@ -304,7 +304,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
 
     def use_class_masks(self) -> None:
         """Masks given one per class (:mod:`segnet.data.class_masks`): the classes named
-        from their folders or columns, each a region of a label map of bits."""
+        from their folders or columns, each a region of a label map whose classes are the
+        combinations the masks hold (every combination until the masks are counted; those
+        a checkpoint was trained for where ``data.class_names`` gives them back)."""
         given = [
             name
             for name, value in (("data.label_values", self.label_values),
@@ -319,19 +321,30 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 "outside its class and one value inside, and each class is its own region; "
                 "leave these settings out (data.ignore_values still makes values void)."
             )
-        names = img.order_class_masks(self.pairs, self._class_names)
+        names, codes = img.order_class_masks(self.pairs, self._class_names)
         self.mask_classes = names
-        self._class_names = class_masks.combination_names(names)
-        self.mapping = img.LabelMapping(self._class_names, None, [len(self._class_names)])
         self.mask_ignore = [
             img.colour_code(v, "data.ignore_values") for v in self.ignore_values or []
         ]
-        self.regions = class_masks.combination_regions(names)
-        log.info(
-            "one mask per class: %s; the label maps hold each pixel's classes as bits (%s)",
-            ", ".join(names),
-            ", ".join(f"{v} {n}" for v, n in enumerate(self._class_names)),
-        )
+        self.combinations_given = codes is not None
+        self.set_combinations(codes if codes is not None else range(2 ** len(names)))
+
+    def set_combinations(self, codes: Sequence[int]) -> None:
+        """The label map's classes: these combinations of the mask classes (their bits),
+        background first; a pixel void in any class's mask is void."""
+        codes = list(codes)
+        self._class_names = class_masks.combination_names(codes, self.mask_classes)
+        void = 2 ** len(self.mask_classes)
+        self.mapping = img.LabelMapping(self._class_names, codes, [void])
+        self.regions = class_masks.combination_regions(codes, self.mask_classes)
+
+    def settle_combinations(self, counts: dict[int, int]) -> None:
+        """At training, the combinations of classes the masks of every split hold become the
+        label map's classes: one that never occurs (an inner class outside its outer one)
+        is never predicted, nor scored."""
+        if self.mask_classes and not self.combinations_given:
+            void = 2 ** len(self.mask_classes)
+            self.set_combinations(sorted({0, *(c for c in counts if c != void)}))
 
     def set_classes(
         self,
@@ -353,6 +366,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # masks given one per class (found by describe): their classes, and their void codes
         self.mask_classes: list[str] | None = None
         self.mask_ignore: list[int] = []
+        self.combinations_given = False
         # per training image: its pixels of each class, and its size (void included)
         self._class_counts: tuple[np.ndarray, list[int]] | None = None
 
@@ -388,6 +402,15 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                     "give a train/ folder."
                 )
             self.mean, self.std = self._scan_training(train, mode)
+        elif self.mask_classes and not self.combinations_given:  # normalisation given
+            self.settle_combinations(self._count_codes(self.splits["all"], keep=False)[0])
+        if self.mask_classes:
+            log.info(
+                "one mask per class: %s; the label map's classes are the combinations the "
+                "masks hold: %s",
+                ", ".join(self.mask_classes),
+                ", ".join(f"{v} {n}" for v, n in enumerate(self._class_names)),
+            )
         channels = img.COLOR_MODES[mode]
         if len(self.mean) != channels:
             raise ValueError(
@@ -433,9 +456,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict:
         """What a checkpoint fixes when its data is read again (evaluation): the
-        normalisation it was trained with, not the statistics of the data scored."""
+        normalisation it was trained with, not the statistics of the data scored (and with
+        masks given one per class, the combinations of classes it was trained for)."""
         norm = info.normalization
-        return {"color_mode": norm["color_mode"], "mean": norm["mean"], "std": norm["std"]}
+        fixed = {"color_mode": norm["color_mode"], "mean": norm["mean"], "std": norm["std"]}
+        if class_masks.is_combination_run(info.class_names, info.regions):
+            # one mask per class: the label map's classes are the combinations it trained on
+            fixed["class_names"] = list(info.class_names)
+        return fixed
 
     def _draw_splits(self) -> dict[str, list[int]]:
         return given_or_drawn(
@@ -499,6 +527,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if cached is not None:
             counts = {int(v): c for v, c in cached["counts"].items()}
             self._first_with = {int(v): Path(f) for v, f in cached["first_with"].items()}
+            self.settle_combinations(counts)
             self._check_values(counts, self.splits["all"])
             log.info("statistics of the training set from %s", stats_cache.path("images", key))
             return cached["mean"], cached["std"]
@@ -509,6 +538,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         counts, self._first_with = self._count_codes(
             [i for i in others if i not in val], keep=False, into=found
         )
+        self.settle_combinations(counts)
         self._check_values(counts, self.splits["all"])
         mean, std = self._statistics(train, mode)
         stats_cache.write(
@@ -537,6 +567,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 img.value_table(counts, self.mapping),
             )
             return
+        if self.mask_classes:  # only where a checkpoint fixes the combinations
+            raise self.unknown_combination(unmapped[0], self._first_with[unmapped[0]])
         others = f" (and the masks {len(unmapped) - 1} other value(s))" if len(unmapped) > 1 else ""
         table_text = img.value_table(counts, self.mapping)
         raise img.ImageDataError(
@@ -550,6 +582,19 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             )
             + f". The masks of every split hold:\n  {table_text}\n"
             f"Settings that fit: {self._suggested(counts, indices)}."
+        )
+
+    def unknown_combination(self, code: int, path: Path) -> img.ImageDataError:
+        """Masks given one per class that overlap in a way the label map has no class for
+        (a checkpoint's, trained on masks that never did, or combinations given in
+        ``data.class_names``)."""
+        combo = class_masks.combination_names([code], self.mask_classes)[0]
+        return img.ImageDataError(
+            f"the masks of {path} (one per class) overlap as {combo}, which is none of the "
+            f"label map's classes ({', '.join(self._class_names)}: the combinations a "
+            "checkpoint was trained for, or data.class_names lists). Evaluate data whose "
+            "classes overlap as in training; to train, leave data.class_names null (the "
+            "combinations are found in the masks) or name the mask classes only."
         )
 
     def _statistics(self, indices: Sequence[int], mode: str) -> tuple[list[float], list[float]]:
@@ -628,6 +673,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"{pair.image} {raw.shape[1]}x{raw.shape[0]} (W x H): a mask must be the size "
                 "of its image."
             )
+        if self.mask_classes:
+            unknown = set(np.unique(codes).tolist()) - set(self.mapping.lookup())
+            if unknown:
+                raise self.unknown_combination(min(unknown), pair.masks[0])
         label = self.mapping.apply(codes, pair.masks[0])
         if pair.roi is not None:
             roi = img.read_mask(pair.roi)

@@ -26,13 +26,17 @@ def overlapping(h: int, w: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return vessel, artery
 
 
-def class_folders(root, n: int = 8, size=(40, 48), white=(255, 255), one_bit: bool = False):
+def class_folders(
+    root, n: int = 8, size=(40, 48), white=(255, 255), one_bit: bool = False, nested=False
+):
     """images/<i>.png with masks/vessel/<i>.png and masks/artery/<i>.png (the classes'
-    whites ``white``; 1-bit vessel files where ``one_bit``)."""
+    whites ``white``; 1-bit vessel files where ``one_bit``; the artery only inside the
+    vessel where ``nested``)."""
     for d in ("images", "masks/vessel", "masks/artery"):
         (root / d).mkdir(parents=True, exist_ok=True)
     for i in range(n):
         vessel, artery = overlapping(*size, seed=i)
+        artery = artery & vessel if nested else artery
         base = 50 + 80 * vessel + 60 * artery + np.random.default_rng(i).normal(0, 6, size)
         Image.fromarray(base.clip(0, 255).astype(np.uint8)).save(root / "images" / f"{i}.png")
         for mask, name, value in ((vessel, "vessel", white[0]), (artery, "artery", white[1])):
@@ -51,16 +55,29 @@ def prepared(root=None, **settings) -> ImageFolderDataModule:
     return dm
 
 
-def test_combinations_are_bits_and_each_class_a_region():
+def test_combinations_are_named_by_their_bits_and_each_class_is_a_region():
     names = ["vessel", "artery", "vein"]
-    combos = class_masks.combination_names(names)
+    combos = class_masks.combination_names(range(8), names)
     assert combos[:4] == ["background", "vessel", "artery", "vessel+artery"] and len(combos) == 8
-    assert class_masks.combination_regions(names)["vein"] == [4, 5, 6, 7]
-    # a checkpoint keeps the combinations as its class names: the classes come back from them
-    assert class_masks.order_from_combinations(combos) == names
-    assert class_masks.order_from_combinations(["background", "cell"]) == ["cell"]
-    assert class_masks.order_from_combinations(["background", "a", "b"]) is None
-    assert class_masks.order_from_combinations(["a", "b", "c", "d"]) is None
+    assert class_masks.combination_regions(range(8), names)["vein"] == [4, 5, 6, 7]
+    # nested classes: "artery only" never occurs, so it is no class
+    assert class_masks.combination_regions([0, 1, 3], names[:2]) == {
+        "vessel": [1, 2],
+        "artery": [2],
+    }
+    # a checkpoint keeps the combinations as its class names: their bits come back from them
+    assert class_masks.combination_codes(["background", "vessel", "vessel+artery"], names[:2]) == [
+        0,
+        1,
+        3,
+    ]
+    assert class_masks.combination_codes(["background", "artery+vessel"], names[:2]) == [0, 3]
+    assert class_masks.combination_codes(["background", "vein"], names[:2]) is None
+    assert class_masks.is_combination_run(["background", "vessel", "vessel+artery"],
+                                          {"vessel": [1, 2], "artery": [2]})  # fmt: skip
+    assert not class_masks.is_combination_run(["background", "ring", "core"],
+                                              {"disc": [1, 2], "core": [2]})  # fmt: skip
+    assert class_masks.combination_codes(["vessel", "artery"], names[:2]) is None
 
 
 def test_masks_combine_into_bits_with_void_where_any_mask_is_ignored(tmp_path):
@@ -134,7 +151,7 @@ def test_class_masks_that_cannot_combine_are_refused_naming_the_file(tmp_path, b
     elif breakage == "label_values":
         settings.update(class_names=["vessel", "artery"], label_values=[0, 255])
     elif breakage == "names":
-        settings.update(class_names=["background", "vessel", "artery"])
+        settings.update(class_names=["vessel", "vein"])
     elif breakage == "csv_both":
         (root / "b.csv").write_text("image,label,label_vessel\nimages/0.png,a.png,b.png\n")
         with pytest.raises(ImageDataError, match=message):
@@ -159,3 +176,23 @@ def test_ignored_values_are_void_in_every_class(tmp_path):
     dm.setup("test")
     label = dm.load("all")[dm.splits["all"].index(2)].label.numpy()
     assert (label[:3] == 4).all() and (label[3:] < 4).all()
+
+
+def test_nested_classes_train_only_the_combinations_their_masks_hold(tmp_path):
+    """An artery only ever inside a vessel: "artery only" is no class of the label map
+    (never predicted, never scored); an evaluation on masks that hold it is refused."""
+    root = class_folders(tmp_path / "nested", nested=True)
+    dm = prepared(root, class_names=["vessel", "artery"])
+    info = dm.info()
+    assert info.class_names == ["background", "vessel", "vessel+artery"]
+    assert info.regions == {"vessel": [1, 2], "artery": [2]}
+    other = class_folders(tmp_path / "other")  # arteries outside vessels too
+    # what an evaluation reads the data with: the checkpoint's classes, not the new masks'
+    checkpoint_like = ImageFolderDataModule.settings_from_info(info)
+    assert checkpoint_like["class_names"] == info.class_names
+    with pytest.raises(
+        ImageDataError, match=r"overlap as artery, which is none of the label map's classes"
+    ):
+        prepared(other, split="all", **checkpoint_like).setup("test")
+    again = prepared(root, split="all", **checkpoint_like)
+    assert again.info().regions == info.regions
