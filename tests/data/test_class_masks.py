@@ -13,6 +13,7 @@ from PIL import Image
 from segnet.data import class_masks
 from segnet.data.images import ImageDataError, find_pairs
 from segnet.data.images_datamodule import ImageFolderDataModule
+from tests.data.test_images import prepared
 
 
 def overlapping(h: int, w: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,13 +47,6 @@ def class_folders(
                 im = Image.fromarray(mask.astype(np.uint8) * value)
             im.save(root / "masks" / name / f"{i}.png")
     return root
-
-
-def prepared(root=None, **settings) -> ImageFolderDataModule:
-    settings.setdefault("num_workers", 0)
-    dm = ImageFolderDataModule(str(root) if root else None, **settings)
-    dm.prepare_data()
-    return dm
 
 
 def test_combinations_are_named_by_their_bits_and_each_class_is_a_region():
