@@ -8,8 +8,9 @@ then the mean and the worst margin (defaults are chosen by the worst, not one fo
 Each folder trains ``experiment=images_quick train_minutes=<minutes>`` with the one
 command line docs/data-images.md gives for it, then ``benchmarks/unet_yardstick.py --run <run>
 --minutes <minutes>`` on the same split; the two run one after the other, never together
-(on 2 cores a second process slows the first). The cars and slices folders are written
-first from ../shared/data (``camvid_cars_folder.py``, ``hippocampus_slices_folder.py``).
+(on 2 cores a second process slows the first). The cars, streets and slices folders are written
+first from ../shared/data (``camvid_cars_folder.py``, ``camvid_colours_folder.py``,
+``hippocampus_slices_folder.py``).
 Run it with nothing else busy on the machine.
 """
 
@@ -37,6 +38,13 @@ FOLDERS = {
               "data.label_name={{id}}_car", "data.class_names=[background,car]",
               "data.label_values=[0,255]", "data.ignore_values=[128]"],
              ["camvid_cars_folder.py", "{shared}/CamVid/val", "{out}/cars"]),
+    "streets": (["data.root={out}/streets",
+                 "data.class_names=[sky,building,pole,road,pavement,tree,sign,fence,car,"
+                 "pedestrian,bicyclist]",
+                 "data.palette=[[128,128,128],[128,0,0],[192,192,128],[128,64,128],[60,40,222],"
+                 "[128,128,0],[192,128,128],[64,64,128],[64,0,128],[64,64,0],[0,128,192]]",
+                 "data.ignore_values=[[0,0,0]]"],
+                ["camvid_colours_folder.py", "{shared}/CamVid/val", "{out}/streets"]),
     "slices": (["data.root={out}/slices", "data.image_name={{id}}_t1",
                 "data.label_name={{id}}_seg", "data.class_names=[background,anterior,posterior]"],
                ["hippocampus_slices_folder.py", "{shared}/Task04_Hippocampus", "{out}/slices"]),

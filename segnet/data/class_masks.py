@@ -22,12 +22,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from segnet.data.errors import DataError
+from segnet.data.mask_codes import code_text
 
 # 2**7 label values and the void beside them still fit the uint8 masks written
 MAX_CLASSES = 7
@@ -94,11 +95,10 @@ def combine(
     paths: Sequence[Path],
     names: Sequence[str],
     ignore: Sequence[int],
-    spell: Callable[[int], str] = str,
 ) -> np.ndarray:
     """Each class's mask codes (as :func:`segnet.data.images.read_mask` reads them) ->
     one label map (int64) of bits, ``2**len(masks)`` (void) where any mask holds an
-    ignored value; ``spell`` writes a code as the user knows it (a value or a colour)."""
+    ignored value."""
     shape = masks[0].shape
     label = np.zeros(shape, np.int64)
     void = np.zeros(shape, bool)
@@ -114,7 +114,7 @@ def combine(
         if len(values) > 1:
             raise ClassMaskError(
                 f"mask {path} (class {name}) holds {len(values)} values besides black (0): "
-                f"{', '.join(spell(int(v)) for v in values[:6])}. A class's mask is black "
+                f"{', '.join(code_text(int(v)) for v in values[:6])}. A class's mask is black "
                 "(0) outside the class and one value inside: save it in two values, or make "
                 "the others void (data.ignore_values=[...])."
             )

@@ -23,7 +23,7 @@ void.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from PIL import Image, UnidentifiedImageError
 from segnet.data import class_masks
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
+from segnet.data.mask_codes import COLOUR, code_text, is_colour  # noqa: F401 (read through here)
 from segnet.data.splits import SPLITS
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
@@ -344,10 +345,7 @@ def read_image(path: Path, mode: str) -> np.ndarray:
     return np.asarray(im.convert(mode), dtype=np.float32)
 
 
-# Mask codes: a grey pixel is its grey level (below COLOUR: 0-255, or 0-65535 for 16-bit
-# values); a coloured pixel COLOUR + r * 65536 + g * 256 + b, so that no colour is taken
-# for a grey level, and a grey [r, r, r] is the level r however the file stores it.
-COLOUR = 1 << 24
+# Masks are read into codes as segnet.data.mask_codes defines them.
 # the version of this reading, in the statistics cache's keys (2: masks as they look)
 MASK_READING = 2
 WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N")
@@ -397,7 +395,7 @@ def read_codes(pair: Pair, reading: dict[str, Any], ignore: Sequence[int] = ()) 
         return read_mask(pair.label, **reading)
     names = [c for c, _ in pair.class_masks]
     masks = [read_mask(p, one_bit_white=255, palette_colours=True) for p in pair.masks]
-    return class_masks.combine(masks, pair.masks, names, ignore, spell=code_text)
+    return class_masks.combine(masks, pair.masks, names, ignore)
 
 
 def order_class_masks(
@@ -422,17 +420,6 @@ def order_class_masks(
         by_class = dict(pair.class_masks)
         pairs[i] = replace(pair, class_masks=tuple((c, by_class[c]) for c in names))
     return names, codes
-
-
-def is_colour(code: int) -> bool:
-    return code >= COLOUR
-
-
-def code_text(code: int) -> str:
-    if is_colour(code):
-        rgb = code - COLOUR
-        return f"[{rgb >> 16},{(rgb >> 8) & 255},{rgb & 255}]"
-    return str(code)
 
 
 def colour_code(value: int | Sequence[int], setting: str) -> int:
@@ -515,12 +502,21 @@ class LabelMapping:
         table.update({code: self.void for code in self.ignore})
         return table
 
-    def apply(self, codes: np.ndarray, path: Path) -> np.ndarray:
-        """Class indices (uint8; ``void`` for ignored values) of a mask's codes."""
+    def apply(
+        self,
+        codes: np.ndarray,
+        path: Path,
+        unmapped_error: Callable[[list[int]], Exception] | None = None,
+    ) -> np.ndarray:
+        """Class indices (uint8; ``void`` for ignored values) of a mask's codes; codes the
+        mapping lacks raise ``unmapped_error(codes)`` where the caller knows better what
+        they mean, else an error naming ``path`` and the settings that map values."""
         values, inverse = np.unique(codes, return_inverse=True)
         table = self.lookup()
         unmapped = [int(v) for v in values if int(v) not in table]
         if unmapped:
+            if unmapped_error is not None:
+                raise unmapped_error(unmapped)
             raise ImageDataError(self.unmapped_message(path, unmapped))
         classes = np.array([table[int(v)] for v in values], dtype=np.uint8)
         return classes[inverse.reshape(codes.shape)]

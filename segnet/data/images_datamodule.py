@@ -309,10 +309,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         a checkpoint was trained for where ``data.class_names`` gives them back)."""
         given = [
             name
-            for name, value in (("data.label_values", self.label_values),
-                                ("data.palette", self.palette),
-                                ("data.regions", self.regions_given or None))
-            if value is not None
+            for name, is_given in (("data.label_values", self.label_values is not None),
+                                   ("data.palette", self.palette is not None),
+                                   ("data.regions", self.regions_given))
+            if is_given
         ]  # fmt: skip
         if given:
             raise ValueError(
@@ -673,11 +673,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"{pair.image} {raw.shape[1]}x{raw.shape[0]} (W x H): a mask must be the size "
                 "of its image."
             )
-        if self.mask_classes:
-            unknown = set(np.unique(codes).tolist()) - set(self.mapping.lookup())
-            if unknown:
-                raise self.unknown_combination(min(unknown), pair.masks[0])
-        label = self.mapping.apply(codes, pair.masks[0])
+        # masks per class: a code the mapping lacks is an overlap the label map has no class for
+        label = self.mapping.apply(
+            codes,
+            pair.masks[0],
+            (lambda unknown: self.unknown_combination(min(unknown), pair.masks[0]))
+            if self.mask_classes
+            else None,
+        )
         if pair.roi is not None:
             roi = img.read_mask(pair.roi)
             if roi.shape != codes.shape:
