@@ -13,30 +13,22 @@ It writes ``photos/<name>.jpg`` (quality 90) and ``masks/<name>_car.png``: 255 c
 other class, 128 CamVid's unlabelled pixels.
 """
 
-import argparse
-from pathlib import Path
-
 import numpy as np
+from camvid_frames import frames_to_write
 from PIL import Image
 
 CAR, VOID = 8, 11  # CamVid's label values
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("frames", type=Path, help="a CamVid frame folder (its labels in <folder>annot)")
-    p.add_argument("out", type=Path, help="the folder to write (photos/ and masks/)")
-    a = p.parse_args()
-    labels = a.frames.with_name(a.frames.name + "annot")
-    (a.out / "photos").mkdir(parents=True, exist_ok=True)
-    (a.out / "masks").mkdir(exist_ok=True)
-    frames = sorted(a.frames.glob("*.png"))
-    for frame in frames:
-        label = np.asarray(Image.open(labels / frame.name))
+    out, frames = frames_to_write(__doc__.split("\n\n")[0], "photos", "masks")
+    count = 0
+    for frame, label in frames:
         mask = np.where(label == CAR, 255, np.where(label == VOID, 128, 0)).astype(np.uint8)
-        Image.open(frame).convert("RGB").save(a.out / "photos" / f"{frame.stem}.jpg", quality=90)
-        Image.fromarray(mask).save(a.out / "masks" / f"{frame.stem}_car.png")
-    print(f"{len(frames)} photos and masks in {a.out}")
+        Image.open(frame).convert("RGB").save(out / "photos" / f"{frame.stem}.jpg", quality=90)
+        Image.fromarray(mask).save(out / "masks" / f"{frame.stem}_car.png")
+        count += 1
+    print(f"{count} photos and masks in {out}")
 
 
 if __name__ == "__main__":

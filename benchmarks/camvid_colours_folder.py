@@ -14,10 +14,8 @@ It writes ``images/<name>.png`` and ``labels/<name>.png``. Scores are those of e
 but the first (Sky), as test/dice counts the first class as background.
 """
 
-import argparse
-from pathlib import Path
-
 import numpy as np
+from camvid_frames import frames_to_write
 from PIL import Image
 
 # CamVid's colour code, by label value 0..10; 11 (unlabelled) is black
@@ -27,25 +25,19 @@ COLOURS = [(128, 128, 128), (128, 0, 0), (192, 192, 128), (128, 64, 128), (60, 4
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("frames", type=Path, help="a CamVid frame folder (its labels in <folder>annot)")
-    p.add_argument("out", type=Path, help="the folder to write (images/ and labels/)")
-    a = p.parse_args()
-    labels = a.frames.with_name(a.frames.name + "annot")
-    (a.out / "images").mkdir(parents=True, exist_ok=True)
-    (a.out / "labels").mkdir(exist_ok=True)
-    frames = sorted(a.frames.glob("*.png"))
+    out, frames = frames_to_write(__doc__.split("\n\n")[0], "images", "labels")
     table = np.array(COLOURS, np.uint8)
-    for i, frame in enumerate(frames):
-        label = np.asarray(Image.open(labels / frame.name)).astype(np.int64)
-        Image.open(frame).convert("RGB").save(a.out / "images" / frame.name)
+    count = 0
+    for i, (frame, label) in enumerate(frames):
+        Image.open(frame).convert("RGB").save(out / "images" / frame.name)
         if i % 2:  # a palette PNG: the label values as indices into the colour table
             mask = Image.fromarray(label.astype(np.uint8), mode="P")
             mask.putpalette(table.ravel().tolist())
         else:
-            mask = Image.fromarray(table[label])
-        mask.save(a.out / "labels" / frame.name)
-    print(f"{len(frames)} frames and colour masks in {a.out}")
+            mask = Image.fromarray(table[label.astype(np.int64)])
+        mask.save(out / "labels" / frame.name)
+        count += 1
+    print(f"{count} frames and colour masks in {out}")
 
 
 if __name__ == "__main__":
