@@ -95,11 +95,31 @@ class Loaded:
         self.name, self.image, self.label = name, image, label
 
 
+def foreground_by_class(label: torch.Tensor, void: int) -> list[torch.Tensor]:
+    """The (y, x) of each foreground class's pixels (classes 1.., void left out), one
+    int32 tensor per class present in ``label``, in class order; row-major within a class.
+
+    Example:
+        >>> [c.tolist() for c in foreground_by_class(torch.tensor([[0, 2, 1], [9, 2, 0]]), 9)]
+        [[[0, 2]], [[0, 1], [1, 1]]]
+    """
+    coords = torch.nonzero((label > 0) & (label != void)).to(torch.int32)
+    classes = label[coords[:, 0].long(), coords[:, 1].long()]
+    order = torch.argsort(classes, stable=True)  # keeps row-major order within a class
+    counts = torch.unique_consecutive(classes[order], return_counts=True)[1]
+    return list(coords[order].split(counts.tolist()))
+
+
 class PatchDataset(Dataset):
     """Random training patches: an image picked in turn, a random zoom (``scale``), a crop
     centred on a labelled foreground pixel for ``foreground_ratio`` of them (anywhere
     else), flips of ``flip_axes`` and a small random contrast and brightness change.
-    Crops past the border are padded: image 0 (the mean), label void."""
+    Crops past the border are padded: image 0 (the mean), label void.
+
+    A centred crop first draws one of the foreground classes the image holds, then one of
+    its pixels, as nnU-Net samples: with many classes, a thin one (a pole, a sign) is
+    centred as often as the road, not in proportion to its few pixels. With one foreground
+    class this is the same draw as picking any foreground pixel."""
 
     def __init__(
         self,
@@ -115,17 +135,18 @@ class PatchDataset(Dataset):
         self.items, self.patch, self.length, self.void = items, patch, length, void
         self.flip_axes, self.scale = tuple(flip_axes), tuple(scale)
         self.foreground_ratio, self.intensity = foreground_ratio, intensity
-        # where each image's foreground lies (classes 1.., not void), for centred crops
-        self.foreground = [
-            torch.nonzero((it.label > 0) & (it.label != void)).to(torch.int32) for it in items
-        ]
+        # where each image's foreground lies (classes 1.., not void), for centred crops: the
+        # pixels of each class present, one tensor of (y, x) per class
+        self.foreground = [foreground_by_class(it.label, void) for it in items]
 
     def __len__(self) -> int:
         return self.length
 
     def _centre(self, k: int, h: int, w: int) -> tuple[int, int]:
-        fg = self.foreground[k]
-        if len(fg) and torch.rand(()) < self.foreground_ratio:
+        by_class = self.foreground[k]
+        if by_class and torch.rand(()) < self.foreground_ratio:
+            # one class: no draw for it, so binary folders sample as they always have
+            fg = by_class[int(torch.randint(len(by_class), ())) if len(by_class) > 1 else 0]
             y, x = fg[torch.randint(len(fg), ())].tolist()
             return y, x
         return int(torch.randint(h, ())), int(torch.randint(w, ()))

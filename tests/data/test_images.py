@@ -9,7 +9,13 @@ import torch
 from PIL import Image
 
 from segnet.data.images import ImageDataError, find_pairs
-from segnet.data.images_datamodule import ImageFolderDataModule, plan_batch_size, plan_patch
+from segnet.data.images_datamodule import (
+    ImageFolderDataModule,
+    Loaded,
+    PatchDataset,
+    plan_batch_size,
+    plan_patch,
+)
 
 
 def blob_label(h: int, w: int, seed: int) -> np.ndarray:
@@ -224,6 +230,22 @@ def test_an_epoch_is_steps_of_the_planned_batch_or_given_patches(tmp_path):
     assert dm.batch_size == 5 and len(dm.datasets["train"]) == 7
     with pytest.raises(ValueError, match="give one length of an epoch"):
         ImageFolderDataModule(str(root), patches_per_epoch=7, steps_per_epoch=3, **classes)
+
+
+def test_centred_patches_draw_a_class_first_so_a_thin_class_is_seen_as_often():
+    # a road of 8,000 pixels and a sign of 4: drawn by pixel, the sign would centre one
+    # patch in 2,000; drawn by class first, half of them (void and class 0 never centre)
+    label = torch.zeros(100, 100, dtype=torch.uint8)
+    label[20:, :] = 1
+    label[5:7, 50:52] = 2
+    label[:2, :] = 9
+    data = PatchDataset([Loaded("a", torch.zeros(1, 100, 100), label)], (16, 16), 1, void=9,
+                        flip_axes=(), scale=(1, 1), foreground_ratio=1.0, intensity=0.0)  # fmt: skip
+    torch.manual_seed(0)
+    centres = [data._centre(0, 100, 100) for _ in range(2000)]
+    classes = torch.tensor([int(label[y, x]) for y, x in centres])
+    assert (classes != 0).all() and (classes != 9).all()
+    assert 800 < int((classes == 2).sum()) < 1200
 
 
 @pytest.mark.parametrize(
