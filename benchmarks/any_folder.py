@@ -11,7 +11,9 @@ command line docs/data-images.md gives for it, then ``benchmarks/unet_yardstick.
 (on 2 cores a second process slows the first). The cars, streets and slices folders are written
 first from ../shared/data (``camvid_cars_folder.py``, ``camvid_colours_folder.py``,
 ``hippocampus_slices_folder.py``).
-Run it with nothing else busy on the machine.
+Run it with nothing else busy on the machine. To try a change to the recipe, the yardstick's
+figures of an earlier run can be reused (``--yardstick-from <out>/table.json``): it reads the
+same split and does not change with the recipe.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ def run(cmd: list[str], log: Path) -> str:
     return proc.stdout + proc.stderr
 
 
-def one_folder(name: str, minutes: float, out: Path, shared: Path, extra: list[str]) -> dict:
+def one_folder(
+    name: str, minutes: float, out: Path, shared: Path, extra: list[str], earlier: dict
+) -> dict:
     settings, maker = FOLDERS[name]
     fill = {"shared": shared, "out": out}
     if maker and not (out / name).is_dir():
@@ -72,6 +76,10 @@ def one_folder(name: str, minutes: float, out: Path, shared: Path, extra: list[s
          *(s.format(**fill) for s in settings), *extra, f"hydra.run.dir={run_dir}"],
         out / f"{name}_train.log")  # fmt: skip
     recipe = json.loads((run_dir / "metrics.json").read_text())
+    if name in earlier:  # the yardstick does not change with the recipe: its earlier figure
+        return {"folder": name, "recipe": recipe["metrics"]["test/dice"],
+                "yardstick": earlier[name], "yardstick_earlier": True,
+                "epochs": recipe.get("epochs_trained"), "best_epoch": recipe.get("best_epoch")}  # fmt: skip
     said = run([sys.executable, str(ROOT / "benchmarks" / "unet_yardstick.py"),
                 "--run", str(run_dir), "--minutes", str(minutes)], out / f"{name}_yardstick.log")  # fmt: skip
     yardstick = float(re.search(r"test Dice ([0-9.]+)", said).group(1))
@@ -84,7 +92,8 @@ def table(rows: list[dict], minutes: float) -> str:
              f"{'folder':<10} {'images_quick':>12} {'yardstick':>10} {'margin':>8}"]  # fmt: skip
     for r in rows:
         lines.append(f"{r['folder']:<10} {r['recipe']:>12.4f} {r['yardstick']:>10.4f} "
-                     f"{r['recipe'] - r['yardstick']:>+8.4f}")  # fmt: skip
+                     f"{r['recipe'] - r['yardstick']:>+8.4f}"
+                     + ("  (yardstick from --yardstick-from)" if r.get("yardstick_earlier") else ""))  # fmt: skip
     margins = [r["recipe"] - r["yardstick"] for r in rows]
     mean = sum(r["recipe"] for r in rows) / len(rows)
     mean_y = sum(r["yardstick"] for r in rows) / len(rows)
@@ -101,12 +110,24 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path("outputs/any_folder"))
     p.add_argument("--folders", nargs="+", default=list(FOLDERS), choices=list(FOLDERS))
     p.add_argument("--shared", type=Path, default=SHARED, help="the shared data folder")
+    p.add_argument(
+        "--yardstick-from",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="table.json files of earlier runs of this benchmark (same folders, same --minutes,"
+        " same machine): their yardstick figures are reused rather than re-run, as the"
+        " yardstick does not change with the recipe; the table marks them",
+    )
     p.add_argument("overrides", nargs="*", help="more key=value settings for images_quick")
     a = p.parse_args()
+    earlier = {r["folder"]: r["yardstick"] for f in a.yardstick_from
+               for r in json.loads(f.read_text())}  # fmt: skip
     a.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in a.folders:
-        rows.append(one_folder(name, a.minutes, a.out.resolve(), a.shared.resolve(), a.overrides))
+        rows.append(one_folder(name, a.minutes, a.out.resolve(), a.shared.resolve(), a.overrides,
+                               earlier))  # fmt: skip
         print(f"{name}: images_quick {rows[-1]['recipe']:.4f}, yardstick {rows[-1]['yardstick']:.4f}",
               flush=True)  # fmt: skip
     text = table(rows, a.minutes)
