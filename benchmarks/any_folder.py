@@ -13,7 +13,8 @@ first from ../shared/data (``camvid_cars_folder.py``, ``camvid_colours_folder.py
 ``hippocampus_slices_folder.py``).
 Run it with nothing else busy on the machine. To try a change to the recipe, the yardstick's
 figures of an earlier run can be reused (``--yardstick-from <out>/table.json``): it reads the
-same split and does not change with the recipe.
+same split and does not change with the recipe, but not with the machine's speed, which on a
+shared machine can change by the hour (compare the steps its logs give before trusting a margin).
 """
 
 from __future__ import annotations
@@ -117,7 +118,9 @@ def main() -> None:
         default=[],
         help="table.json files of earlier runs of this benchmark (same folders, same --minutes,"
         " same machine): their yardstick figures are reused rather than re-run, as the"
-        " yardstick does not change with the recipe; the table marks them",
+        " yardstick does not change with the recipe; the table marks them. A shared machine's"
+        " speed can change by hours (its yardstick logs say the steps it took): compare"
+        " like with like before choosing by these",
     )
     p.add_argument("overrides", nargs="*", help="more key=value settings for images_quick")
     a = p.parse_args()
