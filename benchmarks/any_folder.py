@@ -77,15 +77,13 @@ def one_folder(
          *(s.format(**fill) for s in settings), *extra, f"hydra.run.dir={run_dir}"],
         out / f"{name}_train.log")  # fmt: skip
     recipe = json.loads((run_dir / "metrics.json").read_text())
+    row = {"folder": name, "recipe": recipe["metrics"]["test/dice"],
+           "epochs": recipe.get("epochs_trained"), "best_epoch": recipe.get("best_epoch")}  # fmt: skip
     if name in earlier:  # the yardstick does not change with the recipe: its earlier figure
-        return {"folder": name, "recipe": recipe["metrics"]["test/dice"],
-                "yardstick": earlier[name], "yardstick_earlier": True,
-                "epochs": recipe.get("epochs_trained"), "best_epoch": recipe.get("best_epoch")}  # fmt: skip
+        return {**row, "yardstick": earlier[name], "yardstick_earlier": True}
     said = run([sys.executable, str(ROOT / "benchmarks" / "unet_yardstick.py"),
                 "--run", str(run_dir), "--minutes", str(minutes)], out / f"{name}_yardstick.log")  # fmt: skip
-    yardstick = float(re.search(r"test Dice ([0-9.]+)", said).group(1))
-    return {"folder": name, "recipe": recipe["metrics"]["test/dice"], "yardstick": yardstick,
-            "epochs": recipe.get("epochs_trained"), "best_epoch": recipe.get("best_epoch")}  # fmt: skip
+    return {**row, "yardstick": float(re.search(r"test Dice ([0-9.]+)", said).group(1))}
 
 
 def table(rows: list[dict], minutes: float) -> str:

@@ -103,8 +103,9 @@ def foreground_by_class(label: torch.Tensor, void: int) -> list[torch.Tensor]:
         >>> [c.tolist() for c in foreground_by_class(torch.tensor([[0, 2, 1], [9, 2, 0]]), 9)]
         [[[0, 2]], [[0, 1], [1, 1]]]
     """
-    coords = torch.nonzero((label > 0) & (label != void)).to(torch.int32)
-    classes = label[coords[:, 0].long(), coords[:, 1].long()]
+    foreground = (label > 0) & (label != void)
+    coords = torch.nonzero(foreground).to(torch.int32)
+    classes = label[foreground]  # row-major, as nonzero lists the coordinates
     order = torch.argsort(classes, stable=True)  # keeps row-major order within a class
     counts = torch.unique_consecutive(classes[order], return_counts=True)[1]
     return list(coords[order].split(counts.tolist()))
