@@ -14,7 +14,12 @@
 - the data pipeline per worker, and how many workers a target rate needs;
 - the cost of one weight-EMA update, per tensor (Lightning's) and fused (the GPU recipes');
 - inference throughput, peak memory, and achieved FLOP/s (MFU against the device's bf16
-  peak where it is known).
+  peak where it is known);
+- with ``profile=N``, PyTorch's profiler over N steps of the network alone: a table of the
+  operators and kernels by their own device time, ``profile_<recipe>.txt`` in the output
+  folder, as evidence of where a step's time goes.
+
+The figures are also written to ``bench.json`` in the output folder.
 
 Figures are medians; nothing here asserts a time.
 """
@@ -22,11 +27,13 @@ Figures are medians; nothing here asserts a time.
 from __future__ import annotations
 
 import copy
+import json
 import resource
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -203,6 +210,26 @@ class BareLoop:
         _sync(self.device)
         return len(x) * steps / (time.perf_counter() - start)
 
+    def profile(self, batch: dict, steps: int, path: Path) -> Path:
+        """PyTorch's profiler over ``steps`` steps of the network alone (after
+        :meth:`synthetic_rate` warmed it up): operators and kernels by their own time on
+        the device (on the CPU, by their own CPU time), written to ``path``."""
+        from torch.profiler import ProfilerActivity, profile
+
+        self.net.train()
+        x, y = self._to(batch)
+        activities = [ProfilerActivity.CPU]
+        if self.device.type == "cuda":
+            activities.append(ProfilerActivity.CUDA)
+        with profile(activities=activities) as prof:
+            for _ in range(steps):
+                self._update(x, y)
+            _sync(self.device)
+        key = "self_device_time_total" if self.device.type == "cuda" else "self_cpu_time_total"
+        table = prof.key_averages().table(sort_by=key, row_limit=40, max_name_column_width=70)
+        path.write_text(f"{steps} steps of the network alone, batch {len(x)}\n{table}\n")
+        return path
+
     @torch.no_grad()
     def eval_step(self, batch: dict, with_loss: bool = False) -> None:
         """Prediction at the label's size; ``with_loss`` also the validation loss, as a
@@ -317,6 +344,10 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         bare.append(dm.batch_size / steady(loop.step_times(b.steps + b.warmup), b.warmup))
         alone.append(loop.synthetic_rate(next(iter(dm.train_dataloader())), b.steps, b.warmup))
     device = loop.device
+    profile = None
+    if b.profile:
+        path = Path(cfg.paths.output_dir) / f"profile_{name}.txt"
+        profile = loop.profile(next(iter(dm.train_dataloader())), b.profile, path)
     with tempfile.TemporaryDirectory() as tmp:
         pipe_epochs = pipeline_epochs(cfg, b.epochs, tmp)
     bare_epochs = loop.epoch_times(b.epochs)
@@ -346,6 +377,7 @@ def bench_recipe(name: str, cfg: DictConfig, b: DictConfig, out: Callable[[str],
         "peak_memory_gb": peak_memory_gb(device),
         "flops_per_sample": flops_per_sample,
         "ema_update_ms": ema,
+        "profile": str(profile) if profile else None,
     }
     r["ratio"] = r["pipeline_samples_s"] / r["bare_samples_s"]
     r["ratio_spread"] = spread([p / q for p, q in zip(pipe, bare, strict=True)])
@@ -408,6 +440,8 @@ def report(
         f"achieved                 : {r['achieved_flops'] / 1e9:9.1f} GFLOP/s "
         f"({flops_per_sample / 1e9:.0f} GFLOP per training {one}){mfu}"
     )
+    if r["profile"]:
+        out(f"profile                  : {r['profile']}")
 
 
 def hydra_of(cfg: DictConfig) -> DictConfig:
@@ -469,6 +503,10 @@ def run(cfg: DictConfig, out: Callable[[str], None] = print) -> dict[str, dict]:
         with open_dict(recipe_cfg):
             recipe_cfg.paths.output_dir = cfg.paths.output_dir
         results[name] = bench_recipe(name, recipe_cfg, cfg, out)
+        record = Path(cfg.paths.output_dir) / "bench.json"
+        record.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    if results:
+        out(f"\nfigures: {record}")
     return results
 
 

@@ -1,5 +1,7 @@
 """The benchmark: the README's commands compose, and a tiny run prints every figure."""
 
+import json
+
 import pytest
 import torch
 from omegaconf import open_dict
@@ -49,6 +51,7 @@ def test_full_size_recipe_is_skipped_on_cpu_unless_asked():
 def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, tmp_path):
     cfg = compose_bench(
         ["run=[tiny]", "steps=2", "warmup=1", "repeats=1", "epochs=2", "data_samples=4"]
+        + ["profile=2"]
     )
     with open_dict(cfg):
         cfg.recipes.tiny = [*TINY_CAMVID, f"data.root={tiny_camvid}"]
@@ -77,6 +80,12 @@ def test_tiny_bench_measures_pipeline_and_bare_loop_on_one_device(tiny_camvid, t
     assert r["pipeline_epoch_s"] > 0 and r["bare_epoch_s"] > 0
     assert r["ema_update_ms"]["per_tensor"] > 0 and r["ema_update_ms"]["fused"] > 0
     assert r["flops_per_sample"] > 0 and r["data_samples_s_per_worker"] > 0
+    # the profiler's table names the network's own operators, and the figures are kept
+    table = (tmp_path / "profile_tiny.txt").read_text()
+    assert "2 steps of the network alone" in table and "aten::convolution" in table
+    assert json.loads((tmp_path / "bench.json").read_text())["tiny"]["profile"] == str(
+        tmp_path / "profile_tiny.txt"
+    )
 
 
 def test_a_gpu_trainer_in_extra_overrides_is_refused_before_any_recipe(monkeypatch):
