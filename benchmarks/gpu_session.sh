@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# Everything the GPU checks need, in one call of a lent GPU machine (about 9 minutes):
-#   1. the network-alone reference (.device/ref_gpu.py, compiled, channels-last, bf16) and
-#      `python -m segnet.bench trainer=gpu 'run=[camvid_full]'` back to back, each alone on
-#      the GPU, with the profiler's table of each training step;
+# Every GPU check in one go on a GPU machine (about 9 minutes):
+#   1. a network-alone reference ($REF, if there: a hand-written SegNet loop, compiled,
+#      channels-last, bf16) and `python -m segnet.bench trainer=gpu 'run=[camvid_full]'`
+#      back to back, each alone on the GPU, with the profiler's table of each training step;
 #   2. `images_gpu` on membrane and on horses, side by side on the one GPU, for the
 #      minutes left (train_minutes), while
 #   3. the smoke runs go one after another beside them: the GPU tests, `trainer=ddp
 #      trainer.devices=1`, the parallel launcher with two folds, and `make train`'s GPU
 #      branch (stopped once it trains).
-# Run from the project root on the GPU machine, after ../shared/tools/device-kit.sh here:
-#   source .device/setup.sh && bash benchmarks/gpu_session.sh
-# Logs go to $OUT (the device tool brings them back): session.log, the reference's and the
-# bench's output and profiles, and runs.tgz with every run's train.log and metrics.json.
+# From the project root, with the data in one folder ($DATA: CamVid/, Task04_Hippocampus/,
+# membrane/, horses/):
+#   DATA=/data OUT=/tmp/gpu_out bash benchmarks/gpu_session.sh
+# (this project's lent GPU machines: ../shared/tools/device-kit.sh here, then
+# `source .device/setup.sh && bash benchmarks/gpu_session.sh` there.)
+# Logs go to $OUT: session.log, the reference's and the bench's output and profiles, and
+# runs.tgz with every run's train.log and metrics.json.
 # END (seconds from the start, default 510) is when the image runs must be done.
 set -u
 OUT=${OUT:-/tmp/gpu_out}
+DATA=${DATA:-/tmp/data}
+REF=${REF:-.device/ref_gpu.py}
 END=${END:-510}
 WORK=/tmp/gpu_runs
 mkdir -p "$OUT" "$WORK"
@@ -26,12 +31,16 @@ say "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 git log --oneline -1 2>/dev/null | tee -a "$OUT/session.log"
 
 # 1. the reference and the pipeline, each alone
-say "reference: compile channels_last, training only"
-REF_VARIANTS="compile channels_last" REF_INFER=0 REF_PROFILE="$OUT/ref_profile.txt" \
-  timeout 150 "$PY" .device/ref_gpu.py 12 2>&1 | grep -v Warning | tee "$OUT/ref.txt"
+if [ -f "$REF" ]; then
+  say "reference: compile channels_last, training only"
+  REF_VARIANTS="compile channels_last" REF_INFER=0 REF_PROFILE="$OUT/ref_profile.txt" \
+    timeout 150 "$PY" "$REF" 12 2>&1 | grep -v Warning | tee "$OUT/ref.txt"
+else
+  say "reference: $REF not found, skipped"
+fi
 say "bench: camvid_full"
 timeout 260 "$PY" -m segnet.bench trainer=gpu 'run=[camvid_full]' repeats=1 epochs=2 profile=5 \
-  paths.data_dir=/tmp/data paths.output_dir="$WORK/bench" > "$WORK/bench.out" 2>&1
+  paths.data_dir="$DATA" paths.output_dir="$WORK/bench" > "$WORK/bench.out" 2>&1
 grep -v -i warn "$WORK/bench.out" | tail -25 | tee "$OUT/bench.txt"
 cp "$WORK/bench/profile_camvid_full.txt" "$OUT/" 2>/dev/null
 
@@ -39,11 +48,11 @@ cp "$WORK/bench/profile_camvid_full.txt" "$OUT/" 2>/dev/null
 left=$((END - SECONDS - 75))  # start-up, the test and the write-up after training
 minutes=$("$PY" -c "print(max(1.0, round($left / 60, 1)))")
 say "images_gpu on membrane and horses, side by side, train_minutes=$minutes"
-"$PY" train.py experiment=images_gpu data.root=/tmp/data/membrane \
+"$PY" train.py experiment=images_gpu data.root="$DATA"/membrane \
   'data.class_names=[cell,membrane]' 'data.label_values=[255,0]' train_minutes="$minutes" \
   paths.output_dir="$WORK/membrane" > "$WORK/membrane.out" 2>&1 &
 membrane=$!
-"$PY" train.py experiment=images_gpu data.root=/tmp/data/horses \
+"$PY" train.py experiment=images_gpu data.root="$DATA"/horses \
   'data.class_names=[background,horse]' 'data.label_values=[0,255]' train_minutes="$minutes" \
   paths.output_dir="$WORK/horses" > "$WORK/horses.out" 2>&1 &
 horses=$!
@@ -57,16 +66,17 @@ smokes() {
   say "smoke: test_gpu exit $? ($(tail -1 "$WORK/test_gpu.out"))"
   say "smoke: trainer=ddp trainer.devices=1"
   timeout 120 "$PY" train.py experiment=hippocampus_gpu trainer=ddp trainer.devices=1 \
-    data.root=/tmp/data/Task04_Hippocampus "${short[@]}" paths.output_dir="$WORK/ddp" \
+    data.root="$DATA"/Task04_Hippocampus "${short[@]}" paths.output_dir="$WORK/ddp" \
     > "$WORK/ddp.out" 2>&1
   say "smoke: ddp exit $?"
   say "smoke: parallel launcher, two folds"
   timeout 150 "$PY" train.py -m hydra/launcher=parallel experiment=hippocampus_gpu \
-    data.root=/tmp/data/Task04_Hippocampus 'data.fold=0,1' "${short[@]}" \
+    data.root="$DATA"/Task04_Hippocampus 'data.fold=0,1' "${short[@]}" \
     hydra.sweep.dir="$WORK/folds" > "$WORK/folds.out" 2>&1
   say "smoke: launcher exit $?"
   say "smoke: make train (no ARGS), stopped once it trains"
-  [ -e data/CamVid ] || ln -s /tmp/data/CamVid data/CamVid  # make train reads data/CamVid
+  local linked=
+  [ -e data/CamVid ] || { ln -s "$DATA/CamVid" data/CamVid && linked=1; }  # make train's CamVid
   touch /tmp/make-stamp
   setsid make train BIN="$(dirname "$PY")" STAMP=/tmp/make-stamp > "$WORK/make_train.out" 2>&1 &
   local make_pid=$! t=0
@@ -74,6 +84,7 @@ smokes() {
     || [ $t -ge 120 ] || ! kill -0 $make_pid 2>/dev/null; do sleep 5; t=$((t + 5)); done
   kill -TERM -- -$make_pid 2>/dev/null; sleep 3; kill -KILL -- -$make_pid 2>/dev/null
   cp -r outputs "$WORK/make_train_outputs" 2>/dev/null
+  [ -n "$linked" ] && rm data/CamVid
   say "smoke: make train stopped after ${t}s: $(grep -m1 'make train:' "$WORK/make_train.out")"
 }
 smokes &
