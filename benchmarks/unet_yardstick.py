@@ -86,6 +86,9 @@ def main():
     p.add_argument("--minutes", type=float, default=15.0)
     a = p.parse_args()
     train, test, info = run_data(Path(a.run))
+    # network input made once and held, as a hand-written loop would (the DataModule holds
+    # 8-bit images as bytes and normalises what it reads)
+    train_images = [item.image for item in train]
     classes, void = len(info.class_names), info.ignore_index
     torch.manual_seed(0)
     net, budget = UNet(info.in_channels, classes), a.minutes * 60
@@ -96,8 +99,8 @@ def main():
             g["lr"] = 2e-3 * (1 - elapsed / budget)
         xs, ys = [], []
         for _ in range(8):
-            item = train[torch.randint(len(train), ()).item()]
-            x, y = crop(item.image, item.label, 96, void)
+            k = torch.randint(len(train), ()).item()
+            x, y = crop(train_images[k], train[k].label, 96, void)
             for axis in (0, 1):
                 if torch.rand(()) < 0.5:
                     x, y = x.flip(1 + axis), y.flip(axis)

@@ -27,6 +27,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.info import DataInfo
+from segnet.data.memory import available_bytes
 from segnet.data.palette import label_palette
 from segnet.data.regions import check_regions
 from segnet.data.settings import (
@@ -88,27 +89,96 @@ def plan_batch_size(
     return max(MIN_BATCH, min(batch_pixels // area, share))
 
 
-class Loaded:
-    """One decoded pair: the normalised image (C, H, W), class indices (H, W)."""
+# bytes per pixel held beside the image's own: the label (uint8), and while the folder is
+# read, its mask codes or the places of its classes (up to 4)
+LABEL_BYTES, TRANSIENT_BYTES = 1, 4
+SPARE_BYTES = 2**30  # for the network, the loader workers and Python itself
 
-    def __init__(self, name: str, image: torch.Tensor, label: torch.Tensor):
-        self.name, self.image, self.label = name, image, label
+
+def held_bytes(headers: Sequence[img.Header], channels: int) -> int:
+    """About the memory the decoded images of ``headers`` take while a run holds them."""
+    return sum(
+        h.height * h.width * (channels * h.channel_bytes + LABEL_BYTES + TRANSIENT_BYTES)
+        for h in headers
+    )
+
+
+def check_memory(where: str, headers: Sequence[img.Header], channels: int) -> None:
+    """Refuse, before anything is decoded, a folder whose images would not fit in the
+    memory available (the run would otherwise be killed part-way through reading it)."""
+    available = available_bytes()
+    need = held_bytes(headers, channels)
+    if available is None or need + SPARE_BYTES <= available:
+        return
+    pixels = sum(h.height * h.width for h in headers)
+    raise img.ImageDataError(
+        f"the {len(headers)} images of {where} hold {pixels / 1e6:,.0f} million pixels: "
+        f"decoded and held through the run they need about {need / 1e9:.1f} GB, and this "
+        f"machine has {available / 1e9:.1f} GB available. Downscale the images (photos "
+        "are usually trained at 1,024 pixels a side or less), train on part of the folder "
+        "(a CSV listing the images: data.csv=...), or use a machine with more memory."
+    )
+
+
+def smallest_int(values: np.ndarray) -> type:
+    """The smallest unsigned integer type that holds ``values`` (non-negative)."""
+    top = int(values.max()) if values.size else 0
+    return np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
+
+
+class Loaded:
+    """One decoded pair: the image as decoded (C, H, W), the class indices (H, W), and the
+    normalisation that makes network input of the image (``mean`` and ``std`` per channel,
+    or none where the image is already network input).
+
+    8-bit images stay uint8 here, a quarter of the memory of float32: a folder is held in
+    memory through training, so its size decides which folders fit at all. Pixels are
+    normalised as they are read (:meth:`normalised`), with the same arithmetic as
+    normalising the whole image first."""
+
+    def __init__(
+        self,
+        name: str,
+        raw: torch.Tensor,
+        label: torch.Tensor,
+        mean: torch.Tensor | None = None,
+        std: torch.Tensor | None = None,
+    ):
+        self.name, self.raw, self.label = name, raw, label
+        self.mean, self.std = mean, std
+
+    def normalised(self, rows: slice = slice(None), cols: slice = slice(None)) -> torch.Tensor:
+        """Network input (float32) of the image, or of its ``rows`` and ``cols``."""
+        x = self.raw[:, rows, cols].to(torch.float32)
+        if self.mean is None:
+            return x
+        return (x - self.mean) / self.std
+
+    @property
+    def image(self) -> torch.Tensor:
+        return self.normalised()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.raw, self.label))
 
 
 def foreground_by_class(label: torch.Tensor, void: int) -> list[torch.Tensor]:
-    """The (y, x) of each foreground class's pixels (classes 1.., void left out), one
-    int32 tensor per class present in ``label``, in class order; row-major within a class.
+    """Where each foreground class lies (classes 1.., void left out): the flat indices
+    (``y * width + x``) of its pixels, one int32 tensor per class present in ``label``, in
+    class order; row-major within a class. Flat, not (y, x): half the memory, for a list
+    that can hold most of an image's pixels.
 
     Example:
         >>> [c.tolist() for c in foreground_by_class(torch.tensor([[0, 2, 1], [9, 2, 0]]), 9)]
-        [[[0, 2]], [[0, 1], [1, 1]]]
+        [[2], [1, 4]]
     """
-    foreground = (label > 0) & (label != void)
-    coords = torch.nonzero(foreground).to(torch.int32)
-    classes = label[foreground]  # row-major, as nonzero lists the coordinates
+    foreground = ((label > 0) & (label != void)).flatten()
+    flat = torch.nonzero(foreground)[:, 0].to(torch.int32)
+    classes = label.flatten()[foreground]  # in the order nonzero lists the pixels
     order = torch.argsort(classes, stable=True)  # keeps row-major order within a class
     counts = torch.unique_consecutive(classes[order], return_counts=True)[1]
-    return list(coords[order].split(counts.tolist()))
+    return list(flat[order].split(counts.tolist()))
 
 
 class PatchDataset(Dataset):
@@ -148,23 +218,24 @@ class PatchDataset(Dataset):
         if by_class and torch.rand(()) < self.foreground_ratio:
             # one class: no draw for it, so binary folders sample as they always have
             fg = by_class[int(torch.randint(len(by_class), ())) if len(by_class) > 1 else 0]
-            y, x = fg[torch.randint(len(fg), ())].tolist()
-            return y, x
+            return divmod(int(fg[torch.randint(len(fg), ())]), w)
         return int(torch.randint(h, ())), int(torch.randint(w, ()))
 
     def __getitem__(self, i: int) -> dict:
         k = i % len(self.items)
         item = self.items[k]
-        _, h, w = item.image.shape
+        h, w = item.label.shape
         lo, hi = self.scale
         zoom = float(np.exp(np.log(lo) + torch.rand(()).item() * (np.log(hi) - np.log(lo))))
         ch, cw = (max(1, round(p / zoom)) for p in self.patch)
         cy, cx = self._centre(k, h, w)
         top, left = cy - ch // 2, cx - cw // 2
-        image = torch.zeros((item.image.shape[0], ch, cw), dtype=torch.float32)
+        image = torch.zeros((item.raw.shape[0], ch, cw), dtype=torch.float32)
         label = torch.full((ch, cw), self.void, dtype=torch.uint8)
         y0, y1, x0, x1 = max(top, 0), min(top + ch, h), max(left, 0), min(left + cw, w)
-        image[:, y0 - top : y1 - top, x0 - left : x1 - left] = item.image[:, y0:y1, x0:x1]
+        image[:, y0 - top : y1 - top, x0 - left : x1 - left] = item.normalised(
+            slice(y0, y1), slice(x0, x1)
+        )
         label[y0 - top : y1 - top, x0 - left : x1 - left] = item.label[y0:y1, x0:x1]
         if (ch, cw) != self.patch:
             image = F.interpolate(
@@ -310,6 +381,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.pairs: list[img.Pair] = []
         self.splits: dict[str, list[int]] = {}
         self._loaded: dict[int, Loaded] = {}
+        self._norm: tuple[torch.Tensor, torch.Tensor] | None = None
         # training images and masks as describe() decoded them (for the statistics and the
         # mask values), kept until the training split is loaded: each file decoded once
         self._decoded_masks: dict[int, np.ndarray] = {}
@@ -404,8 +476,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if self.pairs and self.pairs[0].class_masks:
             self.use_class_masks()
         self.splits = self._draw_splits()
-        headers = [img.header(p.image) for p in self.pairs]  # (mode, H, W): nothing decoded
-        modes = {mode for mode, _, _ in headers}
+        headers = [img.header(p.image) for p in self.pairs]  # nothing decoded
+        modes = {h.mode for h in headers}
         mode = self.color_mode or ("RGBA" if "RGBA" in modes else "RGB" if "RGB" in modes else "L")
         train = self.splits["train"]
         if self._class_names is None:
@@ -416,6 +488,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"value. Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
                 f"{self._suggested(counts, every)}."
             )
+        held = self.splits["all"] if self.mean is None else self.splits[self.split]
+        check_memory(self.where(), [headers[i] for i in held], img.COLOR_MODES[mode])
         if self.mean is None:  # training: the masks are checked before anything else
             if not train:
                 raise ValueError(
@@ -439,7 +513,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"data.mean={self.mean}: {len(self.mean)} value(s), and the images are {mode} "
                 f"({channels} channel(s)): give one per channel, or leave it null."
             )
-        sizes = [headers[i][1:] for i in (train or self.splits["all"])]
+        sizes = [(headers[i].height, headers[i].width) for i in (train or self.splits["all"])]
         patch = self.patch_size or plan_patch(sizes, self.max_patch)
         self.patch_size = tuple(patch)
         self.batch_size = self.given_batch or plan_batch_size(patch, sizes, self.batch_pixels)
@@ -515,8 +589,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 lambda i: img.read_codes(self.pairs[i], how, self.mask_ignore), indices
             )
         for i, mask in zip(indices, masks, strict=True):
-            if keep:  # codes are below 2**25: half the memory of int64
-                self._decoded_masks[i] = mask.astype(np.int32)
+            if keep:  # in the smallest type that holds them (codes are below 2**25)
+                self._decoded_masks[i] = mask.astype(smallest_int(mask))
             values, n = np.unique(mask, return_counts=True)
             for v, c in zip(values.tolist(), n.tolist(), strict=True):
                 counts[v] = counts.get(v, 0) + c
@@ -624,7 +698,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         total = total_sq = None
         pixels = 0
         with ThreadPoolExecutor(4) as pool:
-            images = pool.map(lambda i: img.read_image(self.pairs[i].image, mode), indices)
+            images = pool.map(
+                lambda i: img.read_image(self.pairs[i].image, mode, compact=True), indices
+            )
         for i, raw in zip(indices, images, strict=True):
             self._decoded_images[i] = (mode, raw)  # loading takes it from here
             x = raw.astype(np.float64)
@@ -685,7 +761,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         norm = self.info().normalization
         mode, raw = self._decoded_images.pop(i, (None, None))
         if mode != norm["color_mode"]:  # none kept, or decoded otherwise
-            raw = img.read_image(pair.image, norm["color_mode"])
+            raw = img.read_image(pair.image, norm["color_mode"], compact=True)
         codes = self._decoded_masks.pop(i, None)
         if codes is None:
             codes = img.read_codes(pair, self.reading(), self.mask_ignore)
@@ -711,10 +787,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                     f"its image {raw.shape[1]}x{raw.shape[0]}: it must be the size of its image."
                 )
             label[roi == 0] = self.mapping.void
-        mean = np.asarray(norm["mean"], np.float32)
-        std = np.asarray(norm["std"], np.float32)
-        image = torch.from_numpy(((raw - mean) / std).transpose(2, 0, 1).copy())
-        return Loaded(pair.name, image, torch.from_numpy(label))
+        if self._norm is None:  # shared by every image
+            self._norm = tuple(
+                torch.tensor(norm[k], dtype=torch.float32).view(-1, 1, 1) for k in ("mean", "std")
+            )
+        raw = torch.from_numpy(raw.transpose(2, 0, 1).copy())
+        return Loaded(pair.name, raw, torch.from_numpy(label), *self._norm)
 
     def _log_values(self, items: list[Loaded], indices: Sequence[int]) -> None:
         """Per-image class counts (for class weights), and a warning for classes no

@@ -17,10 +17,11 @@ import copy
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
+
+from segnet.data.memory import available_bytes
 
 log = logging.getLogger(__name__)
 GIB = 2**30
@@ -123,13 +124,8 @@ def free_memory(device: torch.device) -> int | None:
         return int(GPU_SHARE * free)
     if device.type != "cpu":
         return None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(CPU_SHARE * int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    return None
+    available = available_bytes()
+    return None if available is None else int(CPU_SHARE * available)
 
 
 def planned_batch(batch: int, memory: StepMemory, free: int, shape: Sequence[int]) -> int:

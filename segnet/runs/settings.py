@@ -61,6 +61,7 @@ SETTINGS: dict[str, Setting] = {
     "epochs": ANY,
     "data_samples": ANY,
     "target_rate": ANY,
+    "profile": ANY,
     "extra_overrides": ANY,
     # the model: its network, loss and optimisation shape the training
     "model": ANY,

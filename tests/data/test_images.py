@@ -196,6 +196,56 @@ def test_images_of_several_sizes_16_bit_and_rgba(tmp_path):
     assert dm.info().in_channels == 4
 
 
+@pytest.mark.parametrize("image_mode,held", [("RGB", torch.uint8), ("I;16", torch.float32)])
+def test_8_bit_images_are_held_as_bytes_and_read_as_if_normalised_first(tmp_path, image_mode, held):
+    """A folder is held in memory through training: 8-bit images as uint8, a quarter of
+    float32, normalised as they are read. Network input is what normalising the whole
+    image first gives, to the bit; 16-bit images keep float32 (their values need it)."""
+    from segnet.data import images as img
+
+    root = make_folder(tmp_path / "d", image_mode=image_mode)
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    dm.setup("fit")
+    norm = dm.info().normalization
+    mean, std = (np.asarray(norm[k], np.float32) for k in ("mean", "std"))
+    for it in dm.load("train"):
+        assert it.raw.dtype == held
+        pair = next(p for p in dm.pairs if p.name == it.name)
+        as_before = (img.read_image(pair.image, norm["color_mode"]) - mean) / std
+        expected = torch.from_numpy(as_before.transpose(2, 0, 1).copy())
+        assert it.image.dtype == torch.float32 and torch.equal(it.image, expected)
+        assert torch.equal(it.normalised(slice(3, 9), slice(5, 7)), expected[:, 3:9, 5:7])
+    patch = dm.datasets["train"][0]["image"]
+    assert patch.dtype == torch.float32 and patch.shape[0] == len(mean)
+
+
+def test_a_folder_that_would_not_fit_in_memory_is_refused_before_decoding(tmp_path, monkeypatch):
+    from segnet.data import images as img
+    from segnet.data import images_datamodule as module
+
+    root = make_folder(tmp_path / "d", n=6, size=(40, 50), image_mode="RGB")
+
+    def decode(*args, **kwargs):
+        raise RuntimeError("decoding started")
+
+    monkeypatch.setattr(img, "read_image", decode)
+    # 6 RGB images of 40x50: 3 bytes a pixel, 1 of label, 4 while reading: 96,000 bytes
+    assert module.held_bytes([img.header(p) for p in sorted(root.glob("images/*"))], 3) == (
+        6 * 40 * 50 * (3 + 1 + 4)
+    )
+    monkeypatch.setattr(module, "available_bytes", lambda: module.SPARE_BYTES + 95_000)
+    # refused from the files' headers alone, before any image is decoded
+    with pytest.raises(ImageDataError, match=r"6 images of .* need about 0\.0 GB.*Downscale"):
+        prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    monkeypatch.setattr(module, "available_bytes", lambda: module.SPARE_BYTES + 96_000)
+    with pytest.raises(RuntimeError, match="decoding started"):  # it fits: reading starts
+        prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    # 16-bit images are held as float32: four bytes a value
+    wide = make_folder(tmp_path / "w", n=1, size=(10, 10), image_mode="I;16")
+    headers = [img.header(p) for p in wide.glob("images/*")]
+    assert headers[0].channel_bytes == 4 and module.held_bytes(headers, 1) == 100 * (4 + 1 + 4)
+
+
 def test_the_patch_is_planned_from_the_median_image_size():
     assert plan_patch([(512, 512)] * 3, 128) == (128, 128)
     assert plan_patch([(100, 300), (110, 310), (90, 290)], 256) == (96, 256)
