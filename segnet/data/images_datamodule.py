@@ -28,7 +28,7 @@ from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
-from segnet.data.palette import label_palette
+from segnet.data.palette import colorize, label_palette
 from segnet.data.regions import check_regions
 from segnet.data.settings import (
     ANY,
@@ -872,10 +872,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
 
     # -- outputs ---------------------------------------------------------------------------
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
-        """``<image name>.png``: the class index of every pixel, at the image's size."""
+        """``<image name>.png``: the class index of every pixel, at the image's size; and
+        ``<image name>_color.png``, each class in its colour (``data.palette``, or the
+        panels' colours), to look at: what ``segnet.predict`` writes too."""
         name = Path(self.datasets["test"].names[index]).stem
         dtype = np.uint8 if len(self._class_names) <= 256 else np.uint16
-        write_image(out_dir / f"{name}.png", pred.numpy().astype(dtype))
+        mask = pred.numpy().astype(dtype)
+        write_image(out_dir / f"{name}.png", mask)
+        write_image(out_dir / f"{name}_color.png", colorize(mask, self.info().palette))
 
     def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<image name>_probabilities.npz``: (classes, H, W) float32 at the image's size

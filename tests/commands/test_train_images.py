@@ -94,9 +94,17 @@ def test_evaluate_a_csv_of_new_images_at_native_size_and_save_predictions(traine
         cwd=REPO,
     )  # fmt: skip
     saved = sorted(p.name for p in (out / "predictions").iterdir())
-    assert saved == ["0.png", "1.png", "2.png"]
+    assert saved == [f"{i}{kind}.png" for i in range(3) for kind in ("", "_color")]
     mask = np.asarray(Image.open(out / "predictions" / "0.png"))
     assert mask.shape == (70, 90) and set(np.unique(mask)) <= {0, 1}
+    # the coloured copy shows each class in its colour (no data.palette: the panels'), as
+    # predict writes it
+    from segnet.data.palette import label_palette
+
+    palette = label_palette(2)
+    coloured = np.asarray(Image.open(out / "predictions" / "0_color.png"))
+    assert coloured.shape == (70, 90, 3)
+    assert (coloured == np.asarray(palette, np.uint8)[mask]).all()
     scored = json.loads((out / "metrics.json").read_text())
     # normalised with the training set's statistics, which the checkpoint keeps
     assert scored["split"] == "all" and "test/dice/disc" in scored["metrics"]
