@@ -453,7 +453,27 @@ def colour_code(value: int | Sequence[int], setting: str) -> int:
     )
 
 
+def code_rgb(codes: Sequence[int]) -> np.ndarray:
+    """Codes as RGB points (N, 3), float: a grey level ``v`` is ``(v, v, v)``."""
+    out = np.empty((len(codes), 3))
+    for i, code in enumerate(codes):
+        if is_colour(code):
+            rgb = code - COLOUR
+            out[i] = (rgb >> 16, (rgb >> 8) & 255, rgb & 255)
+        else:
+            out[i] = code
+    return out
+
+
 # -- mask values to classes -----------------------------------------------------------
+# a value far from every given one that holds this share of the pixels is a class nobody
+# named, not noise: refused rather than read as the nearest class
+NAMED_SHARE = 0.005
+# given values closer than this (grey levels) are class numbers: no value is read as the
+# nearest of them
+MIN_GAP = 16
+
+
 @dataclass
 class LabelMapping:
     """How mask codes become class indices; ``void`` is the index of unlabelled pixels."""
@@ -462,6 +482,11 @@ class LabelMapping:
     label_values: list[int] | None  # code of class i; None: the value is the class
     ignore: list[int]
     by_colour: bool = False  # data.palette: palette files are read by their colours
+    # values near a given one read as it (JPEG noise, smoothed edges): see near_values()
+    nearest: bool = False
+    # each value's class as decided over the masks of every split (training's check), so
+    # that one mask is read as the whole folder was judged, not by its own shares
+    decided: dict[int, int] | None = None
 
     def reading(self) -> dict[str, Any]:
         """How :func:`read_mask` reads masks for this mapping: as a viewer shows them where
@@ -509,13 +534,70 @@ class LabelMapping:
                 f"data.ignore_values: {code_text(min(clash))} is also a class's value; a "
                 "value is either a class or void."
             )
-        return cls(names, codes, ignore, by_colour=palette is not None)
+        return cls(names, codes, ignore, by_colour=palette is not None, nearest=given is not None)
 
     def lookup(self) -> dict[int, int]:
         codes = self.label_values if self.label_values is not None else range(self.void)
         table = {code: i for i, code in enumerate(codes)}
         table.update({code: self.void for code in self.ignore})
         return table
+
+    def tolerance(self) -> float | None:
+        """How far from every given value (a class's or void's) a mask value lies before it
+        could be a class of its own: a quarter of the distance between the two closest given
+        values (the root-mean-square difference of the R, G and B levels: for two greys,
+        the difference of their levels). None where values are not read by the nearest:
+        index masks (a value is a class number, and one off them is a mistake) and masks
+        per class."""
+        given = [*(self.label_values or []), *self.ignore]
+        if not self.nearest or len(given) < 2:
+            return None
+        points = code_rgb(given)
+        gaps = np.sqrt(((points[:, None] - points[None]) ** 2).mean(-1))
+        closest = float(gaps[np.triu_indices(len(given), 1)].min())
+        # values a level or a few apart (0, 1, 2, ...) are class numbers, not looks
+        return closest / 4 if closest >= MIN_GAP else None
+
+    def far_values(self, counts: dict[int, int]) -> dict[int, int]:
+        """Those of :meth:`near_values` farther than :meth:`tolerance` from every given
+        value: few pixels, read as the nearest class, but worth a look (a rare class
+        nobody named would be among them)."""
+        tolerance, table = self.tolerance(), self.lookup()
+        near = self.near_values(counts)
+        if not near:
+            return {}
+        given = list(table)
+        off = list(near)
+        distance = np.sqrt(((code_rgb(off)[:, None] - code_rgb(given)[None]) ** 2).mean(-1))
+        return {c: near[c] for c, d in zip(off, distance.min(1), strict=True) if d > tolerance}
+
+    def near_values(self, counts: dict[int, int]) -> dict[int, int]:
+        """The values of ``counts`` (value -> pixels) that are no given value, each with the
+        class (or void) of the nearest given value, as a viewer shows them: a JPEG's
+        compression noise (254 beside 255, a red a few levels off) and the in-between
+        colours of a smoothed edge. Left out, so that they stay unmapped and are refused: a
+        value farther than :meth:`tolerance` from every given one that holds at least
+        ``NAMED_SHARE`` of the pixels, which is a class nobody named rather than noise
+        (noise spreads over many values, each a small share)."""
+        tolerance = self.tolerance()
+        table = self.lookup()
+        off = sorted(int(c) for c in counts if int(c) not in table)
+        if tolerance is None or not off:
+            return {}
+        total = sum(counts.values())
+        given = list(table)
+        distance = np.sqrt(((code_rgb(off)[:, None] - code_rgb(given)[None]) ** 2).mean(-1))
+        nearest, gap = distance.argmin(1), distance.min(1)
+        return {
+            code: table[given[k]]
+            for code, k, d in zip(off, nearest, gap, strict=True)
+            if d <= tolerance or counts[code] < NAMED_SHARE * total
+        }
+
+    def classes_of(self, counts: dict[int, int]) -> dict[int, int]:
+        """The class (or void) index of each value of ``counts`` that maps: the given
+        values, and the others read as the nearest (:meth:`near_values`)."""
+        return {**self.lookup(), **self.near_values(counts)}
 
     def apply(
         self,
@@ -526,8 +608,11 @@ class LabelMapping:
         """Class indices (uint8; ``void`` for ignored values) of a mask's codes; codes the
         mapping lacks raise ``unmapped_error(codes)`` where the caller knows better what
         they mean, else an error naming ``path`` and the settings that map values."""
-        values, inverse = np.unique(codes, return_inverse=True)
-        table = self.lookup()
+        values, inverse, n = np.unique(codes, return_inverse=True, return_counts=True)
+        table = {
+            **self.classes_of(dict(zip(values.tolist(), n.tolist(), strict=True))),
+            **(self.decided or {}),
+        }
         unmapped = [int(v) for v in values if int(v) not in table]
         if unmapped:
             if unmapped_error is not None:
@@ -554,8 +639,12 @@ class LabelMapping:
 
 
 def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
-    """The settings that would map the values counted over the training masks."""
-    codes = sorted(counts)
+    """The settings that would map the values counted over the training masks; values
+    that each hold under ``NAMED_SHARE`` of the pixels are left out where at least two
+    remain (noise, edges: given values, they are read as the nearest)."""
+    total = sum(counts.values()) or 1
+    major = [c for c in counts if counts[c] >= NAMED_SHARE * total]
+    codes = sorted(major if len(major) >= 2 else counts)
     colour = any(is_colour(c) for c in codes)
     names = list(class_names or [])
     if len(codes) == 2 and not colour and len(names) in (0, 2):
@@ -577,8 +666,22 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
 def value_table(counts: dict[int, int], mapping: LabelMapping | None) -> str:
     """One line per mask value: its pixel share and the class it is read as."""
     total = sum(counts.values()) or 1
-    table = mapping.lookup() if mapping else {}
+    table = mapping.classes_of(counts) if mapping else {}
+    near = mapping.near_values(counts) if mapping else {}
+    far = mapping.far_values(counts) if mapping else {}
+    near = {c: t for c, t in near.items() if c not in far}  # far ones get a line each
     lines = []
+    if near:  # noise around the given values: one line per class, not a line per value
+        for target in sorted(set(near.values())):
+            values = sorted((c for c, t in near.items() if t == target), key=lambda c: -counts[c])
+            share = sum(counts[c] for c in values)
+            read_as = "void" if target == mapping.void else mapping.class_names[target]
+            lines.append(
+                f"{'nearest':>13} {100 * share / total:6.2f}%  -> {read_as} ({len(values)} "
+                f"value(s) nearest its own, most {code_text(values[0])}: compression noise or "
+                "smoothed edges)"
+            )
+        counts = {c: n for c, n in counts.items() if c not in near}
     for code in sorted(counts, key=lambda c: -counts[c])[:24]:
         target = table.get(code)
         if target is None:
@@ -587,6 +690,8 @@ def value_table(counts: dict[int, int], mapping: LabelMapping | None) -> str:
             read_as = "void"
         else:
             read_as = mapping.class_names[target]
+        if code in far:
+            read_as += " (the nearest, though far from its value)"
         lines.append(f"{code_text(code):>13} {100 * counts[code] / total:6.2f}%  -> {read_as}")
     if len(counts) > 24:
         lines.append(f"... and {len(counts) - 24} more values")

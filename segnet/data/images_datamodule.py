@@ -654,9 +654,20 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         logged with its pixel share and class; one that does not stops the run, naming a
         mask that holds it and suggesting settings that fit them all (0/255 masks are
         never read as 256 classes, nor 255 as void by default)."""
-        table = self.mapping.lookup()
+        table = self.mapping.classes_of(counts)
         unmapped = sorted(c for c in counts if c not in table)
         if not unmapped:
+            self.mapping.decided = table
+            far = self.mapping.far_values(counts)
+            if far:
+                log.warning(
+                    "mask values far from every given one, each under 0.5%% of the pixels, "
+                    "are read as the nearest class: %s; if one is a class of its own, name "
+                    "it in data.class_names with its value",
+                    ", ".join(f"{img.code_text(c)} ({100 * counts[c] / sum(counts.values()):.2f}%, "
+                              f"as {self._class_names[t] if t < len(self._class_names) else 'void'})"
+                              for c, t in sorted(far.items())[:8]),
+                )  # fmt: skip
             log.info(
                 "mask values over the %d masks of every split (pixel share -> class):\n  %s",
                 len(indices),

@@ -396,8 +396,8 @@ def test_training_statistics_are_cached_until_a_file_changes(tmp_path, monkeypat
     assert "mask values over the" in caplog.text  # the values are still logged and checked
     # a mask of the training set changed: its values are checked again
     train_mask = again.pairs[again.splits["train"][0]].label
-    Image.fromarray(np.full((40, 48), 7, np.uint8)).save(train_mask)
-    with pytest.raises(img.ImageDataError, match=r"holds 7"):
+    Image.fromarray(np.full((40, 48), 128, np.uint8)).save(train_mask)
+    with pytest.raises(img.ImageDataError, match=r"holds 128"):
         prepared(root, **settings).info()
     assert reads  # decoded, not taken from the cache
 

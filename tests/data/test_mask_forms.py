@@ -129,9 +129,104 @@ def test_a_validation_mask_no_setting_maps_stops_the_run_before_training(tmp_pat
     dm.setup("fit")
     val_mask = dm.pairs[dm.splits["val"][0]].label
     odd = np.asarray(Image.open(val_mask)).copy()
-    odd[0, :5] = 7
+    odd[:10] = 128  # far from 0 and 255 and a fifth of the mask: a class of its own
     Image.fromarray(odd).save(val_mask)
     with pytest.raises(ImageDataError) as refused:
         prepared(root, class_names=["background", "disc"], label_values=[0, 255], seed=0)
-    assert f"mask {val_mask} holds 7" in str(refused.value)
+    assert f"mask {val_mask} holds 128" in str(refused.value)
     assert "ignore_values" in str(refused.value)
+
+
+def test_jpeg_masks_are_read_by_the_nearest_given_value(tmp_path, caplog):
+    """A mask saved as JPEG holds compression noise around its values (1 and 254 beside 0
+    and 255; a colour a few levels off): a value near a given one is read as it, as a
+    viewer shows it, and the log sums such values up per class."""
+    import logging
+
+    grey = make_folder(tmp_path / "grey", n=8, label_ext=".jpg")
+    noisy = {int(v) for p in (grey / "labels").iterdir() for v in np.unique(Image.open(p))}
+    assert noisy - {0, 255}  # the JPEG's own noise, which no setting lists
+    with caplog.at_level(logging.INFO):
+        dm = prepared(grey, class_names=["background", "disc"], label_values=[0, 255])
+        labels = train_labels(dm)
+    assert (labels == drawn(dm)).mean() > 0.995  # edges may round either way
+    assert "nearest" in caplog.text and "-> disc" in caplog.text
+    colour = make_folder(
+        tmp_path / "colour", n=8, mask_mode="RGB", palette=COLOURS[:2], label_ext=".jpg"
+    )
+    dm = prepared(colour, class_names=["background", "disc"], palette=COLOURS[:2])
+    assert (train_labels(dm) == drawn(dm)).mean() > 0.99
+
+
+def drawn(dm) -> np.ndarray:
+    """The labels make_folder drew for the training images, in train_labels' order."""
+    from pathlib import Path
+
+    return np.concatenate(
+        [blob_label(40, 48, int(Path(dm.pairs[i].name).stem)).ravel() for i in dm.splits["train"]]
+    )
+
+
+def test_values_off_the_given_ones_are_read_as_the_nearest_unless_a_class_of_their_own():
+    """Noise and edges are read as the nearest given value; a value far from every given
+    one (over a quarter of the way to the next) that holds a real share of the pixels is a
+    class nobody named, and stays unmapped; index masks, whose values are class numbers,
+    take no nearest."""
+    from segnet.data.images import NAMED_SHARE, LabelMapping
+
+    bw = LabelMapping.from_settings(["background", "disc"], [0, 255], None, None)
+    assert bw.tolerance() == pytest.approx(63.75)
+    noise = {0: 6000, 255: 3000, 1: 20, 63: 5, 192: 5, 254: 30, 128: 4}  # 128: an edge
+    assert bw.near_values(noise) == {1: 0, 63: 0, 192: 1, 254: 1, 128: 1}
+    unnamed = {**noise, 100: 4 * int(NAMED_SHARE * sum(noise.values())), 250: 200}
+    # 100 holds 2% of the pixels and is far from 0 and 255: a third class, unmapped
+    assert bw.near_values(unnamed) == {1: 0, 63: 0, 192: 1, 254: 1, 128: 1, 250: 1}
+    colours = LabelMapping.from_settings(["background", "disc"], None, COLOURS[:2], [COLOURS[2]])
+    red, grey = colour_code([250, 5, 3], "x"), colour_code([150, 150, 150], "x")
+    dark = colour_code([90, 0, 0], "x")  # a black-red edge, a third of the way
+    counts = {colour_code(c, "x"): 1000 for c in COLOURS} | {red: 50, grey: 50, dark: 10}
+    assert colours.near_values(counts) == {red: 1, grey: colours.void, dark: 0}
+    assert 0 not in colours.near_values({**counts, dark: 500})  # 10%: a class of its own
+    index = LabelMapping.from_settings(["background", "disc"], None, None, None)
+    assert index.tolerance() is None and index.near_values({0: 9, 2: 1, 254: 1}) == {}
+
+
+def test_one_mask_is_read_as_the_folder_was_judged(tmp_path):
+    """A value the check over every mask read as the nearest class is read so in each
+    mask, even where it is a large share of that one mask."""
+    root = make_folder(tmp_path / "d", n=12)
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255], seed=0)
+    mask = dm.pairs[dm.splits["val"][0]].label
+    odd = np.asarray(Image.open(mask)).copy()
+    odd[:2, :] = 120  # 4% of this mask; a fraction of a percent of the folder's pixels
+    Image.fromarray(odd).save(mask)
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255], seed=0)
+    dm.setup("fit")
+    label = dm.load("val")[0].label.numpy()
+    assert (label[:2] == 0).all()  # 120 is nearer black: background
+
+
+def test_a_far_value_read_as_the_nearest_is_named_and_class_numbers_take_no_nearest(
+    tmp_path, caplog
+):
+    """A far value few pixels hold is read as the nearest class but named in a warning
+    (a rare class nobody named would be among them); given values a level apart are class
+    numbers, so a value off them is refused however few pixels hold it; and the settings
+    suggested for a JPEG's noisy masks are the values that matter."""
+    import logging
+
+    from segnet.data.images import LabelMapping, suggestion
+
+    numbers = LabelMapping.from_settings(["a", "b", "c"], [0, 1, 2], None, None)
+    assert numbers.tolerance() is None and numbers.near_values({0: 900, 1: 90, 7: 1}) == {}
+    root = make_folder(tmp_path / "d", n=12)
+    mask = root / "labels" / "3.png"
+    odd = np.asarray(Image.open(mask)).copy()
+    odd[0, :3] = 120  # 3 pixels of 23,040: far from 0 and 255, too few to be a class
+    Image.fromarray(odd).save(mask)
+    with caplog.at_level(logging.INFO):
+        train_labels(prepared(root, class_names=["background", "disc"], label_values=[0, 255]))
+    assert "far from every given one" in caplog.text and "120 (0.01%, as background)" in caplog.text
+    assert "120" in caplog.text.split("mask values over")[1]  # a line of its own in the table
+    noisy = {0: 7400, 255: 1950, 254: 41, 1: 37, 3: 32, 250: 24}
+    assert "'data.label_values=[0,255]'" in suggestion(noisy, None)
