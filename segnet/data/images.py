@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from segnet.data import class_masks
 from segnet.data.case_table import read_case_table, resolve
@@ -299,10 +299,19 @@ def find_pairs(
 
 
 # -- decoding -------------------------------------------------------------------------
+# EXIF orientations that turn a picture a quarter turn: its height and width swap
+QUARTER_TURNS = (5, 6, 7, 8)
+ORIENTATION = 0x0112  # the EXIF tag
+
+
 def open_image(path: Path) -> Image.Image:
+    """The decoded picture upright, as viewers show it: a phone photo's EXIF orientation
+    applied, so that its mask, drawn over the picture as shown, lies over it here too."""
     try:
         im = Image.open(path)
         im.load()
+        if im.getexif().get(ORIENTATION, 1) != 1:  # else no copy: most files have none
+            im = ImageOps.exif_transpose(im)
         return im
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         raise ImageDataError(f"cannot read {path}: {err}") from None
@@ -324,7 +333,10 @@ def header(path: Path) -> Header:
     try:
         with Image.open(path) as im:
             wide = im.mode in (*WIDE_MODES, "I", "F")
-            return Header(color_mode(im), im.height, im.width, 4 if wide else 1)
+            h, w = im.height, im.width
+            if im.getexif().get(ORIENTATION) in QUARTER_TURNS:  # shown turned (open_image)
+                h, w = w, h
+            return Header(color_mode(im), h, w, 4 if wide else 1)
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         raise ImageDataError(f"cannot read {path}: {err}") from None
 

@@ -434,3 +434,30 @@ def test_a_spreadsheets_csv_of_images_reads_as_meant(tmp_path):
 def test_window_flip_and_split_settings_are_refused_as_for_volumes(tmp_path, setting, message):
     with pytest.raises(ValueError, match=message):
         ImageFolderDataModule(str(tmp_path), class_names=["a", "b"], **setting)
+
+
+def test_a_photo_turned_by_its_exif_orientation_lies_under_its_mask(tmp_path):
+    """Viewers and labelling tools show a phone photo turned by its EXIF orientation, and
+    its mask is drawn over the picture as shown: the photo is read turned so, and its
+    size from the header is the size shown."""
+    from segnet.data import images as img
+
+    root = tmp_path / "d"
+    make_folder(root, n=6, size=(40, 48))
+    turned = root / "images" / "0.jpg"
+    upright = np.asarray(Image.open(root / "images" / "0.png"))
+    (root / "images" / "0.png").unlink()
+    # stored a quarter turn back, with orientation 6 (shown turned 90 degrees clockwise)
+    exif = Image.Exif()
+    exif[img.ORIENTATION] = 6
+    Image.fromarray(np.rot90(upright, 1)).save(turned, exif=exif, quality=95)
+    assert Image.open(turned).size == (40, 48)  # stored 48 high, 40 wide
+    assert img.header(turned)[1:3] == (40, 48)
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    dm.setup("fit")
+    item = next(
+        it for split in ("train", "val", "test") for it in dm.load(split) if it.name == "0.jpg"
+    )
+    assert tuple(item.raw.shape[1:]) == (40, 48)
+    read = item.raw[0].numpy().astype(float)
+    assert np.abs(read - upright).mean() < 3  # the picture as shown (JPEG's noise aside)
