@@ -467,14 +467,10 @@ def colour_code(value: int | Sequence[int], setting: str) -> int:
 
 def code_rgb(codes: Sequence[int]) -> np.ndarray:
     """Codes as RGB points (N, 3), float: a grey level ``v`` is ``(v, v, v)``."""
-    out = np.empty((len(codes), 3))
-    for i, code in enumerate(codes):
-        if is_colour(code):
-            rgb = code - COLOUR
-            out[i] = (rgb >> 16, (rgb >> 8) & 255, rgb & 255)
-        else:
-            out[i] = code
-    return out
+    codes = np.asarray(codes, dtype=np.int64)
+    rgb = codes - COLOUR
+    coloured = np.stack([rgb >> 16, (rgb >> 8) & 255, rgb & 255], -1)
+    return np.where((codes >= COLOUR)[:, None], coloured, codes[:, None]).astype(np.float64)
 
 
 # -- mask values to classes -----------------------------------------------------------

@@ -875,7 +875,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return self._loader(self.datasets["test"], self._eval_batch("test"), shuffle=False)
 
     def _eval_batch(self, stage: str) -> int:
-        shapes = {tuple(it.image.shape) for it in self.datasets[stage].items}
+        shapes = {tuple(it.raw.shape) for it in self.datasets[stage].items}
         return self.eval_batch_size if len(shapes) == 1 else 1
 
     def bn_dataloader(self) -> DataLoader:
