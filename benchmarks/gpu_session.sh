@@ -25,6 +25,8 @@ WORK=/tmp/gpu_runs
 mkdir -p "$OUT" "$WORK"
 PY=$(command -v python3)
 say() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$OUT/session.log"; }
+# a smoke run's time limit: N seconds, or what is left until a minute after END (at least 10)
+cap() { local left=$((END + 60 - SECONDS)); left=$((left > 10 ? left : 10)); echo $(($1 < left ? $1 : left)); }
 
 say "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
 "$PY" -c "import torch, lightning; print('torch', torch.__version__, 'lightning', lightning.__version__, torch.cuda.get_device_name())" 2>&1 | tee -a "$OUT/session.log"
@@ -62,15 +64,15 @@ smokes() {
   local short=(trainer.max_epochs=2 trainer.check_val_every_n_epoch=1
     ++trainer.limit_train_batches=5 ++trainer.limit_val_batches=2)
   say "smoke: pytest tests/test_gpu.py"
-  timeout 150 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu.py > "$WORK/test_gpu.out" 2>&1
+  timeout "$(cap 150)" "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu.py > "$WORK/test_gpu.out" 2>&1
   say "smoke: test_gpu exit $? ($(tail -1 "$WORK/test_gpu.out"))"
   say "smoke: trainer=ddp trainer.devices=1"
-  timeout 120 "$PY" train.py experiment=hippocampus_gpu trainer=ddp trainer.devices=1 \
+  timeout "$(cap 120)" "$PY" train.py experiment=hippocampus_gpu trainer=ddp trainer.devices=1 \
     data.root="$DATA"/Task04_Hippocampus "${short[@]}" paths.output_dir="$WORK/ddp" \
     > "$WORK/ddp.out" 2>&1
   say "smoke: ddp exit $?"
   say "smoke: parallel launcher, two folds"
-  timeout 150 "$PY" train.py -m hydra/launcher=parallel experiment=hippocampus_gpu \
+  timeout "$(cap 150)" "$PY" train.py -m hydra/launcher=parallel experiment=hippocampus_gpu \
     data.root="$DATA"/Task04_Hippocampus 'data.fold=0,1' "${short[@]}" \
     hydra.sweep.dir="$WORK/folds" > "$WORK/folds.out" 2>&1
   say "smoke: launcher exit $?"
@@ -81,7 +83,7 @@ smokes() {
   setsid make train BIN="$(dirname "$PY")" STAMP=/tmp/make-stamp > "$WORK/make_train.out" 2>&1 &
   local make_pid=$! t=0
   until grep -q -E "start-up:" "$WORK/make_train.out" 2>/dev/null \
-    || [ $t -ge 120 ] || ! kill -0 $make_pid 2>/dev/null; do sleep 5; t=$((t + 5)); done
+    || [ $t -ge "$(cap 120)" ] || ! kill -0 $make_pid 2>/dev/null; do sleep 5; t=$((t + 5)); done
   kill -TERM -- -$make_pid 2>/dev/null; sleep 3; kill -KILL -- -$make_pid 2>/dev/null
   cp -r outputs "$WORK/make_train_outputs" 2>/dev/null
   [ -n "$linked" ] && rm data/CamVid

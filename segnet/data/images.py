@@ -326,6 +326,7 @@ class Header(NamedTuple):
     height: int
     width: int
     channel_bytes: int
+    turned: bool = False  # shown a quarter turn from how it is stored (EXIF orientation)
 
 
 def header(path: Path) -> Header:
@@ -334,9 +335,13 @@ def header(path: Path) -> Header:
         with Image.open(path) as im:
             wide = im.mode in (*WIDE_MODES, "I", "F")
             h, w = im.height, im.width
-            if im.getexif().get(ORIENTATION) in QUARTER_TURNS:  # shown turned (open_image)
+            # a PNG's EXIF may sit after its pixels: asked for without one, Pillow decodes
+            # the whole picture to look, so only where its header announced one
+            has_exif = im.format != "PNG" or "exif" in im.info
+            turned = has_exif and im.getexif().get(ORIENTATION) in QUARTER_TURNS
+            if turned:  # shown turned (open_image)
                 h, w = w, h
-            return Header(color_mode(im), h, w, 4 if wide else 1)
+            return Header(color_mode(im), h, w, 4 if wide else 1, turned)
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         raise ImageDataError(f"cannot read {path}: {err}") from None
 
@@ -648,11 +653,19 @@ class LabelMapping:
 
 def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
     """The settings that would map the values counted over the training masks; values
-    that each hold under ``NAMED_SHARE`` of the pixels are left out where at least two
-    remain (noise, edges: given values, they are read as the nearest)."""
+    that each hold under ``NAMED_SHARE`` of the pixels and lie near a larger one are left
+    out (noise, edges: with these settings they are read as the nearest); a rare value
+    far from the others, or among class numbers, stays in (it may be a class)."""
     total = sum(counts.values()) or 1
     major = [c for c in counts if counts[c] >= NAMED_SHARE * total]
-    codes = sorted(major if len(major) >= 2 else counts)
+    codes = sorted(counts)
+    if len(major) >= 2:  # the small values that would be read as the nearest of these
+        tolerance = LabelMapping([str(c) for c in major], major, [], nearest=True).tolerance()
+        minor = [c for c in codes if c not in major]
+        if tolerance is not None and minor:  # else class numbers, or nothing to leave out
+            distance = np.sqrt(((code_rgb(minor)[:, None] - code_rgb(major)[None]) ** 2).mean(-1))
+            far = [c for c, d in zip(minor, distance.min(1), strict=True) if d > tolerance]
+            codes = sorted(major + far)
     colour = any(is_colour(c) for c in codes)
     names = list(class_names or [])
     if len(codes) == 2 and not colour and len(names) in (0, 2):

@@ -158,10 +158,6 @@ class Loaded:
     def image(self) -> torch.Tensor:
         return self.normalised()
 
-    @property
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.raw, self.label))
-
 
 def foreground_by_class(label: torch.Tensor, void: int) -> list[torch.Tensor]:
     """Where each foreground class lies (classes 1.., void left out): the flat indices
@@ -207,7 +203,7 @@ class PatchDataset(Dataset):
         self.flip_axes, self.scale = tuple(flip_axes), tuple(scale)
         self.foreground_ratio, self.intensity = foreground_ratio, intensity
         # where each image's foreground lies (classes 1.., not void), for centred crops: the
-        # pixels of each class present, one tensor of (y, x) per class
+        # pixels of each class present, one tensor of flat indices per class
         self.foreground = [foreground_by_class(it.label, void) for it in items]
 
     def __len__(self) -> int:
@@ -500,6 +496,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self.mean, self.std = self._scan_training(train, mode)
         elif self.mask_classes and not self.combinations_given:  # normalisation given
             self.settle_combinations(self._count_codes(self.splits["all"], keep=False)[0])
+        elif self.mapping.nearest and self.splits[self.split]:  # evaluating values, colours
+            self._judge_evaluated_values()
+        self._say_turned(headers)
         if self.mask_classes:
             log.info(
                 "one mask per class: %s; the label map's classes are the combinations the "
@@ -544,6 +543,21 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions=self.regions,
             regions_class_order=self.regions_class_order,
         )
+
+    def _judge_evaluated_values(self) -> None:
+        """Values off the given ones judged over the whole evaluated split, as training
+        judged its folder, not mask by mask; the masks decoded stay for loading."""
+        evaluated = self.splits[self.split]
+        counts, self._first_with = self._count_codes(evaluated)
+        self._check_values(counts, evaluated)
+
+    def _say_turned(self, headers: Sequence[img.Header]) -> None:
+        turned = sum(h.turned for h in headers)
+        if turned:
+            log.info(
+                "%d image(s) of %s read turned upright, as their EXIF orientation shows them",
+                turned, self.where(),
+            )  # fmt: skip
 
     @classmethod
     def axes_of_flip(cls, flip: Any) -> tuple[int, ...]:

@@ -23,7 +23,13 @@ def available_bytes(meminfo: Path = MEMINFO, cgroup: Path = CGROUP) -> int | Non
     try:
         limit = (cgroup / "memory.max").read_text().strip()
         if limit != "max":  # "max": no limit
-            found.append(int(limit) - int((cgroup / "memory.current").read_text()))
+            used = int((cgroup / "memory.current").read_text())
+            # the file cache counts as used, yet is given back on demand: the working set
+            # is what is used less the inactive files (as container runtimes count it)
+            for line in (cgroup / "memory.stat").read_text().splitlines():
+                if line.startswith("inactive_file "):
+                    used -= int(line.split()[1])
+            found.append(int(limit) - used)
     except (OSError, ValueError):
         pass
     return max(min(found), 0) if found else None

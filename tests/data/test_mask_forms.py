@@ -230,3 +230,32 @@ def test_a_far_value_read_as_the_nearest_is_named_and_class_numbers_take_no_near
     assert "120" in caplog.text.split("mask values over")[1]  # a line of its own in the table
     noisy = {0: 7400, 255: 1950, 254: 41, 1: 37, 3: 32, 250: 24}
     assert "'data.label_values=[0,255]'" in suggestion(noisy, None)
+
+
+def test_suggested_settings_keep_a_rare_value_that_may_be_a_class():
+    """Only noise is left out of a suggestion: a rare value among class numbers, or far
+    from the other values, stays in, so following the suggestion neither loops back to
+    the same refusal nor reads a rare class as another."""
+    from segnet.data.images import suggestion
+
+    numbers = {0: 9000, 1: 500, 2: 400, 3: 20}
+    assert "'data.label_values=[0,1,2,3]'" in suggestion(numbers, None)
+    rare_grey = {0: 7400, 255: 1950, 254: 41, 1: 37, 128: 30}
+    assert "'data.label_values=[0,128,255]'" in suggestion(rare_grey, None)
+
+
+def test_evaluation_judges_values_over_the_split_as_training_judges_its_folder(tmp_path):
+    """With the normalisation given (evaluate.py), the values off the given ones are
+    judged over the evaluated split, before anything is scored: a mask where a far value
+    is a large share of that one mask is read as the split was judged."""
+    root = make_folder(tmp_path / "d", n=12)
+    mask = root / "labels" / "5.png"
+    odd = np.asarray(Image.open(mask)).copy()
+    odd[:2, :] = 120  # 4% of this mask, under 0.5% of the 12
+    Image.fromarray(odd).save(mask)
+    settings = dict(class_names=["background", "disc"], label_values=[0, 255])
+    dm = prepared(root, mean=[100.0], std=[50.0], split="all", **settings)
+    assert dm.mapping.decided is not None and dm.mapping.decided[120] == 0
+    dm.setup("test")
+    label = next(it for it in dm.load("all") if it.name == "5.png").label.numpy()
+    assert (label[:2] == 0).all()
