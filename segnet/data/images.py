@@ -478,6 +478,13 @@ def code_rgb(codes: Sequence[int]) -> np.ndarray:
     return np.where((codes >= COLOUR)[:, None], coloured, codes[:, None]).astype(np.float64)
 
 
+def nearest_of(codes: Sequence[int], given: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``codes``, the index of the nearest of ``given`` and its distance (the
+    root-mean-square difference of the R, G and B levels)."""
+    distance = np.sqrt(((code_rgb(codes)[:, None] - code_rgb(given)[None]) ** 2).mean(-1))
+    return distance.argmin(1), distance.min(1)
+
+
 # -- mask values to classes -----------------------------------------------------------
 # a value far from every given one that holds this share of the pixels is a class nobody
 # named, not noise: refused rather than read as the nearest class
@@ -581,8 +588,8 @@ class LabelMapping:
             return {}
         given = list(table)
         off = list(near)
-        distance = np.sqrt(((code_rgb(off)[:, None] - code_rgb(given)[None]) ** 2).mean(-1))
-        return {c: near[c] for c, d in zip(off, distance.min(1), strict=True) if d > tolerance}
+        gap = nearest_of(off, given)[1]
+        return {c: near[c] for c, d in zip(off, gap, strict=True) if d > tolerance}
 
     def near_values(self, counts: dict[int, int]) -> dict[int, int]:
         """The values of ``counts`` (value -> pixels) that are no given value, each with the
@@ -599,8 +606,7 @@ class LabelMapping:
             return {}
         total = sum(counts.values())
         given = list(table)
-        distance = np.sqrt(((code_rgb(off)[:, None] - code_rgb(given)[None]) ** 2).mean(-1))
-        nearest, gap = distance.argmin(1), distance.min(1)
+        nearest, gap = nearest_of(off, given)
         return {
             code: table[given[k]]
             for code, k, d in zip(off, nearest, gap, strict=True)
@@ -663,8 +669,8 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
         tolerance = LabelMapping([str(c) for c in major], major, [], nearest=True).tolerance()
         minor = [c for c in codes if c not in major]
         if tolerance is not None and minor:  # else class numbers, or nothing to leave out
-            distance = np.sqrt(((code_rgb(minor)[:, None] - code_rgb(major)[None]) ** 2).mean(-1))
-            far = [c for c, d in zip(minor, distance.min(1), strict=True) if d > tolerance]
+            gap = nearest_of(minor, major)[1]
+            far = [c for c, d in zip(minor, gap, strict=True) if d > tolerance]
             codes = sorted(major + far)
     colour = any(is_colour(c) for c in codes)
     names = list(class_names or [])
