@@ -97,20 +97,21 @@ def main(argv: list[str] | None = None) -> None:
     # one never leaves the folder half written
     inputs = expand_inputs(args.inputs)
     check_outputs(inputs, Path(args.out), args.save_probabilities)
-    check_inputs_decode(inputs)
+    check_inputs_decode([item for item, _ in inputs])
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
         predictor = Predictor(
             model_paths(args.model), args.device, args.tta, postprocess=args.postprocess
         )
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(str(err)) from None
-    for item in inputs:  # a volume among images (or the reverse) before any is written
+    for item, _ in inputs:  # a volume among images (or the reverse) before any is written
         try:
             predictor.check_kind(item)
         except ValueError as err:
             raise SystemExit(str(err)) from None
-    for item in inputs:
-        for written in predictor.predict_file(item, args.out, args.save_probabilities):
+    for item, subfolder in inputs:
+        out = Path(args.out) / subfolder
+        for written in predictor.predict_file(item, out, args.save_probabilities):
             print(written)
 
 
@@ -156,12 +157,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def check_outputs(inputs: list[Path], out: Path, probabilities: bool = False) -> None:
-    """No two inputs write one file, and none writes over a file already there:
-    predictions are never overwritten."""
+def check_outputs(inputs: list[tuple[Path, Path]], out: Path, probabilities: bool = False) -> None:
+    """No two inputs (each with its subfolder of ``out``) write one file, and none writes
+    over a file already there: predictions are never overwritten."""
     writers: dict[Path, list[Path]] = {}
-    for item in inputs:
-        for target in Predictor.targets(item, out, probabilities):
+    for item, subfolder in inputs:
+        for target in Predictor.targets(item, out / subfolder, probabilities):
             writers.setdefault(target, []).append(item)
     clash = next(((t, w) for t, w in writers.items() if len(w) > 1), None)
     if clash:

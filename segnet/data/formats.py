@@ -339,6 +339,16 @@ def input_files(folder: Path) -> list[Path]:
     return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
 
 
+def input_files_below(folder: Path) -> list[Path]:
+    """:func:`input_files` of every folder below ``folder``, hidden ones (a zip's
+    ``__MACOSX/``) left out, in path order."""
+    found = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+        if not sub.name.startswith((".", "__MACOSX")):
+            found += input_files(sub) + input_files_below(sub)
+    return sorted(found)
+
+
 def decode_whole(path: Path) -> None:
     """``path`` decodes whole as the kind of file it is named as (a truncated file, a text
     file, NaN voxels are refused with a :class:`DataError`)."""

@@ -8,7 +8,13 @@ Where pairs come from (:func:`find_pairs`):
   ``data.label_name`` are patterns with one ``{id}`` (``{id}_training`` and
   ``{id}_manual1`` pair ``21_training.tif`` with ``21_manual1.gif``); extensions are
   ignored;
-* the same under ``train/``, ``val/`` and ``test/``: given splits;
+* the same under ``train/``, ``val/`` and ``test/`` (or ``training/``, ``validation/``,
+  ...): given splits; or split folders inside the image and mask folders
+  (``images/training/`` + ``annotations/training/``, as ADE20K and mmsegmentation lay
+  them out);
+* images in subfolders (``images/<patient>/<n>.png``, ``leftImg8bit/<city>/...``) pair
+  with the masks in the same subfolders; a subfolder is a group, which drawn splits keep
+  whole;
 * a CSV with ``image`` and ``label`` columns, optional ``roi`` and ``split``; a relative
   path is relative to the CSV's folder.
 
@@ -22,10 +28,11 @@ void.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,12 +42,12 @@ from segnet.data import class_masks
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
 from segnet.data.mask_codes import COLOUR, code_text, is_colour  # noqa: F401 (read through here)
-from segnet.data.splits import SPLITS
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
 IMAGE_DIRS = ("images", "image", "imgs", "img")
 LABEL_DIRS = ("labels", "label", "masks", "mask", "annotations", "gt", "groundtruth")
 ROI_DIRS = ("roi", "rois", "fov")
+log = logging.getLogger(__name__)
 # Pillow modes by what the network sees: single channel, colour, colour + alpha
 COLOR_MODES = {"L": 1, "RGB": 3, "RGBA": 4}
 
@@ -49,15 +56,35 @@ class ImageDataError(DataError):
     """An image, a mask or the list of them cannot be used as it is."""
 
 
+# a split's folder by its common names (ADE20K's training/ and validation/)
+SPLIT_FOLDERS = {
+    "train": ("train", "training"),
+    "val": ("val", "valid", "validation"),
+    "test": ("test", "testing"),
+}
+
+
 @dataclass(frozen=True)
 class Pair:
-    name: str  # the image's file name: predictions are named after it
+    # the image's path in its image folder (``<group>/<file>``), under its split's name
+    # where a split folder holds it: the name splits.json lists and predictions follow
+    name: str
     image: Path
     label: Path | None
     roi: Path | None = None
     split: str | None = None  # a given split (folder or CSV column); None: drawn
     # one mask per class instead of ``label``: (class, mask) in the outputs' order
     class_masks: tuple[tuple[str, Path], ...] = ()
+    # the subfolder the image sits in, or a CSV's group column: drawn splits keep a
+    # group's images together (one patient's slices are never both trained and tested on)
+    group: str | None = None
+
+    @property
+    def stem(self) -> str:
+        """What its prediction files are named after: the name within its split, without
+        the file's suffix (``aachen/aachen_000000_000019_leftImg8bit``)."""
+        name = self.name.removeprefix(f"{self.split}/") if self.split else self.name
+        return str(PurePosixPath(name).with_suffix(""))
 
     @property
     def masks(self) -> tuple[Path, ...]:
@@ -67,7 +94,45 @@ class Pair:
 
 # -- finding the pairs -----------------------------------------------------------------
 def image_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    """The image files directly in ``folder``."""
+    return sorted(p for p in folder.iterdir() if is_image_file(p))
+
+
+def files_below(folder: Path) -> list[Path]:
+    """The image files in ``folder`` and in every folder below it; hidden ones
+    (``.ipynb_checkpoints/``, a zip's ``__MACOSX/`` and ``._0.png``) are left out."""
+    found = []
+    for path in folder.iterdir():
+        if path.is_dir() and not path.name.startswith((".", "__MACOSX")):
+            found += files_below(path)
+        elif is_image_file(path):
+            found.append(path)
+    return sorted(found)
+
+
+def is_image_file(path: Path) -> bool:
+    return (
+        path.suffix.lower() in IMAGE_SUFFIXES and not path.name.startswith(".") and path.is_file()
+    )
+
+
+def split_folders(folder: Path) -> dict[str, Path]:
+    """The split folders directly in ``folder`` (``train/``, ``Validation/``, ...) by the
+    split each holds, in the order train, val, test; two folders for one split are
+    refused."""
+    by_name = {name: split for split, names in SPLIT_FOLDERS.items() for name in names}
+    found: dict[str, Path] = {}
+    for d in sorted(folder.iterdir()) if folder.is_dir() else ():
+        split = by_name.get(d.name.lower())
+        if split is None or not d.is_dir():
+            continue
+        if split in found:
+            raise ImageDataError(
+                f"{folder} has both {found[split].name}/ and {d.name}/, two folders for the "
+                f"{split!r} split: merge them, or rename one."
+            )
+        found[split] = d
+    return {split: found[split] for split in SPLIT_FOLDERS if split in found}
 
 
 def name_pattern(pattern: str, setting: str) -> re.Pattern:
@@ -82,16 +147,19 @@ def name_pattern(pattern: str, setting: str) -> re.Pattern:
 
 
 def keyed(files: list[Path], pattern: re.Pattern, folder: Path, setting: str) -> dict[str, Path]:
+    """``files`` (in ``folder`` or below it) by their key: the ``{id}`` of the name, after
+    the subfolder it sits in (``aachen/aachen_000000_000019``)."""
     out: dict[str, Path] = {}
     for path in files:
         match = pattern.match(path.stem)
         if match is None:
             continue
-        key = match["id"]
+        key = path.parent.relative_to(folder).joinpath(match["id"]).as_posix()
         if key in out:
             raise ImageDataError(
-                f"{out[key].name} and {path.name} in {folder} both match {setting} with the "
-                f"same id {key!r}: keep one, or make the pattern tell them apart."
+                f"{out[key].relative_to(folder)} and {path.relative_to(folder)} in {folder} "
+                f"both match {setting} with the same id {match['id']!r}: keep one, or make "
+                "the pattern tell them apart."
             )
         out[key] = path
     return out
@@ -115,6 +183,8 @@ def folder_pairs(
     label_name: str,
     split: str | None = None,
 ) -> list[Pair]:
+    """The pairs of ``root``'s image and mask folders; where those hold split folders
+    (``images/training/``, ``annotations/training/``), the pairs of each, in its split."""
     images = subfolder(root, image_dir, IMAGE_DIRS, "image")
     labels = subfolder(root, label_dir, LABEL_DIRS, "label")
     if images is None or labels is None:
@@ -126,32 +196,68 @@ def folder_pairs(
             "data.label_dir=, or list the pairs in a CSV (data.csv=)."
         )
     rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
+    names = (image_name, label_name)
+    inner = split_folders(images) if split is None else {}
+    if not inner:
+        return paired(images, labels, rois, *names, split)
+    pairs = []
+    mask_splits = split_folders(labels)
+    roi_splits = split_folders(rois) if rois else {}
+    for inner_split, folder in inner.items():
+        if inner_split not in mask_splits:
+            log.warning(
+                "%s has no masks (no %s folder in %s): it is left out; python -m "
+                "segnet.predict segments its images.", folder, inner_split, labels,
+            )  # fmt: skip
+            continue
+        pairs += paired(folder, mask_splits[inner_split], roi_splits.get(inner_split), *names,
+                        inner_split)  # fmt: skip
+    if not pairs:
+        raise ImageDataError(f"{labels}: no split folder ({', '.join(inner)}) holds masks.")
+    return pairs
+
+
+def paired(
+    images: Path,
+    labels: Path,
+    rois: Path | None,
+    image_name: str,
+    label_name: str,
+    split: str | None,
+) -> list[Pair]:
+    """Each image of ``images`` (or a folder below it) with the mask of the same name
+    rule in the same place under ``labels`` (or one mask per class: a folder of them for
+    each class under ``labels``)."""
     image_re = name_pattern(image_name, "data.image_name")
     label_re = name_pattern(label_name, "data.label_name")
-    by_id = keyed(image_files(images), image_re, images, "data.image_name")
-    roi_masks = keyed(image_files(rois), image_re, rois, "data.image_name") if rois else {}
+    by_id = keyed(files_below(images), image_re, images, "data.image_name")
+    roi_masks = keyed(files_below(rois), image_re, rois, "data.image_name") if rois else {}
     if not by_id:
         raise ImageDataError(
             f"{images}: no image files ({', '.join(IMAGE_SUFFIXES)}) whose names match "
             f"data.image_name={image_name!r}."
         )
-    # under split folders the name keeps its folder: train/0.png and test/0.png differ
+    # under split folders the name keeps its split: train/0.png and test/0.png differ
     prefix = f"{split}/" if split else ""
-    ids = sorted(by_id, key=lambda k: by_id[k].name)
-    class_dirs = class_mask_folders(labels)
+
+    def pair(key: str, label: Path | None, masks: tuple = ()) -> Pair:
+        path = by_id[key]
+        name = path.relative_to(images).as_posix()
+        group = path.parent.relative_to(images).as_posix()
+        return Pair(prefix + name, path, label, roi_masks.get(key), split, masks,
+                    None if group == "." else group)  # fmt: skip
+
+    ids = sorted(by_id, key=lambda k: by_id[k].relative_to(images).as_posix())
+    class_dirs = class_mask_folders(labels) if image_files(images) else []
     if class_dirs:  # one mask per class: a folder of masks for each class
         per_class = {}
         for folder in class_dirs:
             per_class[folder.name] = keyed(image_files(folder), label_re, folder, "data.label_name")
             check_paired(images, folder, by_id, per_class[folder.name], image_name, label_name)
-        return [
-            Pair(prefix + by_id[k].name, by_id[k], None, roi_masks.get(k), split,
-                 tuple((c, masks[k]) for c, masks in per_class.items()))
-            for k in ids
-        ]  # fmt: skip
-    masks = keyed(image_files(labels), label_re, labels, "data.label_name")
+        return [pair(k, None, tuple((c, masks[k]) for c, masks in per_class.items())) for k in ids]
+    masks = keyed(files_below(labels), label_re, labels, "data.label_name")
     check_paired(images, labels, by_id, masks, image_name, label_name)
-    return [Pair(prefix + by_id[k].name, by_id[k], masks[k], roi_masks.get(k), split) for k in ids]
+    return [pair(k, masks[k]) for k in ids]
 
 
 def class_mask_folders(labels: Path) -> list[Path]:
@@ -221,7 +327,7 @@ def unpaired_message(
 
 
 def csv_pairs(path: Path) -> list[Pair]:
-    """Rows of ``image,label[,roi][,split]``, or ``image,label_<class>,...`` with one mask per
+    """Rows of ``image,label[,roi][,split][,group]``, or ``image,label_<class>,...`` with one mask per
     class (overlapping classes, in the columns' order); relative paths are relative to the
     CSV."""
     rows = read_case_table(path, required=("image",), error=ImageDataError)
@@ -245,7 +351,7 @@ def csv_pairs(path: Path) -> list[Pair]:
         label = resolve(path, row["label"]) if not per_class else None
         masks = tuple((c.removeprefix("label_"), resolve(path, row[c])) for c in per_class)
         roi = resolve(path, row["roi"]) if row.get("roi") else None
-        pairs.append(Pair(image.name, image, label, roi, split, masks))
+        pairs.append(Pair(image.name, image, label, roi, split, masks, row.get("group") or None))
     return pairs
 
 
@@ -261,13 +367,11 @@ def find_pairs(
     """Every (image, mask) pair of the data, each with its given split if any."""
     if csv_file:
         pairs = csv_pairs(Path(csv_file).expanduser())
-    elif root.is_dir() and any((root / s).is_dir() for s in SPLITS):
+    elif split_folders(root):
         pairs = []
-        for split in SPLITS:
-            if (root / split).is_dir():
-                pairs += folder_pairs(
-                    root / split, image_dir, label_dir, roi_dir, image_name, label_name, split
-                )
+        for split, folder in split_folders(root).items():
+            pairs += folder_pairs(folder, image_dir, label_dir, roi_dir, image_name, label_name,
+                                  split)  # fmt: skip
     elif not root.is_dir():
         raise FileNotFoundError(
             f"data.root={root}: no such folder. Point data.root at the folder holding your "

@@ -328,6 +328,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         fold: int | None = None,
         num_folds: int = 5,
         seed: int = 0,
+        group_splits: bool = True,
         sw_roi_size: Sequence[int] | None = None,
         sw_overlap: float = 0.5,
         sw_mode: str = "gaussian",
@@ -365,7 +366,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.class_weights_power = float(class_weights_power)
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
-        self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds)
+        self.split_args = split_settings(
+            val_fraction, test_fraction, seed, fold, num_folds, group_splits
+        )
         self.window = check_window(
             sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=2, minimum=2 * PATCH_MULTIPLE,
             default="twice the training patch per axis",
@@ -578,7 +581,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def _draw_splits(self) -> dict[str, list[int]]:
         return given_or_drawn(
             [p.name for p in self.pairs], [p.split for p in self.pairs], self.where(),
-            **self.split_args,
+            [p.group for p in self.pairs], **self.split_args,
         )  # fmt: skip
 
     def reading(self) -> dict[str, Any]:
@@ -899,8 +902,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def save_prediction(self, pred: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<image name>.png``: the class index of every pixel, at the image's size; and
         ``<image name>_color.png``, each class in its colour (``data.palette``, or the
-        panels' colours), to look at: what ``segnet.predict`` writes too."""
-        name = Path(self.datasets["test"].names[index]).stem
+        panels' colours), to look at: what ``segnet.predict`` writes too. An image in a
+        subfolder has its predictions in the same subfolder of ``out_dir``."""
+        name = self.pairs[self.splits[self.split][index]].stem
         dtype = np.uint8 if len(self._class_names) <= 256 else np.uint16
         mask = pred.numpy().astype(dtype)
         write_image(out_dir / f"{name}.png", mask)
@@ -909,7 +913,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<image name>_probabilities.npz``: (classes, H, W) float32 at the image's size
         (a region network's: (regions, H, W), each region's sigmoid)."""
-        name = Path(self.datasets["test"].names[index]).stem
+        name = self.pairs[self.splits[self.split][index]].stem
         write_probabilities(out_dir / f"{name}_probabilities.npz", probs.float().numpy(),
                             self.info().output_names)  # fmt: skip
 

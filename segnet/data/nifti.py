@@ -50,6 +50,7 @@ class Case:
     # the voxel size (z, y, x) of stack and array files that carry none: data.stack_spacing
     spacing: Sequence[float] | None = None
     split: str | None = None  # a CSV's split column; None: drawn by fraction and seed
+    group: str | None = None  # a CSV's group column (a patient): drawn splits keep it whole
 
 
 @dataclass
@@ -301,7 +302,7 @@ def _cases_from_csv(path: Path) -> list[Case]:
         )
     cases = [
         Case(case_name(Path(r["image"])), resolve(path, r["image"]), resolve(path, r["label"]),
-             split=r.get("split") or None)
+             split=r.get("split") or None, group=r.get("group") or None)
         for r in rows
     ]  # fmt: skip
     check_unique_names(cases)

@@ -284,6 +284,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         fold: int | None = None,
         num_folds: int = 5,
         seed: int = 0,
+        group_splits: bool = True,
         clip: Sequence[float] | None = None,
         spacing: Sequence[float] | str | None = None,
         flip: bool | Sequence[int] = True,
@@ -322,7 +323,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.samples_per_volume, self.foreground_ratio = samples_per_volume, foreground_ratio
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
-        self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds)
+        self.split_args = split_settings(
+            val_fraction, test_fraction, seed, fold, num_folds, group_splits
+        )
         self.clip = tuple(clip) if clip else None
         self.stack_spacing = check_stack_spacing(stack_spacing)
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
@@ -358,7 +361,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             case.spacing = self.stack_spacing
         self.splits = given_or_drawn(
             [c.name for c in self.cases], [c.split for c in self.cases],
-            f"data.csv={self.csv}", **self.split_args,
+            f"data.csv={self.csv}", [c.group for c in self.cases], **self.split_args,
         )  # fmt: skip
         shape = nifti.header_shape(self.cases[0].image)
         class_names = self._read_class_names()

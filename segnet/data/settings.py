@@ -41,7 +41,10 @@ WHERE_AND_HOW_FAST = {
     "batch_size": ANY,
 }
 # cases split by fraction and seed, or into folds
-DRAWN_SPLITS = {k: ANY for k in ("val_fraction", "test_fraction", "fold", "num_folds", "seed")}
+DRAWN_SPLITS = {
+    **{k: ANY for k in ("val_fraction", "test_fraction", "fold", "num_folds", "seed")},
+    "group_splits": SWITCH,
+}
 # whole-input evaluation in windows: evaluate.py may set another
 SLIDING_WINDOW = {"sw_roi_size": ANY, "sw_overlap": ANY, "sw_mode": ANY, "sw_batch_size": RESUMABLE}
 CLASS_WEIGHTS = {"class_weights": TRAINING, "class_weights_power": TRAINING}

@@ -3,10 +3,12 @@ for cross-validation: shared by every DataModule whose data comes without given 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
 
+log = logging.getLogger(__name__)
 # the splits a dataset has, and what data.split (testing, evaluate.py) may name
 SPLITS = ("train", "val", "test")
 SPLIT_CHOICES = (*SPLITS, "all")
@@ -18,7 +20,7 @@ class DrawnSplits:
     cases of each by name, which checkpoints record."""
 
     splits: dict[str, list[int]]
-    split_args: dict  # val_fraction, test_fraction, seed, fold, num_folds
+    split_args: dict  # val_fraction, test_fraction, seed, fold, num_folds, group_splits
 
     def case_names(self) -> list[str]:
         raise NotImplementedError
@@ -38,11 +40,21 @@ class DrawnSplits:
 
 
 def split_settings(
-    val_fraction: float, test_fraction: float, seed: int, fold: int | None, num_folds: int
+    val_fraction: float,
+    test_fraction: float,
+    seed: int,
+    fold: int | None,
+    num_folds: int,
+    group_splits: bool = True,
 ) -> dict:
-    """``data.val_fraction``, ``data.test_fraction``, ``data.seed``, ``data.fold`` and
-    ``data.num_folds`` checked (before any case is read) and kept together, as
-    :func:`split_cases` and :func:`given_or_drawn` take them."""
+    """``data.val_fraction``, ``data.test_fraction``, ``data.seed``, ``data.fold``,
+    ``data.num_folds`` and ``data.group_splits`` checked (before any case is read) and
+    kept together, as :func:`given_or_drawn` takes them."""
+    if not isinstance(group_splits, bool):
+        raise ValueError(
+            f"data.group_splits={group_splits!r}: true (a group's cases, a subfolder or a "
+            "CSV's group column, stay in one split) or false (cases drawn one by one)."
+        )
     for name, value in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
             raise ValueError(f"data.{name}={value}: a share of the cases, from 0 to below 1.")
@@ -62,18 +74,34 @@ def split_settings(
         seed=seed,
         fold=fold,
         num_folds=num_folds,
+        group_splits=group_splits,
     )
 
 
 def given_or_drawn(
-    names: Sequence[str], given: Sequence[str | None], where: str, **split_args
+    names: Sequence[str],
+    given: Sequence[str | None],
+    where: str,
+    groups: Sequence[str | None] | None = None,
+    **split_args,
 ) -> dict[str, list[int]]:
     """The splits of cases whose list may give each its split (a ``split`` column, split
     folders): all given are kept, none given are drawn (:func:`split_cases`), and a list
     that gives train and test but no val has val drawn from train by fraction and seed
-    (or the fold). Some given and others not is refused, naming ``where``."""
+    (or the fold). Some given and others not is refused, naming ``where``. Where
+    ``groups`` names each case's group (a patient, a subfolder), a drawn split takes whole
+    groups (:func:`split_groups`) unless ``group_splits`` is false."""
+    keys = group_keys(names, groups) if split_args.pop("group_splits", True) else None
+    if keys is None:
+        groups = None
+    elif not all(given) or "val" not in given:
+        log.info(
+            "splits of %s drawn by group (an image's subfolder, a CSV's group column): %d "
+            "groups, each whole in one split (data.group_splits=false draws cases one by one)",
+            where, len(set(keys)),
+        )  # fmt: skip
     if not any(given):
-        return split_cases(names, **split_args)
+        return split_groups(names, groups, **split_args)
     if not all(given):
         raise ValueError(
             f"{where}: some cases name a split and others do not; give every case a split "
@@ -83,11 +111,43 @@ def given_or_drawn(
     splits = {s: [i for i, g in enumerate(given) if g == s] for s in SPLITS}
     if not splits["val"] and splits["train"]:
         train = splits["train"]
-        drawn = split_cases([names[i] for i in train], **{**split_args, "test_fraction": 0.0})
+        drawn = split_groups(
+            [names[i] for i in train],
+            [groups[i] for i in train] if groups else None,
+            **{**split_args, "test_fraction": 0.0},
+        )
         splits["val"] = [train[i] for i in drawn["val"]]
         splits["train"] = [train[i] for i in drawn["train"]]
     splits["all"] = list(range(len(names)))
     return splits
+
+
+def split_groups(
+    names: Sequence[str], groups: Sequence[str | None] | None, **split_args
+) -> dict[str, list[int]]:
+    """:func:`split_cases` over groups rather than cases where ``groups`` gives two or more:
+    the images of one patient (or one subfolder) land in one split, so no score is made on
+    a neighbour of what was trained on. The fractions and folds count groups, drawn in the
+    order of their names."""
+    keys = group_keys(names, groups)
+    if keys is None:
+        return split_cases(names, **split_args)
+    unique = sorted(set(keys))
+    drawn = split_cases(unique, **split_args, unit="group")
+    split_of = {unique[i]: split for split in SPLITS for i in drawn[split]}
+    splits = {split: [i for i, k in enumerate(keys) if split_of[k] == split] for split in SPLITS}
+    return {**splits, "all": list(range(len(names)))}
+
+
+def group_keys(names: Sequence[str], groups: Sequence[str | None] | None) -> list[str] | None:
+    """Each case's group, a case without one a group of its own; None where that makes
+    no group of two or more cases, or puts every case in one (nothing to keep apart)."""
+    if not groups:
+        return None
+    keys = [g if g is not None else f"\0{name}" for g, name in zip(groups, names, strict=True)]
+    if len(set(keys)) in (1, len(keys)):
+        return None
+    return keys
 
 
 def split_cases(
@@ -97,6 +157,7 @@ def split_cases(
     seed: int,
     fold: int | None = None,
     num_folds: int = 5,
+    unit: str = "case",
 ) -> dict[str, list[int]]:
     """Indices of train/val/test. The test part is drawn first from a seeded permutation;
     the rest is split by ``val_fraction``, or into ``num_folds`` folds with ``fold`` as val."""
@@ -110,8 +171,8 @@ def split_cases(
             )
         if len(rest) < num_folds:
             raise ValueError(
-                f"data.num_folds={num_folds}: only {len(rest)} case(s) are left after the test "
-                f"split to share out, so some folds would be empty; use at most {len(rest)} "
+                f"data.num_folds={num_folds}: only {len(rest)} {unit}(s) are left after the "
+                f"test split to share out, so some folds would be empty; use at most {len(rest)} "
                 "folds (data.val_fraction does not apply with data.fold)."
             )
         folds = np.array_split(rest, num_folds)

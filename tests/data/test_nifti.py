@@ -687,3 +687,18 @@ def test_flips_and_quarter_turns_keep_unmirrored_axes_as_they_are(tmp_path, flip
     planes = [tuple(op.spatial_axes) for op in ops if isinstance(op, T.RandRotate90d)]
     assert planes == turned
     assert info.mirror_axes == flipped
+
+
+def test_a_csv_group_column_keeps_a_patients_volumes_in_one_split(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "csv", n=6, shape=(9, 10, 8))
+    lines = (root / "cases.csv").read_text().splitlines()
+    # two volumes per patient (two visits): both in one split, whichever it is
+    rows = [f"{line},patient{i // 2}" for i, line in enumerate(lines[1:])]
+    (root / "cases.csv").write_text("\n".join([lines[0] + ",group", *rows]) + "\n")
+    dm = NiftiDataModule(str(root), csv=str(root / "cases.csv"), class_names=["bg", "a", "b"],
+                         num_workers=0, val_fraction=0.34, test_fraction=0.34)  # fmt: skip
+    dm.prepare_data()
+    patient = {c.name: c.group for c in dm.cases}
+    held = [{patient[n] for n in names} for names in dm.split_names().values()]
+    assert [len(h) for h in held] == [1, 1, 1]  # three patients, one in each split
+    assert len(set().union(*held)) == 3

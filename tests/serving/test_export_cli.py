@@ -478,8 +478,24 @@ def test_a_folder_expands_to_the_images_and_volumes_in_it(tmp_path):
     (tmp_path / "sub" / "g.png").write_bytes(b"x")
     single = tmp_path / "sub" / "g.png"
     found = expand_inputs([str(tmp_path), str(single)])
-    assert {p.name for p in found} == {"a.JPG", "b.png", "c.nii.gz", "d.nii", "g.png"}
-    assert len(found) == 5
+    assert {p.name for p, _ in found} == {"a.JPG", "b.png", "c.nii.gz", "d.nii", "g.png"}
+    assert len(found) == 5 and {str(sub) for _, sub in found} == {"."}
+
+
+def test_a_folder_of_subfolders_expands_to_theirs_in_the_same_subfolders(tmp_path):
+    """A folder per city or patient, as training reads them: masks land in the same
+    subfolders of the output, so one name in two subfolders is two outputs."""
+    from segnet.serving.predict import expand_inputs
+
+    for name in ("aachen/0.png", "bremen/0.png", "bremen/night/1.png", "__MACOSX/aachen/._0.png"):
+        (tmp_path / "test" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "test" / name).write_bytes(b"x")
+    found = expand_inputs([str(tmp_path / "test")])
+    assert sorted((p.name, sub.as_posix()) for p, sub in found) == [
+        ("0.png", "aachen"), ("0.png", "bremen"), ("1.png", "bremen/night")
+    ]  # fmt: skip
+    with pytest.raises(SystemExit, match="no images .* in it or below it"):
+        expand_inputs([str(tmp_path / "test" / "__MACOSX")])
 
 
 def test_predict_a_folder_of_volumes(exported_3d, tmp_path):

@@ -1,0 +1,184 @@
+"""Folders of images laid out as the well-known datasets lay them out (split folders inside
+the image and mask folders, as ADE20K; a subfolder per city or patient, as Cityscapes and
+slice exports), and splits drawn by group so one patient's images are never both trained
+and tested on."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from segnet.data.images import ImageDataError, find_pairs
+from segnet.data.splits import given_or_drawn, split_groups
+from tests.data.test_images import blob_label, prepared
+
+TWO = dict(class_names=["background", "disc"], label_values=[0, 255])
+
+
+def write_pair(image_path, mask_path, seed: int, size=(24, 32)) -> None:
+    label = blob_label(*size, seed)
+    image = (label * 120 + 60 + np.random.default_rng(seed).normal(0, 10, size)).clip(0, 255)
+    for path, array in ((image_path, image), (mask_path, label * 255)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(array.astype(np.uint8)).save(path)
+
+
+def patient_folders(root, patients: int = 6, slices: int = 4):
+    """images/p<k>/<n>.png with masks/p<k>/<n>.png: the same file names in every patient."""
+    for k in range(patients):
+        for n in range(slices):
+            write_pair(root / "images" / f"p{k}" / f"{n}.png", root / "masks" / f"p{k}" / f"{n}.png",
+                       seed=10 * k + n)  # fmt: skip
+    return root
+
+
+def test_split_folders_inside_the_image_and_mask_folders_ade20k_style(tmp_path, caplog):
+    root = tmp_path / "ADEChallengeData2016"
+    for split, n in (("training", 5), ("validation", 2)):
+        for i in range(n):
+            write_pair(root / "images" / split / f"ADE_{split}_{i}.jpg",
+                       root / "annotations" / split / f"ADE_{split}_{i}.png", seed=i)  # fmt: skip
+    write_pair(root / "images" / "testing" / "ADE_test_0.jpg", tmp_path / "elsewhere.png", 0)
+    with caplog.at_level(logging.WARNING, logger="segnet.data.images"):
+        dm = prepared(root, **TWO)
+    names = dm.split_names()
+    assert names["train"] == [f"train/ADE_training_{i}.jpg" for i in range(5)]
+    assert names["val"] == ["val/ADE_validation_0.jpg", "val/ADE_validation_1.jpg"]
+    assert names["test"] == []  # its images have no masks: left out, and said
+    assert "testing has no masks" in caplog.text and "segnet.predict" in caplog.text
+
+
+def test_subfolders_pair_with_the_same_subfolders_cityscapes_style(tmp_path):
+    root = tmp_path / "cityscapes"
+    for split, cities in (("train", ("aachen", "bremen")), ("val", ("lindau",))):
+        for city in cities:
+            for i in range(2):
+                stem = f"{city}_00000{i}_000019"
+                write_pair(root / "leftImg8bit" / split / city / f"{stem}_leftImg8bit.png",
+                           root / "gtFine" / split / city / f"{stem}_gtFine_labelIds.png", i)  # fmt: skip
+                # the other files beside each mask match no rule and are not read
+                Image.new("RGB", (32, 24)).save(
+                    root / "gtFine" / split / city / f"{stem}_gtFine_color.png"
+                )
+    pairs = find_pairs(root, None, "leftImg8bit", "gtFine", None, "{id}_leftImg8bit",
+                       "{id}_gtFine_labelIds")  # fmt: skip
+    assert len(pairs) == 6 and {p.split for p in pairs} == {"train", "val"}
+    first = pairs[0]
+    assert first.name == "train/aachen/aachen_000000_000019_leftImg8bit.png"
+    assert first.label.name == "aachen_000000_000019_gtFine_labelIds.png"
+    assert first.label.parent.name == "aachen" and first.group == "aachen"
+    assert first.stem == "aachen/aachen_000000_000019_leftImg8bit"
+
+
+def test_drawn_splits_keep_each_patient_whole(tmp_path, caplog):
+    root = patient_folders(tmp_path / "slices")
+    with caplog.at_level(logging.INFO, logger="segnet.data.splits"):
+        dm = prepared(root, val_fraction=0.2, test_fraction=0.2, **TWO)
+    names = dm.split_names()
+    patients = {s: {n.split("/")[0] for n in names[s]} for s in ("train", "val", "test")}
+    assert all(len(names[s]) == 4 * len(patients[s]) for s in patients)  # whole patients
+    assert not patients["train"] & patients["val"] and not patients["train"] & patients["test"]
+    assert not patients["val"] & patients["test"]
+    assert len(patients["val"]) == len(patients["test"]) == 1  # the fractions count patients
+    assert "drawn by group" in caplog.text and "6 groups" in caplog.text
+    # the same names in every patient are told apart by their subfolder
+    assert len(set(dm.case_names())) == 24 and "p0/0.png" in dm.case_names()
+
+
+def test_splits_drawn_image_by_image_where_asked(tmp_path):
+    root = patient_folders(tmp_path / "slices")
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2, group_splits=False, **TWO)
+    names = dm.split_names()
+    in_train = {n.split("/")[0] for n in names["train"]}
+    assert in_train & {n.split("/")[0] for n in names["test"]}  # seed 0 mixes patients
+
+
+def test_predictions_follow_the_subfolder(tmp_path):
+    root = patient_folders(tmp_path / "slices", patients=3, slices=2)
+    dm = prepared(root, test_fraction=0.34, val_fraction=0.34, **TWO)
+    dm.setup("test")
+    (tested,) = {n.split("/")[0] for n in dm.split_names()["test"]}
+    out = tmp_path / "predictions"
+    for i in range(len(dm.datasets["test"])):
+        dm.save_prediction(torch.zeros(24, 32, dtype=torch.long), i, out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.png")) == [
+        f"{tested}/0.png", f"{tested}/0_color.png", f"{tested}/1.png", f"{tested}/1_color.png"
+    ]  # fmt: skip
+
+
+def test_hidden_files_are_not_images(tmp_path):
+    root = patient_folders(tmp_path / "d", patients=2, slices=2)
+    for junk in ("__MACOSX/p0/._0.png", ".ipynb_checkpoints/0-checkpoint.png", "p0/._1.png"):
+        path = root / "images" / junk
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\x00\x05\x16\x07 not a picture")
+    pairs = find_pairs(root, None)
+    assert sorted(p.name for p in pairs) == ["p0/0.png", "p0/1.png", "p1/0.png", "p1/1.png"]
+
+
+def test_a_mask_in_another_subfolder_is_named(tmp_path):
+    root = patient_folders(tmp_path / "d", patients=2, slices=2)
+    (root / "masks" / "p1" / "1.png").rename(root / "masks" / "p0" / "7.png")
+    with pytest.raises(ImageDataError, match=r"p0/7\.png has no image.*1 mask\(s\)"):
+        find_pairs(root, None)
+
+
+def test_two_folders_for_one_split_are_refused(tmp_path):
+    for split in ("val", "validation"):
+        write_pair(tmp_path / split / "images" / "0.png", tmp_path / split / "labels" / "0.png", 0)
+    with pytest.raises(ImageDataError, match="both val/ and validation/"):
+        find_pairs(tmp_path, None)
+
+
+def test_a_csv_group_column_keeps_each_group_whole(tmp_path):
+    rows = ["image,label,group"]
+    for k in range(5):
+        for n in range(3):
+            image, mask = tmp_path / f"i{k}_{n}.png", tmp_path / f"m{k}_{n}.png"
+            write_pair(image, mask, seed=10 * k + n)
+            rows.append(f"{image.name},{mask.name},patient{k}")
+    (tmp_path / "cases.csv").write_text("\n".join(rows) + "\n")
+    dm = prepared(None, csv=str(tmp_path / "cases.csv"), val_fraction=0.2, test_fraction=0.2,
+                  **TWO)  # fmt: skip
+    names = dm.split_names()
+    group_of = {f"i{k}_{n}.png": k for k in range(5) for n in range(3)}
+    held = [{group_of[n] for n in names[s]} for s in ("train", "val", "test")]
+    assert sum(len(h) for h in held) == 5 and len(set().union(*held)) == 5
+
+
+def test_groups_split_by_fraction_and_fold_of_groups():
+    names = [f"{g}_{i}" for g in "abcdefghij" for i in range(3)]
+    groups = [n[0] for n in names]
+    a = split_groups(names, groups, val_fraction=0.2, test_fraction=0.2, seed=1)
+    assert a == split_groups(names, groups, val_fraction=0.2, test_fraction=0.2, seed=1)
+    assert len(a["test"]) == len(a["val"]) == 6 and len(a["train"]) == 18  # 2, 2, 6 groups
+    folds = [
+        split_groups(names, groups, val_fraction=0, test_fraction=0, seed=1, fold=f, num_folds=5)
+        for f in range(5)
+    ]
+    for f in folds:
+        assert {groups[i] for i in f["val"]}.isdisjoint({groups[i] for i in f["train"]})
+    assert sorted(i for f in folds for i in f["val"]) == list(range(30))
+    with pytest.raises(ValueError, match=r"only 10 group\(s\) are left"):
+        split_groups(names, groups, val_fraction=0, test_fraction=0, seed=1, fold=0, num_folds=11)
+
+
+@pytest.mark.parametrize("groups", [["a"] * 6, list("abcdef"), None])
+def test_one_group_or_none_draws_case_by_case(groups):
+    names = [str(i) for i in range(6)]
+    drawn = given_or_drawn(names, [None] * 6, "test", groups, val_fraction=0.34,
+                           test_fraction=0.0, seed=0, fold=None, num_folds=5)  # fmt: skip
+    assert len(drawn["val"]) == 2 and len(drawn["train"]) == 4
+
+
+def test_val_drawn_from_a_given_train_split_keeps_groups_whole():
+    names = [f"{g}{i}" for g in "abcd" for i in range(2)] + ["t0", "t1"]
+    given = ["train"] * 8 + ["test"] * 2
+    drawn = given_or_drawn(names, given, "test", [n[0] for n in names], val_fraction=0.25,
+                           test_fraction=0.0, seed=0, fold=None, num_folds=5)  # fmt: skip
+    assert drawn["test"] == [8, 9] and len(drawn["val"]) == 2
+    assert names[drawn["val"][0]][0] == names[drawn["val"][1]][0]
