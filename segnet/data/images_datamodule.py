@@ -352,20 +352,17 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.set_regions(regions, regions_class_order, class_names)
         check_class_weights(class_weights, len(class_names) if class_names else None,
                             class_weights_power)  # fmt: skip
-        self.color_mode = color_mode
         self.mean, self.std = (list(v) if v is not None else None for v in (mean, std))
         self.patch_size = tuple(size) if size else None
-        self.max_patch = max_patch
+        self.color_mode, self.max_patch = color_mode, max_patch
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.given_batch, self.batch_pixels = batch_size, batch_pixels
         self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
         self.foreground_ratio, self.intensity = foreground_ratio, intensity
-        self.flip_axes = check_flip(flip, IMAGE_AXES)
-        self.scale = tuple(scale)
+        self.flip_axes, self.scale = check_flip(flip, IMAGE_AXES), tuple(scale)
         self.class_weights_option = class_weights
         self.class_weights_power = float(class_weights_power)
-        self.num_workers, self.pin_memory = num_workers, pin_memory
-        self.split = split
+        self.num_workers, self.pin_memory, self.split = num_workers, pin_memory, split
         self.split_args = split_settings(
             val_fraction, test_fraction, seed, fold, num_folds, group_splits
         )
