@@ -182,6 +182,7 @@ def folder_pairs(
     image_name: str,
     label_name: str,
     split: str | None = None,
+    skip_unlabelled: bool = False,
 ) -> list[Pair]:
     """The pairs of ``root``'s image and mask folders; where those hold split folders
     (``images/training/``, ``annotations/training/``), the pairs of each, in its split."""
@@ -193,13 +194,13 @@ def folder_pairs(
             f"{root}: expected an image folder ({'/, '.join(IMAGE_DIRS)}/) and a mask folder "
             f"({'/, '.join(LABEL_DIRS)}/), or train/ val/ test/ holding them; it has "
             f"{', '.join(have) or 'no folders'}. Name them with data.image_dir= and "
-            "data.label_dir=, or list the pairs in a CSV (data.csv=)."
+            "data.label_dir=, or list the pairs in a CSV (data.csv=)." + side_by_side_hint(root)
         )
     rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
     names = (image_name, label_name)
     inner = split_folders(images) if split is None else {}
     if not inner:
-        return paired(images, labels, rois, *names, split)
+        return paired(images, labels, rois, *names, split, skip_unlabelled)
     pairs = []
     mask_splits = split_folders(labels)
     roi_splits = split_folders(rois) if rois else {}
@@ -211,10 +212,21 @@ def folder_pairs(
             )  # fmt: skip
             continue
         pairs += paired(folder, mask_splits[inner_split], roi_splits.get(inner_split), *names,
-                        inner_split)  # fmt: skip
+                        inner_split, skip_unlabelled)  # fmt: skip
     if not pairs:
         raise ImageDataError(f"{labels}: no split folder ({', '.join(inner)}) holds masks.")
     return pairs
+
+
+def side_by_side_hint(root: Path) -> str:
+    """Where ``root`` holds images (in it or below), how to read masks kept beside them."""
+    if not root.is_dir() or not files_below(root):
+        return ""
+    return (
+        " Where each mask lies beside its image (scan_1.tif and scan_1_mask.tif, in one "
+        "folder or one per patient): data.image_dir=. data.label_dir=. and data.label_name "
+        "set to the rule that names a mask ('data.label_name={id}_mask')."
+    )
 
 
 def paired(
@@ -224,13 +236,24 @@ def paired(
     image_name: str,
     label_name: str,
     split: str | None,
+    skip_unlabelled: bool = False,
 ) -> list[Pair]:
     """Each image of ``images`` (or a folder below it) with the mask of the same name
     rule in the same place under ``labels`` (or one mask per class: a folder of them for
-    each class under ``labels``)."""
+    each class under ``labels``). With ``skip_unlabelled``, an image without a mask is
+    left out (counted in a warning) rather than refused."""
     image_re = name_pattern(image_name, "data.image_name")
     label_re = name_pattern(label_name, "data.label_name")
-    by_id = keyed(files_below(images), image_re, images, "data.image_name")
+    found = files_below(images)
+    if images.resolve() == labels.resolve():  # scan_1.tif beside scan_1_mask.tif
+        if image_name == label_name:
+            raise ImageDataError(
+                f"{images} holds the images and the masks: set data.label_name to the rule "
+                "that names a mask after its image (e.g. '{id}_mask'), so that they are told "
+                "apart."
+            )
+        found = [f for f in found if not label_re.match(f.stem)]  # a mask is not an image
+    by_id = keyed(found, image_re, images, "data.image_name")
     roi_masks = keyed(files_below(rois), image_re, rois, "data.image_name") if rois else {}
     if not by_id:
         raise ImageDataError(
@@ -250,14 +273,19 @@ def paired(
     ids = sorted(by_id, key=lambda k: by_id[k].relative_to(images).as_posix())
     class_dirs = class_mask_folders(labels) if image_files(images) else []
     if class_dirs:  # one mask per class: a folder of masks for each class
-        per_class = {}
+        per_class, skipped = {}, set()
         for folder in class_dirs:
             per_class[folder.name] = keyed(image_files(folder), label_re, folder, "data.label_name")
-            check_paired(images, folder, by_id, per_class[folder.name], image_name, label_name)
-        return [pair(k, None, tuple((c, masks[k]) for c, masks in per_class.items())) for k in ids]
+            skipped |= check_paired(images, folder, by_id, per_class[folder.name], image_name,
+                                    label_name, skip_unlabelled)  # fmt: skip
+        return [
+            pair(k, None, tuple((c, masks[k]) for c, masks in per_class.items()))
+            for k in ids
+            if k not in skipped
+        ]
     masks = keyed(files_below(labels), label_re, labels, "data.label_name")
-    check_paired(images, labels, by_id, masks, image_name, label_name)
-    return [pair(k, masks[k]) for k in ids]
+    skipped = check_paired(images, labels, by_id, masks, image_name, label_name, skip_unlabelled)
+    return [pair(k, masks[k]) for k in ids if k not in skipped]
 
 
 def class_mask_folders(labels: Path) -> list[Path]:
@@ -277,8 +305,10 @@ def check_paired(
     masks: dict[str, Path],
     image_name: str,
     label_name: str,
-) -> None:
-    """Every image of ``images`` has its mask in ``labels`` and every mask its image."""
+    skip_unlabelled: bool = False,
+) -> set[str]:
+    """Every image of ``images`` has its mask in ``labels`` and every mask its image; with
+    ``skip_unlabelled``, the images without a mask are said and returned (to leave out)."""
     if masks and not set(masks) & set(by_id):
         raise ImageDataError(unpaired_message(images, labels, by_id, masks))
     lonely_masks = sorted(set(masks) - set(by_id))
@@ -291,14 +321,22 @@ def check_paired(
             "data.label_name to the rule that pairs their names."
         )
     unlabelled = sorted(set(by_id) - set(masks))
-    if unlabelled:
+    if unlabelled and skip_unlabelled:
+        log.warning(
+            "%d of the %d images in %s have no mask in %s (e.g. %s): left out "
+            "(data.skip_unlabelled=true)", len(unlabelled), len(by_id), images, labels,
+            by_id[unlabelled[0]].name,
+        )  # fmt: skip
+    elif unlabelled:
         path = by_id[unlabelled[0]]
         raise ImageDataError(
             f"image {path} has no mask in {labels} (looked for "
             f"{label_name.replace('{id}', unlabelled[0])}.*); {len(unlabelled)} image(s) in all "
             "have none. Add the masks, remove the images, or set data.label_name (e.g. "
-            "'{id}_mask') to the rule that pairs their names."
+            "'{id}_mask') to the rule that pairs their names; where only some images have "
+            "masks (Pascal VOC's JPEGImages/), data.skip_unlabelled=true leaves the others out."
         )
+    return set(unlabelled)
 
 
 def unpaired_message(
@@ -363,6 +401,7 @@ def find_pairs(
     roi_dir: str | None = None,
     image_name: str = "{id}",
     label_name: str = "{id}",
+    skip_unlabelled: bool = False,
 ) -> list[Pair]:
     """Every (image, mask) pair of the data, each with its given split if any."""
     if csv_file:
@@ -371,14 +410,15 @@ def find_pairs(
         pairs = []
         for split, folder in split_folders(root).items():
             pairs += folder_pairs(folder, image_dir, label_dir, roi_dir, image_name, label_name,
-                                  split)  # fmt: skip
+                                  split, skip_unlabelled)  # fmt: skip
     elif not root.is_dir():
         raise FileNotFoundError(
             f"data.root={root}: no such folder. Point data.root at the folder holding your "
             "images and masks, or data.csv at a CSV listing them."
         )
     else:
-        pairs = folder_pairs(root, image_dir, label_dir, roi_dir, image_name, label_name)
+        pairs = folder_pairs(root, image_dir, label_dir, roi_dir, image_name, label_name,
+                             None, skip_unlabelled)  # fmt: skip
     for pair in pairs:
         for what, path in (("image", pair.image), *(("mask", m) for m in pair.masks),
                            ("roi", pair.roi)):  # fmt: skip

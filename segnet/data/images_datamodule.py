@@ -280,7 +280,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         **SLIDING_WINDOW,
         **CLASS_WEIGHTS,
         **{k: ANY for k in ("image_dir", "label_dir", "roi_dir", "image_name", "label_name",
-                            "class_names", "label_values", "palette", "ignore_values",
+                            "skip_unlabelled", "class_names", "label_values", "palette", "ignore_values",
                             "color_mode")},
         "mean": MODEL,
         "std": MODEL,
@@ -300,6 +300,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         roi_dir: str | None = None,
         image_name: str = "{id}",
         label_name: str = "{id}",
+        skip_unlabelled: bool = False,
         class_names: Sequence[str] | None = None,
         label_values: Sequence | None = None,
         palette: Sequence[Sequence[int]] | None = None,
@@ -345,9 +346,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         check_batch(batch_size, patches_per_epoch, steps_per_epoch)
         scale, size = check_sampling(max_patch, foreground_ratio, scale, intensity, patch_size)
         check_normalization(mean, std)
-        self.root = Path(root).expanduser() if root else None
-        self.csv = csv
-        self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name)
+        self.root, self.csv = (Path(root).expanduser() if root else None), csv
+        self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
         self.set_classes(class_names, label_values, palette, ignore_values)
         self.set_regions(regions, regions_class_order, class_names)
         check_class_weights(class_weights, len(class_names) if class_names else None,
@@ -360,8 +360,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
         self.foreground_ratio, self.intensity = foreground_ratio, intensity
         self.flip_axes, self.scale = check_flip(flip, IMAGE_AXES), tuple(scale)
-        self.class_weights_option = class_weights
-        self.class_weights_power = float(class_weights_power)
+        self.class_weights_option, self.class_weights_power = class_weights, class_weights_power
         self.num_workers, self.pin_memory, self.split = num_workers, pin_memory, split
         self.split_args = split_settings(
             val_fraction, test_fraction, seed, fold, num_folds, group_splits
@@ -998,12 +997,19 @@ def layout(
     roi_dir: str | None,
     image_name: str,
     label_name: str,
-) -> dict[str, str | None]:
+    skip_unlabelled: bool = False,
+) -> dict[str, Any]:
     """Where the images, masks and regions of interest are, and how their names pair
-    (``{id}`` patterns, each checked)."""
+    (``{id}`` patterns, each checked); whether images without a mask are left out."""
     img.name_pattern(image_name, "data.image_name")
     img.name_pattern(label_name, "data.label_name")
+    if not isinstance(skip_unlabelled, bool):
+        raise ValueError(
+            f"data.skip_unlabelled={skip_unlabelled!r}: true (images without a mask are left "
+            "out) or false (they are refused, named)."
+        )
     return dict(
+        skip_unlabelled=skip_unlabelled,
         image_dir=image_dir,
         label_dir=label_dir,
         roi_dir=roi_dir,

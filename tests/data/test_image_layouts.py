@@ -182,3 +182,52 @@ def test_val_drawn_from_a_given_train_split_keeps_groups_whole():
                            test_fraction=0.0, seed=0, fold=None, num_folds=5)  # fmt: skip
     assert drawn["test"] == [8, 9] and len(drawn["val"]) == 2
     assert names[drawn["val"][0]][0] == names[drawn["val"][1]][0]
+
+
+def test_images_and_masks_in_one_folder_per_patient_lgg_style(tmp_path):
+    """Each patient's folder holds scan_<n>.tif beside scan_<n>_mask.tif."""
+    root = tmp_path / "kaggle_3m"
+    for k in range(3):
+        for n in range(2):
+            folder = root / f"TCGA_{k}"
+            write_pair(folder / f"TCGA_{k}_{n}.tif", folder / f"TCGA_{k}_{n}_mask.tif", 3 * k + n)
+    (root / "data.csv").write_text("patient,grade\n")  # a dataset's other files are not read
+    pairs = find_pairs(root, None, ".", ".", label_name="{id}_mask")
+    assert [p.name for p in pairs][:2] == ["TCGA_0/TCGA_0_0.tif", "TCGA_0/TCGA_0_1.tif"]
+    assert len(pairs) == 6 and all(p.label.stem == p.image.stem + "_mask" for p in pairs)
+    assert {p.group for p in pairs} == {"TCGA_0", "TCGA_1", "TCGA_2"}
+    with pytest.raises(ImageDataError, match="holds the images and the masks: set data.label_name"):
+        find_pairs(root, None, ".", ".")
+    with pytest.raises(FileNotFoundError, match=r"data.image_dir=\. data.label_dir=\. and"):
+        find_pairs(root, None)  # no images/ and masks/: the message says how to read these
+
+
+def test_images_without_masks_are_left_out_where_asked_voc_style(tmp_path, caplog):
+    """JPEGImages/ holds every photo, SegmentationClass/ masks for some: palette PNGs of
+    class numbers, 255 (the border) void."""
+    root = tmp_path / "VOC2012"
+    for i in range(6):
+        image, mask = (
+            root / "JPEGImages" / f"2007_{i}.jpg",
+            root / "SegmentationClass" / f"2007_{i}.png",
+        )
+        write_pair(image, mask, seed=i)
+        if i >= 4:
+            mask.unlink()  # photos for detection only
+            continue
+        label = Image.new("P", (32, 24))
+        label.putpalette([0, 0, 0, 128, 0, 0] + [0, 0, 0] * 253 + [224, 224, 192])
+        codes = blob_label(24, 32, i)
+        codes[0] = 255
+        label.putdata(codes.ravel().tolist())
+        label.save(mask)
+    layout = dict(image_dir="JPEGImages", label_dir="SegmentationClass")
+    with pytest.raises(ImageDataError, match="2 image.* have none.*data.skip_unlabelled=true"):
+        prepared(root, class_names=["background", "aeroplane"], ignore_values=[255], **layout)
+    with caplog.at_level(logging.WARNING, logger="segnet.data.images"):
+        dm = prepared(root, class_names=["background", "aeroplane"], ignore_values=[255],
+                      skip_unlabelled=True, val_fraction=0.25, test_fraction=0.25, **layout)  # fmt: skip
+    assert len(dm.case_names()) == 4 and "2 of the 6 images" in caplog.text
+    dm.setup("fit")
+    labels = torch.cat([it.label.ravel() for it in dm.load("train")])
+    assert set(labels.unique().tolist()) == {0, 1, 2}  # 2: void, the border
