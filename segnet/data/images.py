@@ -198,7 +198,8 @@ def folder_pairs(
         )
     rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
     names = (image_name, label_name)
-    inner = split_folders(images) if split is None else {}
+    # split folders inside the image folder, where it holds them and no images itself
+    inner = split_folders(images) if split is None and not image_files(images) else {}
     if not inner:
         return paired(images, labels, rois, *names, split, skip_unlabelled)
     pairs = []
@@ -406,7 +407,9 @@ def find_pairs(
     """Every (image, mask) pair of the data, each with its given split if any."""
     if csv_file:
         pairs = csv_pairs(Path(csv_file).expanduser())
-    elif split_folders(root):
+    elif split_folders(root) and not any(
+        (root / d).is_dir() for d in ([image_dir] if image_dir else IMAGE_DIRS)
+    ):  # train/ val/ test/ folders, each with its images and masks
         pairs = []
         for split, folder in split_folders(root).items():
             pairs += folder_pairs(folder, image_dir, label_dir, roi_dir, image_name, label_name,

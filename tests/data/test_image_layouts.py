@@ -231,3 +231,17 @@ def test_images_without_masks_are_left_out_where_asked_voc_style(tmp_path, caplo
     dm.setup("fit")
     labels = torch.cat([it.label.ravel() for it in dm.load("train")])
     assert set(labels.unique().tolist()) == {0, 1, 2}  # 2: void, the border
+
+
+def test_a_split_named_folder_beside_the_images_is_not_a_split(tmp_path):
+    """A flat folder keeps its images and masks whatever other folders sit beside or
+    among them (a run's training/ logs, an images/test/ of unlabelled photos)."""
+    root = patient_folders(tmp_path / "d", patients=1, slices=3)
+    for name in ("0.png", "1.png", "2.png"):  # flat: images/<n>.png, masks/<n>.png
+        (root / "images" / "p0" / name).rename(root / "images" / name)
+        (root / "masks" / "p0" / name).rename(root / "masks" / name)
+    (root / "training").mkdir()
+    write_pair(root / "images" / "test" / "9.png", root / "masks" / "test" / "9.png", 9)
+    pairs = find_pairs(root, None)
+    assert [p.name for p in pairs] == ["0.png", "1.png", "2.png", "test/9.png"]
+    assert {p.split for p in pairs} == {None} and pairs[-1].group == "test"
