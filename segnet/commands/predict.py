@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     check_device(args.device)
     # every input is checked before the model is loaded or anything predicted, so a bad
     # one never leaves the folder half written
-    inputs = expand_inputs(args.inputs)
+    inputs = expand_inputs(args.inputs, Path(args.out))
     check_outputs(inputs, Path(args.out), args.save_probabilities)
     check_inputs_decode([item for item, _ in inputs])
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback

@@ -23,6 +23,7 @@ from segnet.data import images as own_images
 from segnet.data import nifti
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
+from segnet.data.image_pairs import folders_below
 from segnet.data.info import WINDOW_BLENDING, DataInfo, sliding_window_steps, voxel_size_warning
 from segnet.data.palette import colorize
 
@@ -339,14 +340,16 @@ def input_files(folder: Path) -> list[Path]:
     return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
 
 
-def input_files_below(folder: Path) -> list[Path]:
-    """:func:`input_files` of every folder below ``folder``, hidden ones (a zip's
-    ``__MACOSX/``) left out, in path order."""
-    found = []
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
-        if not sub.name.startswith((".", "__MACOSX")):
-            found += input_files(sub) + input_files_below(sub)
-    return sorted(found)
+def input_files_below(folder: Path, leave_out: Path | None = None) -> list[Path]:
+    """:func:`input_files` of every folder below ``folder`` (hidden ones left out, each
+    once: :func:`~segnet.data.image_pairs.folders_below`), ``leave_out`` and what is below
+    it left out (the output folder, where it is inside), in path order."""
+    skip = leave_out.resolve() if leave_out is not None else None
+    folders = [
+        d for d in folders_below(folder)
+        if skip is None or (d.resolve() != skip and skip not in d.resolve().parents)
+    ]  # fmt: skip
+    return sorted(f for d in folders for f in input_files(d))
 
 
 def decode_whole(path: Path) -> None:

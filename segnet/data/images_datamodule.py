@@ -26,6 +26,7 @@ from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
+from segnet.data.image_pairs import name_pattern
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
 from segnet.data.palette import colorize, label_palette
@@ -36,6 +37,7 @@ from segnet.data.settings import (
     DRAWN_SPLITS,
     MODEL,
     SLIDING_WINDOW,
+    SWITCH,
     TRAINING,
     WHERE_AND_HOW_FAST,
 )  # fmt: skip
@@ -279,8 +281,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         **DRAWN_SPLITS,
         **SLIDING_WINDOW,
         **CLASS_WEIGHTS,
+        "skip_unlabelled": SWITCH,
         **{k: ANY for k in ("image_dir", "label_dir", "roi_dir", "image_name", "label_name",
-                            "skip_unlabelled", "class_names", "label_values", "palette", "ignore_values",
+                            "class_names", "label_values", "palette", "ignore_values",
                             "color_mode")},
         "mean": MODEL,
         "std": MODEL,
@@ -900,16 +903,22 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         ``<image name>_color.png``, each class in its colour (``data.palette``, or the
         panels' colours), to look at: what ``segnet.predict`` writes too. An image in a
         subfolder has its predictions in the same subfolder of ``out_dir``."""
-        name = self.pairs[self.splits[self.split][index]].stem
+        name = self.output_stem(index)
         dtype = np.uint8 if len(self._class_names) <= 256 else np.uint16
         mask = pred.numpy().astype(dtype)
         write_image(out_dir / f"{name}.png", mask)
         write_image(out_dir / f"{name}_color.png", colorize(mask, self.info().palette))
 
+    def output_stem(self, index: int) -> str:
+        """What the predictions of the ``index``-th image tested are named after: its path
+        in its split's image folder; with ``data.split=all``, under its split's name too
+        (train/0 and test/0 written into one folder)."""
+        return self.pairs[self.splits[self.split][index]].output_stem(self.split == "all")
+
     def save_probabilities(self, probs: torch.Tensor, index: int, out_dir: Path) -> None:
         """``<image name>_probabilities.npz``: (classes, H, W) float32 at the image's size
         (a region network's: (regions, H, W), each region's sigmoid)."""
-        name = self.pairs[self.splits[self.split][index]].stem
+        name = self.output_stem(index)
         write_probabilities(out_dir / f"{name}_probabilities.npz", probs.float().numpy(),
                             self.info().output_names)  # fmt: skip
 
@@ -1001,8 +1010,8 @@ def layout(
 ) -> dict[str, Any]:
     """Where the images, masks and regions of interest are, and how their names pair
     (``{id}`` patterns, each checked); whether images without a mask are left out."""
-    img.name_pattern(image_name, "data.image_name")
-    img.name_pattern(label_name, "data.label_name")
+    name_pattern(image_name, "data.image_name")
+    name_pattern(label_name, "data.label_name")
     if not isinstance(skip_unlabelled, bool):
         raise ValueError(
             f"data.skip_unlabelled={skip_unlabelled!r}: true (images without a mask are left "

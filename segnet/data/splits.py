@@ -91,17 +91,10 @@ def given_or_drawn(
     (or the fold). Some given and others not is refused, naming ``where``. Where
     ``groups`` names each case's group (a patient, a subfolder), a drawn split takes whole
     groups (:func:`split_groups`) unless ``group_splits`` is false."""
-    keys = group_keys(names, groups) if split_args.pop("group_splits", True) else None
-    if keys is None:
+    if not split_args.pop("group_splits", True):
         groups = None
-    elif not all(given) or "val" not in given:
-        log.info(
-            "splits of %s drawn by group (an image's subfolder, a CSV's group column): %d "
-            "groups, each whole in one split (data.group_splits=false draws cases one by one)",
-            where, len(set(keys)),
-        )  # fmt: skip
     if not any(given):
-        return split_groups(names, groups, **split_args)
+        return split_groups(names, groups, where, **split_args)
     if not all(given):
         raise ValueError(
             f"{where}: some cases name a split and others do not; give every case a split "
@@ -114,6 +107,7 @@ def given_or_drawn(
         drawn = split_groups(
             [names[i] for i in train],
             [groups[i] for i in train] if groups else None,
+            f"the train split of {where}",
             **{**split_args, "test_fraction": 0.0},
         )
         splits["val"] = [train[i] for i in drawn["val"]]
@@ -123,17 +117,31 @@ def given_or_drawn(
 
 
 def split_groups(
-    names: Sequence[str], groups: Sequence[str | None] | None, **split_args
+    names: Sequence[str], groups: Sequence[str | None] | None, where: str = "", **split_args
 ) -> dict[str, list[int]]:
     """:func:`split_cases` over groups rather than cases where ``groups`` gives two or more:
     the images of one patient (or one subfolder) land in one split, so no score is made on
     a neighbour of what was trained on. The fractions and folds count groups, drawn in the
-    order of their names."""
+    order of their names; said in the log, with a warning where a split a fraction asks
+    for gets no group (too few of them)."""
     keys = group_keys(names, groups)
     if keys is None:
         return split_cases(names, **split_args)
     unique = sorted(set(keys))
     drawn = split_cases(unique, **split_args, unit="group")
+    counts = {split: len(drawn[split]) for split in SPLITS}
+    log.info(
+        "splits of %s drawn by group (an image's subfolder, a CSV's group column), each "
+        "whole in one split: %s of %d groups (data.group_splits=false draws case by case)",
+        where, ", ".join(f"{n} {s}" for s, n in counts.items()), len(unique),
+    )  # fmt: skip
+    if split_args.get("test_fraction") and not counts["test"]:
+        log.warning(
+            "data.test_fraction=%s of %d groups is no group: %s has no test split (the "
+            "run tests on val, which chose its checkpoint); add groups, raise "
+            "data.test_fraction, or set data.group_splits=false",
+            split_args["test_fraction"], len(unique), where,
+        )  # fmt: skip
     split_of = {unique[i]: split for split in SPLITS for i in drawn[split]}
     splits = {split: [i for i, k in enumerate(keys) if split_of[k] == split] for split in SPLITS}
     return {**splits, "all": list(range(len(names)))}

@@ -46,19 +46,20 @@ def agreed_postprocessing(models: list, paths: list) -> Postprocessing | None:
     return None
 
 
-def expand_inputs(items: list[str]) -> list[tuple[Path, Path]]:
+def expand_inputs(items: list[str], out: Path | None = None) -> list[tuple[Path, Path]]:
     """The files to predict, each with the subfolder of the output folder its masks go
     to: each file as given, and each folder's images (PNG, JPEG) and NIfTI volumes, not
     its subfolders nor hidden files (a copy tool's ``._scan.nii.gz``), into the output
     folder itself. A folder that holds no inputs but subfolders that do (a folder per
     city or patient, as training reads them) stands for theirs, each subfolder's masks
-    in the same subfolder of the output. Refused, before any model loads: a path that
-    does not exist, a folder with none."""
+    in the same subfolder of the output, ``out`` itself left out (an earlier run's masks
+    are no inputs). Refused, before any model loads: a path that does not exist, a folder
+    with none."""
     files: list[tuple[Path, Path]] = []
     missing = []
     for item in map(Path, items):
         if item.is_dir():
-            found = formats.input_files(item) or formats.input_files_below(item)
+            found = formats.input_files(item) or formats.input_files_below(item, out)
             if not found:
                 raise SystemExit(
                     f"{item}: a folder with no images (.png, .jpg) or NIfTI volumes (.nii, "

@@ -152,6 +152,7 @@ def test_class_masks_that_cannot_combine_are_refused_naming_the_file(tmp_path, b
             find_pairs(root, str(root / "b.csv"))
         return
     elif breakage == "split_kinds":
+        root = tmp_path / "splits"  # train/ and test/ alone: an images/ beside them would win
         for split in ("train", "test"):
             class_folders(root / split, n=3)
         shutil.rmtree(root / "test/masks/artery")

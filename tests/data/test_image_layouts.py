@@ -6,6 +6,7 @@ and tested on."""
 from __future__ import annotations
 
 import logging
+import shutil
 
 import numpy as np
 import pytest
@@ -43,7 +44,7 @@ def test_split_folders_inside_the_image_and_mask_folders_ade20k_style(tmp_path, 
             write_pair(root / "images" / split / f"ADE_{split}_{i}.jpg",
                        root / "annotations" / split / f"ADE_{split}_{i}.png", seed=i)  # fmt: skip
     write_pair(root / "images" / "testing" / "ADE_test_0.jpg", tmp_path / "elsewhere.png", 0)
-    with caplog.at_level(logging.WARNING, logger="segnet.data.images"):
+    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
         dm = prepared(root, **TWO)
     names = dm.split_names()
     assert names["train"] == [f"train/ADE_training_{i}.jpg" for i in range(5)]
@@ -71,7 +72,8 @@ def test_subfolders_pair_with_the_same_subfolders_cityscapes_style(tmp_path):
     assert first.name == "train/aachen/aachen_000000_000019_leftImg8bit.png"
     assert first.label.name == "aachen_000000_000019_gtFine_labelIds.png"
     assert first.label.parent.name == "aachen" and first.group == "aachen"
-    assert first.stem == "aachen/aachen_000000_000019_leftImg8bit"
+    assert first.output_stem() == "aachen/aachen_000000_000019_leftImg8bit"
+    assert first.output_stem(keep_split=True) == "train/" + first.output_stem()
 
 
 def test_drawn_splits_keep_each_patient_whole(tmp_path, caplog):
@@ -224,7 +226,7 @@ def test_images_without_masks_are_left_out_where_asked_voc_style(tmp_path, caplo
     layout = dict(image_dir="JPEGImages", label_dir="SegmentationClass")
     with pytest.raises(ImageDataError, match="2 image.* have none.*data.skip_unlabelled=true"):
         prepared(root, class_names=["background", "aeroplane"], ignore_values=[255], **layout)
-    with caplog.at_level(logging.WARNING, logger="segnet.data.images"):
+    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
         dm = prepared(root, class_names=["background", "aeroplane"], ignore_values=[255],
                       skip_unlabelled=True, val_fraction=0.25, test_fraction=0.25, **layout)  # fmt: skip
     assert len(dm.case_names()) == 4 and "2 of the 6 images" in caplog.text
@@ -233,15 +235,123 @@ def test_images_without_masks_are_left_out_where_asked_voc_style(tmp_path, caplo
     assert set(labels.unique().tolist()) == {0, 1, 2}  # 2: void, the border
 
 
-def test_a_split_named_folder_beside_the_images_is_not_a_split(tmp_path):
+def test_a_folder_of_images_is_read_alone_as_before(tmp_path, caplog):
     """A flat folder keeps its images and masks whatever other folders sit beside or
-    among them (a run's training/ logs, an images/test/ of unlabelled photos)."""
+    among them (a run's training/ logs, an images/test/ of unlabelled photos, thumbs/)."""
     root = patient_folders(tmp_path / "d", patients=1, slices=3)
     for name in ("0.png", "1.png", "2.png"):  # flat: images/<n>.png, masks/<n>.png
         (root / "images" / "p0" / name).rename(root / "images" / name)
         (root / "masks" / "p0" / name).rename(root / "masks" / name)
     (root / "training").mkdir()
-    write_pair(root / "images" / "test" / "9.png", root / "masks" / "test" / "9.png", 9)
+    write_pair(root / "images" / "test" / "9.png", tmp_path / "unlabelled.png", 9)
+    write_pair(root / "images" / "thumbs" / "0.png", root / "masks" / "colour" / "0.png", 9)
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        pairs = find_pairs(root, None)
+    assert [p.name for p in pairs] == ["0.png", "1.png", "2.png"]
+    assert {p.split for p in pairs} == {None} and {p.group for p in pairs} == {None}
+    assert "its subfolders (test/, thumbs/) are not read" in caplog.text
+
+
+def test_a_link_back_up_the_tree_is_followed_once(tmp_path):
+    root = patient_folders(tmp_path / "d", patients=2, slices=2)
+    for folder in ("images", "masks"):
+        (root / folder / "p0" / "up").symlink_to(root / folder, target_is_directory=True)
+        (root / folder / "p1" / "again").symlink_to(root / folder, target_is_directory=True)
+    assert [p.name for p in find_pairs(root, None)] == ["p0/0.png", "p0/1.png", "p1/0.png",
+                                                        "p1/1.png"]  # fmt: skip
+
+
+def test_a_patient_named_like_a_split_is_a_patient(tmp_path):
+    root = patient_folders(tmp_path / "d", patients=2, slices=2)
+    write_pair(root / "images" / "Val" / "0.png", root / "masks" / "Val" / "0.png", 5)
     pairs = find_pairs(root, None)
-    assert [p.name for p in pairs] == ["0.png", "1.png", "2.png", "test/9.png"]
-    assert {p.split for p in pairs} == {None} and pairs[-1].group == "test"
+    assert {p.group for p in pairs} == {"p0", "p1", "Val"} and {p.split for p in pairs} == {None}
+
+
+def test_the_group_is_the_first_subfolder(tmp_path):
+    """patient/series/slice: one patient's series are one group."""
+    for k, series in ((0, "t1"), (0, "t2"), (1, "t1"), (2, "t1")):
+        for n in range(2):
+            rel = f"patient{k}/{series}/{n}.png"
+            write_pair(tmp_path / "images" / rel, tmp_path / "masks" / rel, seed=k + n)
+    pairs = find_pairs(tmp_path, None)
+    assert [p.group for p in pairs][:4] == ["patient0"] * 4 and len(pairs) == 8
+
+
+def test_too_few_groups_for_a_test_split_is_said(tmp_path, caplog):
+    root = patient_folders(tmp_path / "d", patients=3, slices=2)
+    with caplog.at_level(logging.INFO, logger="segnet.data.splits"):
+        dm = prepared(root, **TWO)  # 0.15 of 3 groups: none to test on
+    assert dm.split_names()["test"] == [] and len(dm.split_names()["val"]) == 2
+    assert "1 val, 0 test of 3 groups" in caplog.text
+    assert "no test split (the run tests on val" in caplog.text
+
+
+def test_one_region_of_interest_folder_serves_every_split_folder(tmp_path):
+    root = tmp_path / "d"
+    (root / "fov").mkdir(parents=True)
+    for split in ("training", "validation"):
+        write_pair(
+            root / "images" / split / f"{split}.png", root / "masks" / split / f"{split}.png", 1
+        )
+        Image.new("L", (32, 24), 255).save(root / "fov" / f"{split}.png")
+    pairs = find_pairs(root, None)
+    assert [p.roi.name for p in pairs] == ["training.png", "validation.png"]
+
+
+def test_an_unlabelled_split_folder_at_the_root_is_left_out(tmp_path, caplog):
+    write_pair(
+        tmp_path / "training" / "images" / "0.png", tmp_path / "training" / "labels" / "0.png", 0
+    )
+    write_pair(tmp_path / "testing" / "images" / "1.png", tmp_path / "elsewhere.png", 1)
+    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
+        pairs = find_pairs(tmp_path, None)
+    assert [p.name for p in pairs] == [
+        "train/0.png"
+    ] and "testing has images and no mask" in caplog.text
+
+
+def test_masks_in_other_subfolders_than_their_images_are_said_so(tmp_path):
+    root = patient_folders(tmp_path / "d", patients=2, slices=2)
+    shutil.rmtree(root / "masks")
+    for n in range(2):  # the masks of p0 flat in masks/
+        write_pair(tmp_path / "x.png", root / "masks" / f"{n}.png", n)
+    with pytest.raises(ImageDataError, match=r"names match but not their subfolders \(e.g. p0/0"):
+        find_pairs(root, None)
+
+
+def test_images_beside_masks_named_by_the_image_rule(tmp_path):
+    for n in range(2):
+        write_pair(tmp_path / "all" / f"{n}_img.png", tmp_path / "all" / f"{n}.png", n)
+    pairs = find_pairs(tmp_path, None, "all", "all", image_name="{id}_img", label_name="{id}")
+    assert [(p.image.name, p.label.name) for p in pairs] == [("0_img.png", "0.png"),
+                                                             ("1_img.png", "1.png")]  # fmt: skip
+
+
+def test_no_image_with_a_mask_is_refused_even_when_skipping(tmp_path):
+    write_pair(tmp_path / "images" / "0.png", tmp_path / "elsewhere.png", 0)
+    (tmp_path / "labels").mkdir()
+    with pytest.raises(ImageDataError, match="no image in .* has a mask"):
+        find_pairs(tmp_path, None, skip_unlabelled=True)
+
+
+def test_a_checkpoint_from_before_groups_draws_its_splits_case_by_case_again(monkeypatch):
+    """A run from before drawn splits kept groups whole (its data config has no
+    group_splits) is evaluated on the cases it was tested on: drawn one by one."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from segnet.commands.evaluate import data_config
+    from segnet.data.images_datamodule import ImageFolderDataModule
+
+    # what the checkpoint's dataset description fixes (normalisation) is not asked here
+    monkeypatch.setattr(ImageFolderDataModule, "settings_from_info", lambda info: {})
+    trained = {"_target_": "segnet.data.images_datamodule.ImageFolderDataModule", "root": "d",
+               "class_names": ["background", "disc"]}  # fmt: skip
+    module = SimpleNamespace(hparams={"data_cfg": trained}, data_info=None)
+    cfg = OmegaConf.create({"data": {"root": None, "split": None}})
+    data_cfg, _, _ = data_config(cfg, module, "old.ckpt")
+    assert data_cfg.group_splits is False
+    module.hparams["data_cfg"] = {**trained, "group_splits": True}
+    assert data_config(cfg, module, "new.ckpt")[0].group_splits is True

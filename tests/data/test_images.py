@@ -405,7 +405,7 @@ def test_training_statistics_are_cached_until_a_file_changes(tmp_path, monkeypat
 def test_a_spreadsheets_csv_of_images_reads_as_meant(tmp_path):
     """The one case-list reader: a byte-order mark and spaces around names and cells are
     not part of them, for images as for volumes."""
-    from segnet.data.images import csv_pairs
+    from segnet.data.image_pairs import csv_pairs
 
     table = tmp_path / "cases.csv"
     table.write_text("\ufeffimage , label ,split\n a.png , masks/a.png , val \n\nb.png,b_m.png,\n")

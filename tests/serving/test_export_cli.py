@@ -496,6 +496,11 @@ def test_a_folder_of_subfolders_expands_to_theirs_in_the_same_subfolders(tmp_pat
     ]  # fmt: skip
     with pytest.raises(SystemExit, match="no images .* in it or below it"):
         expand_inputs([str(tmp_path / "test" / "__MACOSX")])
+    # an earlier run's masks written inside the folder are no inputs
+    (tmp_path / "test" / "pred" / "aachen").mkdir(parents=True)
+    (tmp_path / "test" / "pred" / "aachen" / "0.png").write_bytes(b"x")
+    again = expand_inputs([str(tmp_path / "test")], out=tmp_path / "test" / "pred")
+    assert sorted(p.as_posix() for p, _ in again) == sorted(p.as_posix() for p, _ in found)
 
 
 def test_predict_a_folder_of_volumes(exported_3d, tmp_path):

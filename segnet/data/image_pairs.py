@@ -1,0 +1,554 @@
+"""Finding a user's own 2D images and their masks (:func:`find_pairs`), in the layouts
+folders come in, with errors that name the folder and the setting.
+
+* a folder with an image folder and a mask folder (``images/`` + ``labels/`` or ``masks/``,
+  or ``data.image_dir`` / ``data.label_dir``), paired by name: ``data.image_name`` and
+  ``data.label_name`` are patterns with one ``{id}`` (``{id}_training`` and
+  ``{id}_manual1`` pair ``21_training.tif`` with ``21_manual1.gif``); extensions are
+  ignored; masks beside their images where both folders are one (``scan_1.tif`` and
+  ``scan_1_mask.tif``);
+* the same under ``train/``, ``val/`` and ``test/`` (or ``training/``, ``validation/``,
+  ...): given splits; or split folders inside the image folder (``images/training/`` with
+  ``annotations/training/``, as ADE20K lays them out);
+* an image folder that holds no images itself but subfolders of them
+  (``images/<patient>/<n>.png``, ``leftImg8bit/<city>/...``): each pairs with the same
+  subfolder of the mask folder, and its first folder is the image's group, which drawn
+  splits keep whole; an image folder that holds images reads them alone, as it always did;
+* a CSV with ``image`` and ``label`` columns, optional ``roi``, ``split`` and ``group``; a
+  relative path is relative to the CSV's folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+
+from segnet.data.case_table import read_case_table, resolve
+from segnet.data.errors import DataError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
+IMAGE_DIRS = ("images", "image", "imgs", "img")
+LABEL_DIRS = ("labels", "label", "masks", "mask", "annotations", "gt", "groundtruth")
+ROI_DIRS = ("roi", "rois", "fov")
+# a split's folder by its common names (ADE20K's training/ and validation/)
+SPLIT_FOLDERS = {
+    "train": ("train", "training"),
+    "val": ("val", "valid", "validation"),
+    "test": ("test", "testing"),
+}
+HIDDEN = (".", "__MACOSX")  # .ipynb_checkpoints/, ._0.png, a zip's __MACOSX/
+log = logging.getLogger(__name__)
+
+
+class ImageDataError(DataError):
+    """An image, a mask or the list of them cannot be used as it is."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    # the image's path in its image folder (``<group>/<file>``), under its split's name
+    # where a split folder holds it: the name splits.json lists and predictions follow
+    name: str
+    image: Path
+    label: Path | None
+    roi: Path | None = None
+    split: str | None = None  # a given split (folder or CSV column); None: drawn
+    # one mask per class instead of ``label``: (class, mask) in the outputs' order
+    class_masks: tuple[tuple[str, Path], ...] = ()
+    # the first subfolder the image sits in, or a CSV's group column: drawn splits keep a
+    # group's images together (one patient's slices are never both trained and tested on)
+    group: str | None = None
+
+    def output_stem(self, keep_split: bool = False) -> str:
+        """What its prediction files are named after: the name without the file's suffix
+        (``aachen/aachen_000000_000019_leftImg8bit``), within its split unless
+        ``keep_split`` (every split written into one folder: train/0 and test/0 differ)."""
+        name = self.name
+        if self.split and not keep_split:
+            name = name.removeprefix(f"{self.split}/")
+        return str(PurePosixPath(name).with_suffix(""))
+
+    @property
+    def masks(self) -> tuple[Path, ...]:
+        """The mask file(s) of this image."""
+        return tuple(p for _, p in self.class_masks) or ((self.label,) if self.label else ())
+
+
+class Naming(NamedTuple):
+    """How images and masks pair by name (``data.image_name``, ``data.label_name``), and
+    whether an image without a mask is left out (``data.skip_unlabelled``)."""
+
+    image_name: str = "{id}"
+    label_name: str = "{id}"
+    skip_unlabelled: bool = False
+
+
+# -- files and folders ------------------------------------------------------------------
+def is_image_file(path: Path) -> bool:
+    return (
+        path.suffix.lower() in IMAGE_SUFFIXES and not path.name.startswith(".") and path.is_file()
+    )
+
+
+def image_files(folder: Path) -> list[Path]:
+    """The image files directly in ``folder``."""
+    return sorted(p for p in folder.iterdir() if is_image_file(p))
+
+
+def visible_folders(folder: Path) -> list[Path]:
+    """The folders directly in ``folder``, hidden ones left out, in name order."""
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(HIDDEN))
+
+
+def folders_below(folder: Path) -> list[Path]:
+    """Every folder below ``folder`` (hidden ones and theirs left out), each once: a link
+    back up the tree is not followed round again. In path order."""
+    seen = {folder.resolve()}
+    found: list[Path] = []
+
+    def walk(parent: Path) -> None:
+        for sub in visible_folders(parent):
+            real = sub.resolve()
+            if real not in seen:
+                seen.add(real)
+                found.append(sub)
+                walk(sub)
+
+    walk(folder)
+    return found
+
+
+def files_below(folder: Path) -> list[Path]:
+    """The image files in the folders below ``folder`` (:func:`folders_below`)."""
+    return sorted(f for sub in folders_below(folder) for f in image_files(sub))
+
+
+def split_folders(folder: Path) -> dict[str, Path]:
+    """The split folders directly in ``folder`` (``train/``, ``Validation/``, ...) by the
+    split each holds, in the order train, val, test; two folders for one split are
+    refused."""
+    by_name = {name: split for split, names in SPLIT_FOLDERS.items() for name in names}
+    found: dict[str, Path] = {}
+    for d in visible_folders(folder) if folder.is_dir() else ():
+        split = by_name.get(d.name.lower())
+        if split in found:
+            raise ImageDataError(
+                f"{folder} has both {found[split].name}/ and {d.name}/, two folders for the "
+                f"{split!r} split: merge them, or rename one."
+            )
+        if split:
+            found[split] = d
+    return {split: found[split] for split in SPLIT_FOLDERS if split in found}
+
+
+def only_split_folders(folder: Path) -> dict[str, Path]:
+    """:func:`split_folders` where ``folder`` holds those alone (no images, no other
+    folder): else none, and its subfolders are groups of images (a patient named Val)."""
+    splits = split_folders(folder)
+    if image_files(folder) or len(splits) != len(visible_folders(folder)):
+        return {}
+    return splits
+
+
+def find_folder(root: Path, given: str | None, choices: Sequence[str]) -> Path | None:
+    """``root/given``, or the first of ``root/choices`` that is a folder; None if none is."""
+    for name in [given] if given else choices:
+        if (root / name).is_dir():
+            return root / name
+    return None
+
+
+def subfolder(root: Path, given: str | None, choices: Sequence[str], what: str) -> Path | None:
+    """:func:`find_folder`, refusing a ``data.<what>_dir`` that names no folder."""
+    if given and not (root / given).is_dir():
+        raise FileNotFoundError(f"data.{what}_dir={given}: no folder {root / given}.")
+    return find_folder(root, given, choices)
+
+
+# -- names ------------------------------------------------------------------------------
+def name_pattern(pattern: str, setting: str) -> re.Pattern:
+    """``{id}_manual1`` as a regular expression matching a file stem, ``id`` captured."""
+    if pattern.count("{id}") != 1:
+        raise ValueError(
+            f"{setting}={pattern!r}: give a file-name pattern with one {{id}} (the part that "
+            "image and mask share), e.g. '{id}_training' and '{id}_manual1'."
+        )
+    head, tail = pattern.split("{id}")
+    return re.compile(f"^{re.escape(head)}(?P<id>.+?){re.escape(tail)}$")
+
+
+def key_of(path: Path, pattern: re.Pattern, folder: Path) -> str | None:
+    """The key ``path`` pairs by: the ``{id}`` of its name after the subfolder of
+    ``folder`` it sits in (``aachen/aachen_000000_000019``); None where the rule does not
+    match its name."""
+    match = pattern.match(path.stem)
+    return path.parent.relative_to(folder).joinpath(match["id"]).as_posix() if match else None
+
+
+def keyed(files: list[Path], pattern: re.Pattern, folder: Path, setting: str) -> dict[str, Path]:
+    """``files`` (in ``folder`` or below it) by their :func:`key_of`."""
+    out: dict[str, Path] = {}
+    for path in files:
+        key = key_of(path, pattern, folder)
+        if key is None:
+            continue
+        if key in out:
+            raise ImageDataError(
+                f"{out[key].relative_to(folder)} and {path.relative_to(folder)} in {folder} "
+                f"both match {setting} with the same id {PurePosixPath(key).name!r}: keep "
+                "one, or make the pattern tell them apart."
+            )
+        out[key] = path
+    return out
+
+
+# -- pairing ------------------------------------------------------------------------------
+def find_pairs(
+    root: Path,
+    csv_file: str | None,
+    image_dir: str | None = None,
+    label_dir: str | None = None,
+    roi_dir: str | None = None,
+    image_name: str = "{id}",
+    label_name: str = "{id}",
+    skip_unlabelled: bool = False,
+) -> list[Pair]:
+    """Every (image, mask) pair of the data, each with its given split if any."""
+    naming = Naming(image_name, label_name, skip_unlabelled)
+    dirs = (image_dir, label_dir, roi_dir)
+    if csv_file:
+        pairs = csv_pairs(Path(csv_file).expanduser())
+    elif not root.is_dir():
+        raise FileNotFoundError(
+            f"data.root={root}: no such folder. Point data.root at the folder holding your "
+            "images and masks, or data.csv at a CSV listing them."
+        )
+    elif split_folders_at_root(root, image_dir):
+        pairs = root_split_pairs(root, dirs, naming)
+    else:
+        pairs = folder_pairs(root, dirs, naming)
+    check_pairs(pairs)
+    return pairs
+
+
+def split_folders_at_root(root: Path, image_dir: str | None) -> dict[str, Path]:
+    """``root``'s split folders (``train/``, ``val/``, ...), each holding images and masks;
+    none where ``root`` has an image folder of its own (then a ``training/`` beside it is
+    something else, such as a run's logs)."""
+    images = find_folder(root, image_dir, IMAGE_DIRS)
+    if images is not None and (images.resolve() != root.resolve() or image_files(root)):
+        return {}
+    return split_folders(root)
+
+
+def root_split_pairs(root: Path, dirs: tuple, naming: Naming) -> list[Pair]:
+    """The pairs of each split folder of ``root``, in its split; a split folder with
+    images and no mask folder (an unlabelled ``test/``) is left out, and said."""
+    image_dir, label_dir, _ = dirs
+    pairs = []
+    for split, folder in split_folders(root).items():
+        images = find_folder(folder, image_dir, IMAGE_DIRS)
+        if images is not None and find_folder(folder, label_dir, LABEL_DIRS) is None:
+            log.warning(
+                "%s has images and no mask folder (%s): it is left out; python -m "
+                "segnet.predict segments its images.",
+                folder, "/, ".join([label_dir] if label_dir else LABEL_DIRS) + "/",
+            )  # fmt: skip
+            continue
+        pairs += folder_pairs(folder, dirs, naming, split)
+    if not pairs:
+        raise ImageDataError(f"{root}: none of its split folders holds masks.")
+    return pairs
+
+
+def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = None) -> list[Pair]:
+    """The pairs of ``root``'s image and mask folders; where the image folder holds split
+    folders alone (``images/training/``, ``images/validation/``), the pairs of each, in its
+    split, with the masks of the mask folder's split folder of the same split."""
+    image_dir, label_dir, roi_dir = dirs
+    images = subfolder(root, image_dir, IMAGE_DIRS, "image")
+    labels = subfolder(root, label_dir, LABEL_DIRS, "label")
+    if images is None or labels is None:
+        raise FileNotFoundError(missing_folders_message(root, images))
+    rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
+    inner = only_split_folders(images) if split is None else {}
+    if inner:
+        return inner_split_pairs(inner, labels, rois, naming)
+    return paired(images, labels, rois, naming, split)
+
+
+def missing_folders_message(root: Path, images: Path | None) -> str:
+    have = sorted(p.name + "/" for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    message = (
+        f"{root}: expected an image folder ({'/, '.join(IMAGE_DIRS)}/) and a mask folder "
+        f"({'/, '.join(LABEL_DIRS)}/), or train/ val/ test/ holding them; it has "
+        f"{', '.join(have) or 'no folders'}. Name them with data.image_dir= and "
+        "data.label_dir=, or list the pairs in a CSV (data.csv=)."
+    )
+    holds_images = root.is_dir() and (
+        image_files(root) or any(image_files(d) for d in visible_folders(root))
+    )
+    if images is None and holds_images:
+        message += (
+            " Where each mask lies beside its image (scan_1.tif and scan_1_mask.tif, in one "
+            "folder or one per patient): data.image_dir=. data.label_dir=. and "
+            "data.label_name set to the rule that names a mask ('data.label_name={id}_mask')."
+        )
+    return message
+
+
+def inner_split_pairs(
+    inner: dict[str, Path], labels: Path, rois: Path | None, naming: Naming
+) -> list[Pair]:
+    """The pairs of each split folder of the image folder with the same split's folder of
+    the mask folder (and of the region-of-interest folder, or that folder for every split);
+    an image split folder without masks (an unlabelled ``testing/``) is left out, and said."""
+    mask_splits = split_folders(labels)
+    roi_splits = split_folders(rois) if rois else {}
+    if not mask_splits:
+        names = ", ".join(f"{f.name}/" for f in inner.values())
+        raise ImageDataError(
+            f"the images are in split folders ({names}) and the masks in {labels} are not: "
+            f"give {labels} the same split folders ({labels / next(iter(inner.values())).name}"
+            "/ ...), or list the pairs in a CSV (data.csv=) with a split column."
+        )
+    pairs = []
+    for split, folder in inner.items():
+        if split not in mask_splits:
+            log.warning(
+                "%s has no masks (%s holds no %s/ folder): it is left out; python -m "
+                "segnet.predict segments its images.", folder, labels, folder.name,
+            )  # fmt: skip
+            continue
+        if roi_splits and split not in roi_splits:
+            raise ImageDataError(
+                f"{rois} holds split folders, and none for {folder.name}/: give it one, or "
+                "one folder of regions of interest for every split."
+            )
+        roi = roi_splits.get(split) if roi_splits else rois
+        pairs += paired(folder, mask_splits[split], roi, naming, split)
+    if not pairs:
+        raise ImageDataError(f"{labels}: none of its split folders holds masks.")
+    return pairs
+
+
+def paired(
+    images: Path, labels: Path, rois: Path | None, naming: Naming, split: str | None
+) -> list[Pair]:
+    """Each image of ``images`` with the mask its name rule names, in the same place
+    under ``labels``: directly where ``images`` holds images (its subfolders are not
+    read), else in the same subfolder; or one mask per class, a folder of them for each
+    class under ``labels``. With ``naming.skip_unlabelled``, an image without a mask is
+    left out (counted in a warning) rather than refused."""
+    image_re = name_pattern(naming.image_name, "data.image_name")
+    label_re = name_pattern(naming.label_name, "data.label_name")
+    nested = not image_files(images)  # a folder per patient or city
+
+    def listed(folder: Path) -> list[Path]:  # a nested folder's own files too: said if unpaired
+        return image_files(folder) + (files_below(folder) if nested else [])
+
+    if images.resolve() == labels.resolve():  # scan_1.tif beside scan_1_mask.tif
+        found, mask_files = beside(listed(images), images, image_re, label_re, naming)
+    else:
+        found, mask_files = listed(images), listed(labels)
+        if not nested:
+            note_unread_subfolders(images)
+    by_id = keyed(found, image_re, images, "data.image_name")
+    roi_masks = {}
+    if rois is not None:
+        roi_masks = keyed(image_files(rois) or files_below(rois), image_re, rois, "data.image_name")
+    if not by_id:
+        raise ImageDataError(
+            f"{images}: no image files ({', '.join(IMAGE_SUFFIXES)}) whose names match "
+            f"data.image_name={naming.image_name!r}."
+        )
+    # under split folders the name keeps its split: train/0.png and test/0.png differ
+    prefix = f"{split}/" if split else ""
+
+    def pair(key: str, label: Path | None, masks: tuple = ()) -> Pair:
+        name = by_id[key].relative_to(images)
+        group = name.parts[0] if len(name.parts) > 1 else None  # the patient, not its series
+        return Pair(prefix + name.as_posix(), by_id[key], label, roi_masks.get(key), split,
+                    masks, group)  # fmt: skip
+
+    ids = sorted(by_id, key=lambda k: by_id[k].relative_to(images).as_posix())
+    class_dirs = class_mask_folders(labels) if not nested else []
+    if class_dirs:  # one mask per class: a folder of masks for each class
+        per_class = {
+            d.name: keyed(image_files(d), label_re, d, "data.label_name") for d in class_dirs
+        }
+        skipped = set().union(*(check_paired(images, d, by_id, per_class[d.name], naming)
+                                for d in class_dirs))  # fmt: skip
+        kept = [k for k in ids if k not in skipped]
+        return [pair(k, None, tuple((c, m[k]) for c, m in per_class.items())) for k in kept]
+    masks = keyed(mask_files, label_re, labels, "data.label_name")
+    skipped = check_paired(images, labels, by_id, masks, naming)
+    return [pair(k, masks[k]) for k in ids if k not in skipped]
+
+
+def beside(
+    files: list[Path], folder: Path, image_re: re.Pattern, label_re: re.Pattern, naming: Naming
+) -> tuple[list[Path], list[Path]]:
+    """The images and the masks of one folder holding both: a file is a mask where the
+    mask rule names it after another file the image rule reads as an image (``scan_1_mask``
+    after ``scan_1``, or ``21`` after ``21_img``)."""
+    if naming.image_name == naming.label_name:
+        raise ImageDataError(
+            f"{folder} holds the images and the masks: set data.label_name to the rule that "
+            "names a mask after its image (e.g. '{id}_mask'), so that they are told apart."
+        )
+    image_keys = {key_of(f, image_re, folder): f for f in files}
+
+    def is_mask(f: Path) -> bool:
+        key = key_of(f, label_re, folder)
+        return key is not None and image_keys.get(key, f) != f
+
+    masks = [f for f in files if is_mask(f)]
+    return [f for f in files if f not in set(masks)], masks
+
+
+def note_unread_subfolders(images: Path) -> None:
+    """Say where a folder that holds images has subfolders of images too: they are not
+    read (as before folders of subfolders were), so nothing is taken in unasked."""
+    unread = [d.name + "/" for d in visible_folders(images) if image_files(d)]
+    if unread:
+        log.info(
+            "%s holds images, so its subfolders (%s) are not read; a folder that holds "
+            "subfolders alone is read subfolder by subfolder", images, ", ".join(unread[:3]),
+        )  # fmt: skip
+
+
+def class_mask_folders(labels: Path) -> list[Path]:
+    """The folders of a mask folder that holds no masks itself but a folder of them per
+    class (``masks/vessel/``, ``masks/artery/``), in the order of their names."""
+    if image_files(labels):
+        return []
+    return [d for d in visible_folders(labels) if image_files(d)]
+
+
+def check_paired(
+    images: Path, labels: Path, by_id: dict[str, Path], masks: dict[str, Path], naming: Naming
+) -> set[str]:
+    """Every image of ``images`` has its mask in ``labels`` and every mask its image; with
+    ``naming.skip_unlabelled``, the images without a mask are said and returned (to leave
+    out), and none with a mask is refused."""
+    if masks and not set(masks) & set(by_id):
+        raise ImageDataError(unpaired_message(images, labels, by_id, masks))
+    lonely_masks = sorted(set(masks) - set(by_id))
+    if lonely_masks:
+        raise ImageDataError(
+            f"mask {masks[lonely_masks[0]]} has no image in {images} (looked for "
+            f"{naming.image_name.replace('{id}', lonely_masks[0])}.*); {len(lonely_masks)} "
+            "mask(s) in all have none. Add the images, remove the masks, or set "
+            "data.image_name / data.label_name to the rule that pairs their names."
+        )
+    unlabelled = sorted(set(by_id) - set(masks))
+    if unlabelled and not naming.skip_unlabelled:
+        raise ImageDataError(
+            f"image {by_id[unlabelled[0]]} has no mask in {labels} (looked for "
+            f"{naming.label_name.replace('{id}', unlabelled[0])}.*); {len(unlabelled)} "
+            "image(s) in all have none. Add the masks, remove the images, or set "
+            "data.label_name (e.g. '{id}_mask') to the rule that pairs their names; where "
+            "only some images have masks (Pascal VOC's JPEGImages/), "
+            "data.skip_unlabelled=true leaves the others out."
+        )
+    if unlabelled:
+        log.warning(
+            "%d of the %d images in %s have no mask in %s (e.g. %s): left out "
+            "(data.skip_unlabelled=true)", len(unlabelled), len(by_id), images, labels,
+            by_id[unlabelled[0]].relative_to(images),
+        )  # fmt: skip
+    if len(unlabelled) == len(by_id):
+        raise ImageDataError(f"no image in {images} has a mask in {labels}.")
+    return set(unlabelled)
+
+
+def unpaired_message(
+    images: Path, labels: Path, by_id: dict[str, Path], masks: dict[str, Path]
+) -> str:
+    """No image pairs with any mask: where the names match and the subfolders do not,
+    say so; else show one of each, and the naming rule that would pair them where one
+    does (``21_training`` and ``21_manual1``: the part before the first separator they
+    share)."""
+    image_key, mask_key = min(by_id), min(masks)
+    image, mask = by_id[image_key].stem, masks[mask_key].stem
+    if {PurePosixPath(k).name for k in by_id} & {PurePosixPath(k).name for k in masks}:
+        return (
+            f"no image in {images} pairs with a mask in {labels}: their names match but "
+            f"not their subfolders (e.g. {by_id[image_key].relative_to(images)} and "
+            f"{masks[mask_key].relative_to(labels)}). A mask goes in the subfolder of "
+            f"{labels} that its image has in {images}."
+        )
+    hint = ""
+    head = re.match(r"^(.*?)([_\-. ])", image)
+    if head and mask.startswith(head[0]):
+        key, sep = head[1], head[2]
+        rules = (f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}")
+        found = [
+            keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
+            keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
+        ]
+        if key and set(found[0]) & set(found[1]):
+            hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
+    return (
+        f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
+        f"{mask}): data.image_name and data.label_name are the rule, patterns with one {{id}} "
+        f"for the part image and mask share.{hint}"
+    )
+
+
+def csv_pairs(path: Path) -> list[Pair]:
+    """Rows of ``image,label[,roi][,split][,group]``, or ``image,label_<class>,...`` with
+    one mask per class (overlapping classes, in the columns' order); relative paths are
+    relative to the CSV."""
+    rows = read_case_table(path, required=("image",), error=ImageDataError)
+    columns = [c for c in (rows[0] if rows else {}) if c != "line"]
+    per_class = [c for c in columns if c.startswith("label_")]
+    if ("label" in columns) == bool(per_class):
+        raise ImageDataError(
+            f"data.csv={path}: give the masks in a 'label' column (one mask per image), or in "
+            "'label_<class>' columns (one black-and-white mask per class, e.g. label_vessel, "
+            f"label_artery); it has {'both' if per_class else 'neither'} (its columns: "
+            f"{', '.join(map(repr, columns)) or 'none'})."
+        )
+    pairs = []
+    for row in rows:
+        n = row["line"]
+        missing = [c for c in ("image", *(per_class or ["label"])) if not row[c]]
+        if missing:
+            raise ImageDataError(f"data.csv={path}, line {n}: no {' and no '.join(missing)}.")
+        split = row.get("split") or None
+        image = resolve(path, row["image"])
+        label = resolve(path, row["label"]) if not per_class else None
+        masks = tuple((c.removeprefix("label_"), resolve(path, row[c])) for c in per_class)
+        roi = resolve(path, row["roi"]) if row.get("roi") else None
+        pairs.append(Pair(image.name, image, label, roi, split, masks, row.get("group") or None))
+    return pairs
+
+
+def check_pairs(pairs: list[Pair]) -> None:
+    """Every file there, masks of one kind in every split, and no image name twice."""
+    for pair in pairs:
+        for what, path in (("image", pair.image), *(("mask", m) for m in pair.masks),
+                           ("roi", pair.roi)):  # fmt: skip
+            if path is not None and not path.is_file():
+                raise FileNotFoundError(f"{what} {path}: no such file.")
+    kinds = {tuple(c for c, _ in p.class_masks) for p in pairs}
+    if len(kinds) > 1:
+        a, b = sorted(kinds)[:2]
+        raise ImageDataError(
+            "the masks are not of one kind in every split: "
+            + " and ".join(f"classes {', '.join(k)}" if k else "one mask per image" for k in (a, b))
+            + ". Give every split the same mask folders (or CSV columns)."
+        )
+    names = [p.name for p in pairs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ImageDataError(
+            f"{len(twice)} image name(s) occur twice, e.g. {twice[0]}: predictions and the "
+            "per-image scores are named after the image, so give each image its own name."
+        )
