@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from segnet.runs.folders import output_dir_as_run_dir, refuse_existing_run_dir
 from segnet.runs.resume import resume_into_its_run
 
-# a file-name rule with its {id} (data.image_name, data.label_name), given unquoted
-NAME_RULE = re.compile(r"^(\+{0,2}data\.(?:image|label)_name=)((?!['\"]).*\{id\}.*)$")
+# a file-name rule with its {id} (data.image_name, data.label_name) or {group}
+# (data.groups), given unquoted
+NAME_RULE = re.compile(
+    r"^(\+{0,2}data\.(?:image_name|label_name|groups)=)((?!['\"]).*\{(?:id|group)\}.*)$"
+)
 
 
 def quote_name_rules(argv: Sequence[str]) -> list[str]:

@@ -127,9 +127,9 @@ def data_config(
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     data_format = get_class(data_cfg._target_)
-    if "group_splits" in getattr(data_format, "settings", {}) and "group_splits" not in data_cfg:
+    if "groups" in getattr(data_format, "settings", {}) and "groups" not in data_cfg:
         # trained before drawn splits kept a group whole: its cases were drawn one by one
-        data_cfg.group_splits = False
+        data_cfg.groups = False
     if "class_names" in data_cfg and not data_cfg.class_names:
         trained_names = list(module.data_info.class_names)
         # the folder's own dataset.json, where it has one, must name the label values as

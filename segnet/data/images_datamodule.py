@@ -332,7 +332,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         fold: int | None = None,
         num_folds: int = 5,
         seed: int = 0,
-        group_splits: bool = True,
+        groups: bool | str = True,
         sw_roi_size: Sequence[int] | None = None,
         sw_overlap: float = 0.5,
         sw_mode: str = "gaussian",
@@ -365,9 +365,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.flip_axes, self.scale = check_flip(flip, IMAGE_AXES), tuple(scale)
         self.class_weights_option, self.class_weights_power = class_weights, class_weights_power
         self.num_workers, self.pin_memory, self.split = num_workers, pin_memory, split
-        self.split_args = split_settings(
-            val_fraction, test_fraction, seed, fold, num_folds, group_splits
-        )
+        self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds, groups)
         self.window = check_window(
             sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=2, minimum=2 * PATCH_MULTIPLE,
             default="twice the training patch per axis",

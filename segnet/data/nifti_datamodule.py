@@ -284,7 +284,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         fold: int | None = None,
         num_folds: int = 5,
         seed: int = 0,
-        group_splits: bool = True,
+        groups: bool | str = True,
         clip: Sequence[float] | None = None,
         spacing: Sequence[float] | str | None = None,
         flip: bool | Sequence[int] = True,
@@ -323,9 +323,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.samples_per_volume, self.foreground_ratio = samples_per_volume, foreground_ratio
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.split = split
-        self.split_args = split_settings(
-            val_fraction, test_fraction, seed, fold, num_folds, group_splits
-        )
+        self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds, groups)
         self.clip = tuple(clip) if clip else None
         self.stack_spacing = check_stack_spacing(stack_spacing)
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()

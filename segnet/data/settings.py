@@ -43,7 +43,7 @@ WHERE_AND_HOW_FAST = {
 # cases split by fraction and seed, or into folds
 DRAWN_SPLITS = {
     **{k: ANY for k in ("val_fraction", "test_fraction", "fold", "num_folds", "seed")},
-    "group_splits": SWITCH,
+    "groups": ANY,  # true, false or a name pattern: checked by segnet.data.splits
 }
 # whole-input evaluation in windows: evaluate.py may set another
 SLIDING_WINDOW = {"sw_roi_size": ANY, "sw_overlap": ANY, "sw_mode": ANY, "sw_batch_size": RESUMABLE}

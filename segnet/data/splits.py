@@ -4,6 +4,7 @@ for cross-validation: shared by every DataModule whose data comes without given 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,7 +21,7 @@ class DrawnSplits:
     cases of each by name, which checkpoints record."""
 
     splits: dict[str, list[int]]
-    split_args: dict  # val_fraction, test_fraction, seed, fold, num_folds, group_splits
+    split_args: dict  # val_fraction, test_fraction, seed, fold, num_folds, groups
 
     def case_names(self) -> list[str]:
         raise NotImplementedError
@@ -45,16 +46,13 @@ def split_settings(
     seed: int,
     fold: int | None,
     num_folds: int,
-    group_splits: bool = True,
+    groups: bool | str = True,
 ) -> dict:
     """``data.val_fraction``, ``data.test_fraction``, ``data.seed``, ``data.fold``,
-    ``data.num_folds`` and ``data.group_splits`` checked (before any case is read) and
+    ``data.num_folds`` and ``data.groups`` checked (before any case is read) and
     kept together, as :func:`given_or_drawn` takes them."""
-    if not isinstance(group_splits, bool):
-        raise ValueError(
-            f"data.group_splits={group_splits!r}: true (a group's cases, a subfolder or a "
-            "CSV's group column, stay in one split) or false (cases drawn one by one)."
-        )
+    if not isinstance(groups, bool):
+        group_pattern(groups)
     for name, value in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
             raise ValueError(f"data.{name}={value}: a share of the cases, from 0 to below 1.")
@@ -74,25 +72,58 @@ def split_settings(
         seed=seed,
         fold=fold,
         num_folds=num_folds,
-        group_splits=group_splits,
+        groups=groups,
     )
+
+
+def group_pattern(setting: object) -> re.Pattern:
+    """``data.groups='{group}_slice*'`` as a regular expression over a case's name (its
+    extension aside): ``{group}`` the longest part that fits, ``*`` anything."""
+    if not isinstance(setting, str) or setting.count("{group}") != 1:
+        raise ValueError(
+            f"data.groups={setting!r}: true (each case's subfolder, or a CSV's group "
+            "column), false (cases drawn one by one), or the part of a name that names its "
+            "group: a pattern with one {group} and * for any text, e.g. "
+            "'{group}_slice*' (patient007_slice12.png is in group patient007)."
+        )
+    head, tail = (re.escape(part).replace(r"\*", ".*") for part in setting.split("{group}"))
+    return re.compile(f"^{head}(?P<group>.+){tail}(?:\\.[^.]*)*$")
+
+
+def groups_by_name(names: Sequence[str], setting: str) -> list[str]:
+    """Each case's group read from its name (the last part of its path) by the
+    ``data.groups`` pattern; a name it does not fit is refused, named."""
+    pattern = group_pattern(setting)
+    groups = []
+    for name in names:
+        match = pattern.match(name.rsplit("/", 1)[-1])
+        if match is None:
+            raise ValueError(
+                f"data.groups={setting!r} does not fit the name {name!r}: give a pattern "
+                "every case's name fits, true (subfolders) or false."
+            )
+        groups.append(match["group"])
+    return groups
 
 
 def given_or_drawn(
     names: Sequence[str],
     given: Sequence[str | None],
     where: str,
-    groups: Sequence[str | None] | None = None,
+    case_groups: Sequence[str | None] | None = None,
     **split_args,
 ) -> dict[str, list[int]]:
     """The splits of cases whose list may give each its split (a ``split`` column, split
     folders): all given are kept, none given are drawn (:func:`split_cases`), and a list
     that gives train and test but no val has val drawn from train by fraction and seed
     (or the fold). Some given and others not is refused, naming ``where``. Where
-    ``groups`` names each case's group (a patient, a subfolder), a drawn split takes whole
-    groups (:func:`split_groups`) unless ``group_splits`` is false."""
-    if not split_args.pop("group_splits", True):
-        groups = None
+    ``case_groups`` names each case's group (a patient, a subfolder), a drawn split takes whole
+    groups (:func:`split_groups`); ``data.groups`` (in ``split_args``) false draws case
+    by case, and a pattern reads each case's group from its name instead."""
+    setting = split_args.pop("groups", True)
+    groups = None if setting is False else case_groups
+    if isinstance(setting, str):
+        groups = groups_by_name(names, setting)
     if not any(given):
         return split_groups(names, groups, where, **split_args)
     if not all(given):
@@ -132,14 +163,14 @@ def split_groups(
     counts = {split: len(drawn[split]) for split in SPLITS}
     log.info(
         "splits of %s drawn by group (an image's subfolder, a CSV's group column), each "
-        "whole in one split: %s of %d groups (data.group_splits=false draws case by case)",
+        "whole in one split: %s of %d groups (data.groups=false draws case by case)",
         where, ", ".join(f"{n} {s}" for s, n in counts.items()), len(unique),
     )  # fmt: skip
     if split_args.get("test_fraction") and not counts["test"]:
         log.warning(
             "data.test_fraction=%s of %d groups is no group: %s has no test split (the "
             "run tests on val, which chose its checkpoint); add groups, raise "
-            "data.test_fraction, or set data.group_splits=false",
+            "data.test_fraction, or set data.groups=false",
             split_args["test_fraction"], len(unique), where,
         )  # fmt: skip
     split_of = {unique[i]: split for split in SPLITS for i in drawn[split]}

@@ -93,7 +93,7 @@ def test_drawn_splits_keep_each_patient_whole(tmp_path, caplog):
 
 def test_splits_drawn_image_by_image_where_asked(tmp_path):
     root = patient_folders(tmp_path / "slices")
-    dm = prepared(root, val_fraction=0.2, test_fraction=0.2, group_splits=False, **TWO)
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2, groups=False, **TWO)
     names = dm.split_names()
     in_train = {n.split("/")[0] for n in names["train"]}
     assert in_train & {n.split("/")[0] for n in names["test"]}  # seed 0 mixes patients
@@ -337,7 +337,7 @@ def test_no_image_with_a_mask_is_refused_even_when_skipping(tmp_path):
 
 def test_a_checkpoint_from_before_groups_draws_its_splits_case_by_case_again(monkeypatch):
     """A run from before drawn splits kept groups whole (its data config has no
-    group_splits) is evaluated on the cases it was tested on: drawn one by one."""
+    groups) is evaluated on the cases it was tested on: drawn one by one."""
     from types import SimpleNamespace
 
     from omegaconf import OmegaConf
@@ -352,6 +352,30 @@ def test_a_checkpoint_from_before_groups_draws_its_splits_case_by_case_again(mon
     module = SimpleNamespace(hparams={"data_cfg": trained}, data_info=None)
     cfg = OmegaConf.create({"data": {"root": None, "split": None}})
     data_cfg, _, _ = data_config(cfg, module, "old.ckpt")
-    assert data_cfg.group_splits is False
-    module.hparams["data_cfg"] = {**trained, "group_splits": True}
-    assert data_config(cfg, module, "new.ckpt")[0].group_splits is True
+    assert data_cfg.groups is False
+    module.hparams["data_cfg"] = {**trained, "groups": True}
+    assert data_config(cfg, module, "new.ckpt")[0].groups is True
+
+
+def test_groups_read_from_names_keep_each_patient_whole(tmp_path):
+    """Slices exported flat, the patient in the name: data.groups='{group}_slice*'."""
+    for k in range(5):
+        for n in range(3):
+            write_pair(tmp_path / "images" / f"pat_{k}_slice{n}.png",
+                       tmp_path / "masks" / f"pat_{k}_slice{n}.png", seed=10 * k + n)  # fmt: skip
+    dm = prepared(tmp_path, val_fraction=0.2, test_fraction=0.2, groups="{group}_slice*", **TWO)
+    held = [{n.rsplit("_slice", 1)[0] for n in names} for names in dm.split_names().values()]
+    assert [len(h) for h in held] == [3, 1, 1] and len(set().union(*held)) == 5
+    with pytest.raises(ValueError, match=r"does not fit the name 'pat_0_slice0.png'"):
+        prepared(tmp_path, groups="{group}_frame*", **TWO)
+    with pytest.raises(ValueError, match="a pattern with one {group}"):
+        prepared(tmp_path, groups="patient", **TWO)
+
+
+def test_a_group_pattern_takes_the_longest_part_that_fits():
+    from segnet.data.splits import groups_by_name
+
+    names = ["TCGA_CS_4941_19960909_12.tif", "train/a/patient001_frame01_slice05.png", "b_1"]
+    assert groups_by_name(names[:1], "{group}_*") == ["TCGA_CS_4941_19960909"]
+    assert groups_by_name(names[1:2], "{group}_frame*") == ["patient001"]
+    assert groups_by_name(names[2:], "{group}_*") == ["b"]  # a volume's name has no suffix

@@ -702,3 +702,14 @@ def test_a_csv_group_column_keeps_a_patients_volumes_in_one_split(tmp_path):
     held = [{patient[n] for n in names} for names in dm.split_names().values()]
     assert [len(h) for h in held] == [1, 1, 1]  # three patients, one in each split
     assert len(set().union(*held)) == 3
+
+
+def test_a_group_pattern_reads_the_patient_from_the_case_name(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=6, shape=(9, 10, 8))
+    dm = NiftiDataModule(str(root), num_workers=0, val_fraction=0.34, test_fraction=0.34,
+                         groups="case_00{group}")  # fmt: skip
+    dm.prepare_data()  # case_000 .. case_005: six groups of one, drawn as cases
+    assert sum(len(v) for v in dm.split_names().values()) == 6
+    dm = NiftiDataModule(str(root), num_workers=0, groups="{group}_frame*")
+    with pytest.raises(ValueError, match="does not fit the name 'case_000'"):
+        dm.prepare_data()
