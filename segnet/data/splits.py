@@ -124,6 +124,7 @@ def given_or_drawn(
     groups = None if setting is False else case_groups
     if isinstance(setting, str):
         groups = groups_by_name(names, setting)
+        where += f", data.groups={setting!r}"
     if not any(given):
         return split_groups(names, groups, where, **split_args)
     if not all(given):
@@ -162,8 +163,9 @@ def split_groups(
     drawn = split_cases(unique, **split_args, unit="group")
     counts = {split: len(drawn[split]) for split in SPLITS}
     log.info(
-        "splits of %s drawn by group (an image's subfolder, a CSV's group column), each "
-        "whole in one split: %s of %d groups (data.groups=false draws case by case)",
+        "splits of %s drawn by group (an image's first subfolder, a CSV's group column, or "
+        "data.groups' pattern), each whole in one split: %s of %d groups "
+        "(data.groups=false draws case by case)",
         where, ", ".join(f"{n} {s}" for s, n in counts.items()), len(unique),
     )  # fmt: skip
     if split_args.get("test_fraction") and not counts["test"]:
