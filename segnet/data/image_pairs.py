@@ -240,9 +240,10 @@ def split_folders_at_root(root: Path, image_dir: str | None) -> dict[str, Path]:
     none where ``root`` has an image folder of its own (then a ``training/`` beside it is
     something else, such as a run's logs)."""
     images = find_folder(root, image_dir, IMAGE_DIRS)
-    if images is not None and (images.resolve() != root.resolve() or image_files(root)):
-        return {}
-    return split_folders(root)
+    if images is None:
+        return split_folders(root)
+    # images beside their masks in the root: its folders are splits only where all are
+    return only_split_folders(root) if images.resolve() == root.resolve() else {}
 
 
 def root_split_pairs(root: Path, dirs: tuple, naming: Naming) -> list[Pair]:
@@ -308,7 +309,7 @@ def inner_split_pairs(
     the mask folder (and of the region-of-interest folder, or that folder for every split);
     an image split folder without masks (an unlabelled ``testing/``) is left out, and said."""
     mask_splits = split_folders(labels)
-    roi_splits = split_folders(rois) if rois else {}
+    roi_splits = only_split_folders(rois) if rois else {}
     if not mask_splits:
         names = ", ".join(f"{f.name}/" for f in inner.values())
         raise ImageDataError(
@@ -347,20 +348,11 @@ def paired(
     image_re = name_pattern(naming.image_name, "data.image_name")
     label_re = name_pattern(naming.label_name, "data.label_name")
     nested = not image_files(images)  # a folder per patient or city
-
-    def listed(folder: Path) -> list[Path]:  # a nested folder's own files too: said if unpaired
-        return image_files(folder) + (files_below(folder) if nested else [])
-
-    if images.resolve() == labels.resolve():  # scan_1.tif beside scan_1_mask.tif
-        found, mask_files = beside(listed(images), images, image_re, label_re, naming)
-    else:
-        found, mask_files = listed(images), listed(labels)
-        if not nested:
-            note_unread_subfolders(images)
+    if images.resolve() == labels.resolve():
+        labels = images  # one folder, however spelled: keys relative to one path
+    found, mask_files = listing(images, labels, rois, nested, naming)
     by_id = keyed(found, image_re, images, "data.image_name")
-    roi_masks = {}
-    if rois is not None:
-        roi_masks = keyed(image_files(rois) or files_below(rois), image_re, rois, "data.image_name")
+    roi_masks = regions_of_interest(rois, by_id, image_re) if rois is not None else {}
     if not by_id:
         raise ImageDataError(
             f"{images}: no image files ({', '.join(IMAGE_SUFFIXES)}) whose names match "
@@ -390,22 +382,55 @@ def paired(
     return [pair(k, masks[k]) for k in ids if k not in skipped]
 
 
-def beside(
-    files: list[Path], folder: Path, image_re: re.Pattern, label_re: re.Pattern, naming: Naming
+def listing(
+    images: Path, labels: Path, rois: Path | None, nested: bool, naming: Naming
 ) -> tuple[list[Path], list[Path]]:
-    """The images and the masks of one folder holding both: a file is a mask where the
-    mask rule names it after another file the image rule reads as an image (``scan_1_mask``
-    after ``scan_1``, or ``21`` after ``21_img``)."""
+    """The image files and the mask files to pair: those directly in their folders, and
+    where the images are nested those below too (a mask folder's own files included, to
+    be named if they pair with nothing); the mask and region-of-interest folders are not
+    image folders, where they lie inside the image folder (``data.image_dir=.``)."""
+
+    def listed(folder: Path) -> list[Path]:
+        return image_files(folder) + (files_below(folder) if nested else [])
+
+    if images == labels:  # scan_1.tif beside scan_1_mask.tif
+        return beside(listed(images), images, naming)
+    if not nested:
+        note_unread_subfolders(images)
+    others = [d.resolve() for d in (labels, rois) if d is not None]
+    found = [f for f in listed(images) if not any(d in f.resolve().parents for d in others)]
+    return found, listed(labels)
+
+
+def regions_of_interest(rois: Path, by_id: dict[str, Path], image_re: re.Pattern) -> dict:
+    """The region-of-interest mask of each image, by its key; where the folder holds
+    none for some images, they are said (trained and scored whole)."""
+    found = keyed(image_files(rois) or files_below(rois), image_re, rois, "data.image_name")
+    missing = [k for k in by_id if k not in found]
+    if missing:
+        log.warning(
+            "%d of the %d images have no region-of-interest mask in %s (e.g. %s): every "
+            "pixel of those is trained and scored", len(missing), len(by_id), rois, missing[0],
+        )  # fmt: skip
+    return found
+
+
+def beside(files: list[Path], folder: Path, naming: Naming) -> tuple[list[Path], list[Path]]:
+    """The images and the masks of one folder holding both. A file only one rule fits is
+    what that rule names; one both fit (``scan_1_mask`` fits ``{id}`` and ``{id}_mask``)
+    is what the more particular rule names (more fixed text: a mask here)."""
     if naming.image_name == naming.label_name:
         raise ImageDataError(
             f"{folder} holds the images and the masks: set data.label_name to the rule that "
             "names a mask after its image (e.g. '{id}_mask'), so that they are told apart."
         )
-    image_keys = {key_of(f, image_re, folder): f for f in files}
+    image_re = name_pattern(naming.image_name, "data.image_name")
+    label_re = name_pattern(naming.label_name, "data.label_name")
+    mask_first = len(naming.label_name) > len(naming.image_name)
 
     def is_mask(f: Path) -> bool:
-        key = key_of(f, label_re, folder)
-        return key is not None and image_keys.get(key, f) != f
+        fits_mask, fits_image = bool(label_re.match(f.stem)), bool(image_re.match(f.stem))
+        return fits_mask and (mask_first or not fits_image)
 
     masks = [f for f in files if is_mask(f)]
     return [f for f in files if f not in set(masks)], masks

@@ -158,6 +158,11 @@ def split_groups(
     for gets no group (too few of them)."""
     keys = group_keys(names, groups)
     if keys is None:
+        if groups and len(set(groups)) == 1 and None not in groups:
+            log.info(
+                "the cases of %s are all in one group (%s): drawn case by case",
+                where, groups[0],
+            )  # fmt: skip
         return split_cases(names, **split_args)
     unique = sorted(set(keys))
     drawn = split_cases(unique, **split_args, unit="group")
@@ -214,7 +219,8 @@ def split_cases(
             raise ValueError(
                 f"data.num_folds={num_folds}: only {len(rest)} {unit}(s) are left after the "
                 f"test split to share out, so some folds would be empty; use at most {len(rest)} "
-                "folds (data.val_fraction does not apply with data.fold)."
+                "folds (data.val_fraction does not apply with data.fold)"
+                + (", or data.groups=false to share out cases." if unit == "group" else ".")
             )
         folds = np.array_split(rest, num_folds)
         val = folds[fold]

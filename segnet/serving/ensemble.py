@@ -136,7 +136,9 @@ def check_members(
     first_cfg = modules[0].hparams.get("data_cfg") or {}
     for module, path in zip(modules[1:], paths[1:], strict=True):
         cfg = module.hparams.get("data_cfg") or {}
-        for key in SAME_TEST_SPLIT:
+        # data.groups, where both record it (a member from before drew case by case)
+        both = ("groups",) if "groups" in cfg and "groups" in first_cfg else ()
+        for key in (*SAME_TEST_SPLIT, *both):
             if cfg.get(key) != first_cfg.get(key):
                 raise ValueError(
                     f"{path} was trained with data.{key}={cfg.get(key)} and {paths[0]} with "

@@ -59,6 +59,11 @@ def expand_inputs(items: list[str], out: Path | None = None) -> list[tuple[Path,
     missing = []
     for item in map(Path, items):
         if item.is_dir():
+            if out is not None and out.resolve() == item.resolve():
+                raise SystemExit(
+                    f"--out {out} is the folder of inputs {item}: give the masks a folder of "
+                    "their own."
+                )
             found = formats.input_files(item) or formats.input_files_below(item, out)
             if not found:
                 raise SystemExit(

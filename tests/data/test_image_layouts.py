@@ -379,3 +379,44 @@ def test_a_group_pattern_takes_the_longest_part_that_fits():
     assert groups_by_name(names[:1], "{group}_*") == ["TCGA_CS_4941_19960909"]
     assert groups_by_name(names[1:2], "{group}_frame*") == ["patient001"]
     assert groups_by_name(names[2:], "{group}_*") == ["b"]  # a volume's name has no suffix
+
+
+def test_beside_their_masks_a_patient_named_like_a_split_is_a_patient(tmp_path):
+    for patient in ("A", "B", "Train"):
+        write_pair(tmp_path / patient / "s0.png", tmp_path / patient / "s0_mask.png", 0)
+    pairs = find_pairs(tmp_path, None, ".", ".", label_name="{id}_mask")
+    assert [p.name for p in pairs] == ["A/s0.png", "B/s0.png", "Train/s0.png"]
+    assert {p.split for p in pairs} == {None}
+
+
+def test_one_folder_of_images_and_masks_under_two_names(tmp_path):
+    write_pair(tmp_path / "data" / "s0.png", tmp_path / "data" / "s0_mask.png", 0)
+    (tmp_path / "images").symlink_to(tmp_path / "data", target_is_directory=True)
+    (tmp_path / "labels").symlink_to(tmp_path / "data", target_is_directory=True)
+    (pair,) = find_pairs(tmp_path, None, label_name="{id}_mask")
+    assert (pair.image.name, pair.label.name) == ("s0.png", "s0_mask.png")
+
+
+def test_a_mask_folder_inside_the_image_folder_is_no_images(tmp_path):
+    for patient in ("A", "B"):
+        write_pair(tmp_path / patient / "0.png", tmp_path / "masks" / patient / "0.png", 0)
+    pairs = find_pairs(tmp_path, None, ".", "masks")
+    assert [p.name for p in pairs] == ["A/0.png", "B/0.png"]
+
+
+def test_an_orphan_mask_beside_the_images_is_named_as_a_mask(tmp_path):
+    write_pair(tmp_path / "s0.png", tmp_path / "s0_mask.png", 0)
+    write_pair(tmp_path / "gone.png", tmp_path / "s1_mask.png", 1)
+    (tmp_path / "gone.png").unlink()
+    with pytest.raises(ImageDataError, match=r"mask .*s1_mask\.png has no image"):
+        find_pairs(tmp_path, None, ".", ".", label_name="{id}_mask")
+
+
+def test_images_without_a_region_of_interest_are_said(tmp_path, caplog):
+    root = patient_folders(tmp_path / "d", patients=2, slices=2)
+    (root / "fov").mkdir()
+    Image.new("L", (32, 24), 255).save(root / "fov" / "0.png")  # flat: fits no patient's slice
+    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
+        pairs = find_pairs(root, None)
+    assert all(p.roi is None for p in pairs)
+    assert "4 of the 4 images have no region-of-interest mask" in caplog.text

@@ -501,6 +501,8 @@ def test_a_folder_of_subfolders_expands_to_theirs_in_the_same_subfolders(tmp_pat
     (tmp_path / "test" / "pred" / "aachen" / "0.png").write_bytes(b"x")
     again = expand_inputs([str(tmp_path / "test")], out=tmp_path / "test" / "pred")
     assert sorted(p.as_posix() for p, _ in again) == sorted(p.as_posix() for p, _ in found)
+    with pytest.raises(SystemExit, match="is the folder of inputs"):
+        expand_inputs([str(tmp_path / "test")], out=tmp_path / "test")
 
 
 def test_predict_a_folder_of_volumes(exported_3d, tmp_path):
