@@ -88,16 +88,44 @@ def checkpoint_record(ckpt: Path, run: Path) -> Path | None:
     return run / name if (run / name / "config.yaml").is_file() else None
 
 
+# Data settings added after runs were recorded whose default is not what those runs did:
+# the value that keeps a resume doing what its run did (drawn splits kept no group whole)
+AS_BEFORE_THEY_EXISTED = {"groups": False}
+
+
 def recorded_overrides(run: Path, record: Path | None = None) -> list[str]:
     """The overrides the run trained with, as Hydra recorded them: in ``record`` (a config
-    folder of the run), else in the newest."""
+    folder of the run), else in the newest; and for each setting of
+    ``AS_BEFORE_THEY_EXISTED`` its run's data took and did not record, the value it had."""
     import yaml
 
     record = record or latest_config(run)
     path = record / "overrides.yaml" if record else None
     if path is None or not path.is_file():
         return []
-    return [o for o in yaml.safe_load(path.read_text()) or [] if not o.startswith(NOT_CARRIED)]
+    recorded = [o for o in yaml.safe_load(path.read_text()) or [] if not o.startswith(NOT_CARRIED)]
+    config = (
+        yaml.safe_load((record / "config.yaml").read_text())
+        if (record / "config.yaml").is_file()
+        else None
+    )
+    data = (config or {}).get("data") or {}
+    earlier = [
+        f"data.{key}={str(value).lower()}"
+        for key, value in AS_BEFORE_THEY_EXISTED.items()
+        if "_target_" in data and key not in data and takes(data["_target_"], key)
+    ]
+    return [*earlier, *recorded]
+
+
+def takes(target: str, key: str) -> bool:
+    """Whether the DataModule class ``target`` names takes the setting ``key``."""
+    from hydra.utils import get_class
+
+    try:
+        return default_of(get_class(current_name(target)), key) is not UNSET
+    except (ImportError, ValueError, AttributeError):
+        return False
 
 
 def one_per_key(argv: list[str]) -> list[str]:
@@ -251,6 +279,8 @@ def meaning(key: str, value: Any, data: Any = None) -> Any:
     if key.endswith("_target_") and isinstance(value, str):
         # a class named by an earlier version's module (segnet.module.SegmentationModule)
         return current_name(value)
+    if value is UNSET and key.startswith("data.") and key[5:] in AS_BEFORE_THEY_EXISTED:
+        return AS_BEFORE_THEY_EXISTED[key[5:]]  # what the run did
     if value is UNSET and key.startswith("data.") and key.count(".") == 1 and data is not None:
         # a data setting added after the run was recorded: its default is what the run had
         default = default_of(data, key.removeprefix("data."))

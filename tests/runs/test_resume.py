@@ -309,6 +309,26 @@ def test_a_resume_compares_settings_as_training_takes_them():
     assert [k for k, *_ in changed_settings(run, regions)] == ["data.regions.whole"]
 
 
+def test_a_run_from_before_groups_resumes_drawing_case_by_case(tmp_path):
+    """Its splits were drawn case by case (a CSV's group column was not read then): the
+    resume keeps them so, where today's default keeps groups whole."""
+    import yaml
+
+    from segnet.runs.resume import changed_settings, recorded_overrides
+
+    images = {"_target_": "segnet.data.images_datamodule.ImageFolderDataModule", "csv": "c.csv"}
+    record = tmp_path / ".hydra"
+    record.mkdir()
+    (record / "config.yaml").write_text(yaml.safe_dump({"data": images}))
+    (record / "overrides.yaml").write_text(yaml.safe_dump(["data=images", "data.csv=c.csv"]))
+    assert recorded_overrides(tmp_path) == ["data.groups=false", "data=images", "data.csv=c.csv"]
+    now = {"data": {**images, "groups": False}}
+    assert changed_settings({"data": images}, now) == []
+    assert changed_settings({"data": images}, {"data": {**images, "groups": True}}) != []
+    (record / "config.yaml").write_text(yaml.safe_dump({"data": {**images, "groups": True}}))
+    assert recorded_overrides(tmp_path) == ["data=images", "data.csv=c.csv"]
+
+
 def test_a_resume_is_never_checked_against_its_own_record(tmp_path):
     """A checkpoint naming a record the run does not have (copied from another run): the
     resume's own record, which Hydra writes under that number, is no record to compare with."""
