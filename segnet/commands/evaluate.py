@@ -15,6 +15,7 @@ from typing import Any
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
+from segnet.data.settings import AS_BEFORE_THEY_EXISTED
 from segnet.runs.building import build, build_trainer
 from segnet.runs.checks import check_accelerator, check_config_values, check_datamodule_provides
 from segnet.runs.console import log_summary, print_table, quiet_library_noise, rank_zero_speaks
@@ -127,9 +128,9 @@ def data_config(
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     data_format = get_class(data_cfg._target_)
-    if "groups" in getattr(data_format, "settings", {}) and "groups" not in data_cfg:
-        # trained before drawn splits kept a group whole: its cases were drawn one by one
-        data_cfg.groups = False
+    for key, value in AS_BEFORE_THEY_EXISTED.items():  # a run recorded before key existed
+        if key in getattr(data_format, "settings", {}) and key not in data_cfg:
+            data_cfg[key] = value
     if "class_names" in data_cfg and not data_cfg.class_names:
         trained_names = list(module.data_info.class_names)
         # the folder's own dataset.json, where it has one, must name the label values as

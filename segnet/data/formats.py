@@ -345,18 +345,13 @@ def input_files_below(folder: Path, leave_out: Path | None = None) -> list[Path]
     once: :func:`~segnet.data.image_pairs.folders_below`), ``leave_out`` and what is below
     it left out (the output folder, where it is inside), in path order."""
     skip = leave_out.resolve() if leave_out is not None else None
-    folders = folders_below(folder)
-    kept = [
-        d
-        for d in folders
-        if skip is None or (d.resolve() != skip and skip not in d.resolve().parents)
-    ]
-    if (
-        skip is not None
-        and len(kept) < len(folders)
-        and any(input_files(d) for d in folders if d not in kept)
-    ):
-        log.info("%s: the output folder's files are not inputs", leave_out)
+    kept = []
+    for d in folders_below(folder):
+        real = d.resolve()
+        if skip is not None and (real == skip or skip in real.parents):
+            log.info("%s: inside the output folder %s, not read as inputs", d, leave_out)
+        else:
+            kept.append(d)
     return sorted(f for d in kept for f in input_files(d))
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from segnet.data.settings import AS_BEFORE_THEY_EXISTED
 from segnet.runs.earlier_names import current_name
 from segnet.runs.folders import Work, launched_rank, refuse_existing_run_dir
 from segnet.runs.settings import data_format, resume_may_change, table
@@ -88,11 +89,6 @@ def checkpoint_record(ckpt: Path, run: Path) -> Path | None:
     return run / name if (run / name / "config.yaml").is_file() else None
 
 
-# Data settings added after runs were recorded whose default is not what those runs did:
-# the value that keeps a resume doing what its run did (drawn splits kept no group whole)
-AS_BEFORE_THEY_EXISTED = {"groups": False}
-
-
 def recorded_overrides(run: Path, record: Path | None = None) -> list[str]:
     """The overrides the run trained with, as Hydra recorded them: in ``record`` (a config
     folder of the run), else in the newest; and for each setting of
@@ -104,11 +100,8 @@ def recorded_overrides(run: Path, record: Path | None = None) -> list[str]:
     if path is None or not path.is_file():
         return []
     recorded = [o for o in yaml.safe_load(path.read_text()) or [] if not o.startswith(NOT_CARRIED)]
-    config = (
-        yaml.safe_load((record / "config.yaml").read_text())
-        if (record / "config.yaml").is_file()
-        else None
-    )
+    config_file = record / "config.yaml"
+    config = yaml.safe_load(config_file.read_text()) if config_file.is_file() else None
     data = (config or {}).get("data") or {}
     earlier = [
         f"data.{key}={str(value).lower()}"
