@@ -14,7 +14,6 @@ header and orientation are kept so predictions are written back in the source's 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import zlib
@@ -27,15 +26,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from segnet.data import volume_files
+from segnet.data import dataset_json, volume_files
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
+from segnet.data.image_pairs import IMAGE_SUFFIXES
 from segnet.files import staged
 
 log = logging.getLogger(__name__)
 
 # every volume file format's (NIfTI, TIFF stacks, NumPy arrays: segnet.data.volume_files)
 VOLUME_SUFFIXES = volume_files.suffixes()
+# the 2D image files a volume folder is refused for holding (the 2D recipes read them)
+IMAGE_SUFFIXES_2D = tuple(s for s in IMAGE_SUFFIXES if s not in VOLUME_SUFFIXES)
 
 
 class NiftiDataError(DataError):
@@ -91,86 +93,6 @@ def nifti_files(folder: Path) -> list[Path]:
     )
 
 
-def read_dataset_json(root: Path) -> dict:
-    path = root / "dataset.json"
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise NiftiDataError(f"{path} is not valid JSON: {err}") from err
-
-
-def dataset_class_names(root: str | Path, csv: str | Path | None = None) -> list[str] | None:
-    """The class names of the dataset.json beside the cases (a CSV's own folder, which may
-    list cases from anywhere, else ``root``); None without one that has ``labels``."""
-    folder = Path(csv).expanduser().parent if csv else Path(root).expanduser()
-    index = folder / "dataset.json"
-    if not index.is_file():
-        return None
-    labels = read_dataset_json(folder).get("labels") or {}
-    if labels and is_region_labels(labels):
-        return region_label_names(labels)
-    return class_names_from(labels, index) if labels else None
-
-
-def is_region_labels(labels: dict) -> bool:
-    """nnU-Net v2's region form: some label names map to a list of values."""
-    return any(isinstance(v, list) for v in labels.values())
-
-
-def region_label_names(labels: dict) -> list[str]:
-    """The label values' names in a dataset.json of regions: the name of a region of one
-    value, else ``label_<value>`` (the files hold values 0 to the largest any region has)."""
-    single = {v[0] if isinstance(v, list) else v: k for k, v in labels.items()
-              if not isinstance(v, list) or len(v) == 1}  # fmt: skip
-    top = max(max(v) if isinstance(v, list) else v for v in labels.values())
-    return [str(single.get(v, "background" if v == 0 else f"label_{v}")) for v in range(top + 1)]
-
-
-def dataset_regions(
-    root: str | Path, csv: str | Path | None = None
-) -> tuple[dict[str, list[int]], list[int] | None] | None:
-    """nnU-Net v2's regions from the dataset.json beside the cases (``labels`` mapping
-    region names to lists of values, and ``regions_class_order``); None where it has none."""
-    folder = Path(csv).expanduser().parent if csv else Path(root).expanduser()
-    if not (folder / "dataset.json").is_file():
-        return None
-    index = read_dataset_json(folder)
-    labels = index.get("labels") or {}
-    if not is_region_labels(labels):
-        return None
-    regions = {str(k): (v if isinstance(v, list) else [v]) for k, v in labels.items()
-               if (v if isinstance(v, list) else [v]) != [0]}  # fmt: skip
-    return regions, index.get("regions_class_order")
-
-
-def class_names_from(labels: dict, path: Path) -> list[str]:
-    """The class names of a dataset.json's ``labels``, in label-value order: the Decathlon's
-    ``{"0": "background", ...}`` or nnU-Net v2's ``{"background": 0, ...}``.
-
-    Example:
-        >>> class_names_from({"1": "Anterior", "0": "background"}, Path("dataset.json"))
-        ['background', 'Anterior']
-        >>> class_names_from({"background": 0, "Anterior": 1}, Path("dataset.json"))
-        ['background', 'Anterior']
-    """
-    if all(str(k).isdigit() for k in labels):
-        by_value = {int(k): str(v) for k, v in labels.items()}
-    elif all(isinstance(v, int) and not isinstance(v, bool) for v in labels.values()):
-        by_value = {v: str(k) for k, v in labels.items()}
-    else:
-        raise NiftiDataError(
-            f'{path}: \'labels\' maps neither label values to names ({{"0": "background"}}) '
-            'nor names to single values ({"background": 0}; nnU-Net\'s region labels, lists '
-            "of values, are not supported); set data.class_names=[background,...] instead."
-        )
-    if sorted(by_value) != list(range(len(by_value))):
-        raise NiftiDataError(
-            f"{path}: its label values {sorted(by_value)} are not 0, 1, 2, ...; set "
-            "data.class_names=[...] with one name per value from 0 to the largest."
-        )
-    return [by_value[v] for v in range(len(by_value))]
-
-
 def find_cases(
     root: Path,
     csv_path: str | Path | None = None,
@@ -187,9 +109,9 @@ def find_cases(
             "layout (dataset.json, imagesTr/, labelsTr/) or with images/ and labels/ folders."
         )
     # nnU-Net v2's dataset.json lists no cases: its imagesTr/labelsTr folders do
-    listed = (root / "dataset.json").is_file() and "training" in read_dataset_json(root)
-    if listed and not (image_dir or label_dir):
-        entries = read_dataset_json(root).get("training") or []
+    index = dataset_json.read_index(root, NiftiDataError) or {}
+    if "training" in index and not (image_dir or label_dir):
+        entries = index.get("training") or []
         if not entries:
             raise NiftiDataError(f"{root / 'dataset.json'} lists no 'training' cases.")
         cases = [
@@ -218,13 +140,27 @@ def find_cases(
                 ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else ""),
             )
     if not cases:
-        raise NiftiDataError(f"no NIfTI cases found under {root}.")
+        raise NiftiDataError(f"no NIfTI cases found under {root}.{flat_images_hint(root)}")
     check_unique_names(cases)
     for case in cases:
         for path in (case.image, case.label):
             if path is not None and not path.is_file():
                 raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
     return cases
+
+
+def flat_images_hint(root: Path) -> str:
+    """Where a folder with no volumes holds 2D images (an nnU-Net dataset of PNGs, say),
+    the recipe that trains on them; else nothing."""
+    ending = dataset_json.file_ending(root, NiftiDataError)
+    images = [d for d in (root / "imagesTr", root / "images") if d.is_dir()]
+    two_d = {p.suffix.lower() for d in images for p in d.iterdir()} & set(IMAGE_SUFFIXES_2D)
+    if (ending and ending in IMAGE_SUFFIXES_2D) or two_d:
+        return (
+            f" It holds 2D images ({ending or ', '.join(sorted(two_d))}): train on them with "
+            "a 2D recipe (experiment=images_quick data.root=...)."
+        )
+    return ""
 
 
 def missing_label(image: Path, labels: Path, name: str, others: set[str]) -> str:
@@ -344,8 +280,12 @@ def _load(path: Path, spacing: Sequence[float] | None = None) -> nib.Nifti1Image
         raise NiftiDataError(f"cannot read {path}: {err} (corrupt or truncated file?)") from err
 
 
-def load_volume(case: Case, num_classes: int | None = None) -> Volume:
-    """Read, validate and reorient one case. Errors name the file and what is wrong."""
+def load_volume(
+    case: Case, num_classes: int | None = None, ignore_value: int | None = None
+) -> Volume:
+    """Read, validate and reorient one case. Errors name the file and what is wrong. A
+    label's ``ignore_value`` (nnU-Net's ignore label) is read as ``num_classes``, the index
+    training and scores leave out."""
     img = _load(case.image, case.spacing)
     if img.ndim not in (3, 4):
         raise NiftiDataError(
@@ -389,10 +329,13 @@ def load_volume(case: Case, num_classes: int | None = None) -> Volume:
                 "a label resampled with linear interpolation needs nearest-neighbour instead."
             )
         label = values.astype(np.int64)
-        if label.min() < 0 or (num_classes is not None and label.max() >= num_classes):
-            bad = sorted(
-                int(v) for v in np.unique(label) if v < 0 or (num_classes and v >= num_classes)
-            )
+        # the values a label may hold: the classes', and the ignore index past them
+        allowed = num_classes
+        if ignore_value is not None and num_classes is not None:
+            label[label == ignore_value] = num_classes
+            allowed += 1
+        if label.min() < 0 or (allowed is not None and label.max() >= allowed):
+            bad = sorted(int(v) for v in np.unique(label) if v < 0 or (allowed and v >= allowed))
             raise NiftiDataError(
                 f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}, "
                 "one per class name. To train: name every label value in data.class_names "

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from segnet.data import nifti
+from segnet.data import dataset_json, nifti
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
@@ -338,6 +338,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.cache_max_gb = cache_max_gb
         self.given_regions = (regions, regions_class_order)  # checked against the classes
         self.cases: list[nifti.Case] = []
+        self.indexed: dataset_json.IndexedClasses | None = None  # read by describe()
+        self.ignore_value: int | None = None
         self.splits: dict[str, list[int]] = {}
         self._volumes: dict[int, nifti.Volume] = {}
 
@@ -345,7 +347,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     @classmethod
     def class_names_in_data(cls, data_cfg) -> list[str] | None:
         """The dataset.json beside the cases (a CSV's own folder, else ``data.root``)."""
-        return nifti.dataset_class_names(data_cfg.root, data_cfg.get("csv"))
+        found = dataset_json.indexed_classes(
+            dataset_json.index_folder(data_cfg.root, data_cfg.get("csv")), nifti.NiftiDataError
+        )
+        return found.class_names if found else None
 
     @classmethod
     def axes_of_flip(cls, flip) -> tuple[int, ...]:
@@ -362,7 +367,11 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             f"data.csv={self.csv}", [c.group for c in self.cases], **self.split_args,
         )  # fmt: skip
         shape = nifti.header_shape(self.cases[0].image)
+        self.indexed = dataset_json.indexed_classes(
+            dataset_json.index_folder(self.root, self.csv), nifti.NiftiDataError
+        )
         class_names = self._read_class_names()
+        self.ignore_value = self._ignore_value(class_names)
         if self.spacing == "median":
             grids = [
                 nifti.ras_grid(self.cases[i].image, self.stack_spacing)
@@ -398,7 +407,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             in_channels=nifti.channel_count(shape),
             class_names=class_names,
             palette=[list(c) for c in label_palette(len(class_names))],
-            ignore_index=None,
+            # nnU-Net's ignore label: read as the index past the classes, as 2D void is
+            ignore_index=None if self.ignore_value is None else len(class_names),
             normalization=zscore_normalization(self.clip, self.spacing, self.stack_spacing),
             input_size=list(self.patch_size),
             sliding_window=dict(self.sliding_window),
@@ -411,9 +421,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     def _regions(self, class_names: list[str]) -> tuple[dict | None, list[int] | None]:
         """``data.regions`` as given, else nnU-Net's region labels in dataset.json."""
         regions, order = self.given_regions
-        if regions is None and not self._class_names:
-            found = nifti.dataset_regions(self.root, self.csv)
-            regions, order = found if found else (None, order)
+        if regions is None and not self._class_names and self.indexed:
+            regions = self.indexed.regions
+            order = self.indexed.regions_class_order if regions else order
         regions = check_regions(regions, order, class_names)
         return regions, (list(order) if order is not None else None)
 
@@ -421,15 +431,26 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         if self._class_names:
             return self._class_names
         # a CSV lists cases from anywhere: the dataset.json beside it, not data.root's
-        names = nifti.dataset_class_names(self.root, self.csv)
-        if names:
-            return names
+        if self.indexed:
+            return self.indexed.class_names
         folder = Path(self.csv).expanduser().parent if self.csv else self.root
         where = f"data.csv={self.csv}" if self.csv else str(self.root)
         raise ValueError(
             f"no class names for {where}: no dataset.json with 'labels' in {folder}; set "
             "data.class_names=[background,...] (one per label value)."
         )
+
+    def _ignore_value(self, class_names: list[str]) -> int | None:
+        """nnU-Net's ignore label in dataset.json, where it has one: the label value left
+        out of training and scores (the classes are 0 to one below it)."""
+        value = self.indexed.ignore_value if self.indexed else None
+        if value is not None and value < len(class_names):
+            raise nifti.NiftiDataError(
+                f"the dataset.json of {self.root} makes label value {value} its ignore label, "
+                f"and data.class_names names {len(class_names)} classes (0..."
+                f"{len(class_names) - 1}): name only the classes below the ignore label."
+            )
+        return value
 
     def case_names(self) -> list[str]:
         return [c.name for c in self.cases]
@@ -449,7 +470,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         info = self.info()
 
         def read(i: int) -> nifti.Volume:
-            v = nifti.load_volume(self.cases[i], info.num_classes)
+            v = nifti.load_volume(self.cases[i], info.num_classes, self.ignore_value)
             if v.image.shape[0] != info.in_channels:
                 raise nifti.NiftiDataError(
                     f"image {self.cases[i].image} has {v.image.shape[0]} channel(s); the "

@@ -83,6 +83,7 @@ def per_case_surface(
     num_classes: int,
     spacing: torch.Tensor,
     tolerance_mm: float,
+    ignore_index: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """95th-percentile Hausdorff distance (mm) and normalised surface Dice at
     ``tolerance_mm`` of each case and foreground class, through MONAI's implementations,
@@ -92,6 +93,8 @@ def per_case_surface(
     Empty classes follow MONAI: absent from both label and prediction gives NaN (the case
     is left out of that class's mean, as for Dice); present in only one gives NSD 0 and
     HD95 infinity (counted apart in the summary, since no finite distance exists).
+    Voxels labelled ``ignore_index`` are background in both label and prediction: what is
+    predicted there is neither right nor wrong.
     """
     import warnings
 
@@ -99,6 +102,9 @@ def per_case_surface(
     from monai.networks.utils import one_hot
 
     n = pred.shape[0]
+    if ignore_index is not None:
+        ignored = target == ignore_index
+        pred, target = pred.masked_fill(ignored, 0), target.masked_fill(ignored, 0)
     p = one_hot(pred.unsqueeze(1).cpu(), num_classes, dim=1).bool()
     t = one_hot(target.unsqueeze(1).cpu(), num_classes, dim=1).bool()
     hd = torch.full((n, num_classes), torch.nan, dtype=torch.float64)

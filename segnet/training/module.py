@@ -525,8 +525,9 @@ class SegmentationModule(L.LightningModule):
             ]
             if stage == "test" and "spacing" in batch:
                 rows += per_case_surface(
-                    pred, y, self.num_classes, batch["spacing"], self.surface_tolerance_mm
-                )
+                    pred, y, self.num_classes, batch["spacing"], self.surface_tolerance_mm,
+                    self.ignore_index,
+                )  # fmt: skip
             elif stage == "test":  # images: the overlap scores of each, for per_case.csv
                 rows += per_case_overlap(pred, y, self.num_classes, self.ignore_index)
             self.case_rows[stage].update(torch.cat(rows, 1))

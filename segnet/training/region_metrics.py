@@ -43,7 +43,7 @@ def region_case_scores(
         if "iou" in scores:
             scores["iou"].append(per_case_overlap(pred, target, 2, ignore)[0][:, 1])
         if "hd95" in scores:
-            hd, nsd = per_case_surface(pred, target, 2, spacing, tolerance_mm)
+            hd, nsd = per_case_surface(pred, target, 2, spacing, tolerance_mm, ignore)
             scores["hd95"].append(hd[:, 1])
             scores["nsd"].append(nsd[:, 1])
     return [torch.stack(scores[m], 1).to(inside.device) for m in names]

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from segnet.data import nifti
+from segnet.data.dataset_json import indexed_classes
 from segnet.data.regions import check_regions, memberships, region_targets, to_label_map
 from segnet.training.losses import region_loss
 from tests.helpers import nifti_dataset
@@ -81,8 +81,9 @@ def test_nnunet_region_labels_in_dataset_json_are_read(tmp_path):
     index["labels"] = {"background": 0, "whole": [1, 2], "inner": 2}
     index["regions_class_order"] = [1, 2]
     (root / "dataset.json").write_text(json.dumps(index))
-    assert nifti.dataset_class_names(root) == ["background", "label_1", "inner"]
-    assert nifti.dataset_regions(root) == ({"whole": [1, 2], "inner": [2]}, [1, 2])
+    found = indexed_classes(root)
+    assert found.class_names == ["background", "label_1", "inner"]
+    assert (found.regions, found.regions_class_order) == ({"whole": [1, 2], "inner": [2]}, [1, 2])
     from segnet.data.nifti_datamodule import NiftiDataModule
 
     dm = NiftiDataModule(str(root), num_workers=0, val_fraction=0.5, test_fraction=0.0)
