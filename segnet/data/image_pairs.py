@@ -14,6 +14,9 @@ folders come in, with errors that name the folder and the setting.
   (``images/<patient>/<n>.png``, ``leftImg8bit/<city>/...``): each pairs with the same
   subfolder of the mask folder, and its first folder is the image's group, which drawn
   splits keep whole; an image folder that holds images reads them alone, as it always did;
+* nnU-Net v2's layout of 2D images: ``imagesTr/<case>_0000.png`` with
+  ``labelsTr/<case>.png`` (and ``imagesTs/`` with ``labelsTs/``, the test split, where
+  both are there); its ``dataset.json`` names the classes;
 * a CSV with ``image`` and ``label`` columns, optional ``roi``, ``split`` and ``group``; a
   relative path is relative to the CSV's folder.
 """
@@ -23,11 +26,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from segnet.data.case_table import read_case_table, resolve
+from segnet.data.dataset_json import file_ending
 from segnet.data.errors import DataError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
@@ -41,6 +45,10 @@ SPLIT_FOLDERS = {
     "test": ("test", "testing"),
 }
 HIDDEN = (".", "__MACOSX")  # .ipynb_checkpoints/, ._0.png, a zip's __MACOSX/
+# nnU-Net v2: the image and label folders of training cases and of test cases, and the
+# name of an image file, its case and its channel (``<case>_0000.png``)
+NNUNET_FOLDERS = {"train": ("imagesTr", "labelsTr"), "test": ("imagesTs", "labelsTs")}
+NNUNET_CHANNEL = re.compile(r"^(?P<case>.+)_(?P<channel>\d{4})$")
 log = logging.getLogger(__name__)
 
 
@@ -227,12 +235,104 @@ def find_pairs(
             f"data.root={root}: no such folder. Point data.root at the folder holding your "
             "images and masks, or data.csv at a CSV listing them."
         )
+    elif is_nnunet_layout(root, dirs):
+        pairs = nnunet_pairs(root, naming)
     elif split_folders_at_root(root, image_dir):
         pairs = root_split_pairs(root, dirs, naming)
     else:
         pairs = folder_pairs(root, dirs, naming)
     check_pairs(pairs)
     return pairs
+
+
+def is_nnunet_layout(root: Path, dirs: tuple) -> bool:
+    """``root`` is laid out as nnU-Net v2 lays out a dataset (``imagesTr/``, ``labelsTr/``),
+    and no folder setting says otherwise."""
+    train_images, train_labels = NNUNET_FOLDERS["train"]
+    return not any(dirs) and (root / train_images).is_dir() and (root / train_labels).is_dir()
+
+
+def nnunet_pairs(root: Path, naming: Naming) -> list[Pair]:
+    """The pairs of an nnU-Net v2 dataset of 2D images: ``imagesTr/<case>_0000.png`` with
+    ``labelsTr/<case>.png``. Its test cases (``imagesTs/``) are the test split where they
+    have labels (``labelsTs/``), and are left out, said, where they have none; the
+    training cases are then drawn into splits."""
+    refuse_volumes(root)
+    by_case = naming.image_name == "{id}"  # nnU-Net's naming, unless data.image_name is set
+    if by_case:
+        naming = naming._replace(image_name="{id}_0000")
+        for images, _ in NNUNET_FOLDERS.values():
+            if (root / images).is_dir():
+                check_channel_files(root / images)
+    labelled_test = all((root / d).is_dir() for d in NNUNET_FOLDERS["test"])
+    pairs = []
+    for split, (image_dir, label_dir) in NNUNET_FOLDERS.items():
+        images, labels = root / image_dir, root / label_dir
+        if not images.is_dir():
+            continue
+        if not labels.is_dir():
+            log.warning(
+                "%s has no labels (no %s/ beside it): its images are left out; python -m "
+                "segnet.predict segments them.", images, label_dir,
+            )  # fmt: skip
+            continue
+        pairs += paired(images, labels, None, naming, split if labelled_test else None)
+    # named by case, as nnU-Net names them (its predictions too): em002.png, not em002_0000.png
+    return [replace(p, name=case_file_name(p.name)) for p in pairs] if by_case else pairs
+
+
+def case_file_name(name: str) -> str:
+    """``test/em002_0000.png`` as its case's file: ``test/em002.png``."""
+    path = PurePosixPath(name)
+    return str(path.with_stem(NNUNET_CHANNEL.match(path.stem)["case"]))
+
+
+def refuse_volumes(root: Path) -> None:
+    """An nnU-Net dataset of volumes (``file_ending`` ``.nii.gz``, or TIFF stacks with their
+    spacing files) is refused, pointing at the volume recipes."""
+    images = root / NNUNET_FOLDERS["train"][0]
+    ending = file_ending(root, ImageDataError)
+    stacks = ending in (".tif", ".tiff") and any(images.glob("*.json"))
+    if stacks or (ending and ending not in IMAGE_SUFFIXES) or not image_files(images):
+        raise ImageDataError(
+            f"{root} is an nnU-Net dataset of volumes ({ending or 'no 2D images in imagesTr/'}"
+            "), and this is a 2D image recipe: train it with a volume recipe "
+            f"(experiment=hippocampus_unet3d data.root={root})."
+        )
+
+
+def check_channel_files(images: Path) -> None:
+    """Every image file of an nnU-Net folder is named ``<case>_<channel>``, and each case
+    has one, channel 0000 (an RGB image holds its three channels in that one file)."""
+    channels: dict[str, list[str]] = {}
+    for path in image_files(images):
+        found = NNUNET_CHANNEL.match(path.stem)
+        if not found:
+            raise ImageDataError(
+                f"{path}: nnU-Net names each image file <case>_0000{path.suffix} (the case, "
+                "then its channel), and this one has no channel number. Rename it, or set "
+                "data.image_name (e.g. '{id}') for files named otherwise."
+            )
+        channels.setdefault(found["case"], []).append(path.name)
+    several = {case: files for case, files in channels.items() if len(files) > 1}
+    if several:
+        case, files = next(iter(sorted(several.items())))
+        raise ImageDataError(
+            f"case {case} in {images} has {len(files)} channel files ({', '.join(sorted(files))}"
+            f"; {len(several)} case(s) in all): nnU-Net's one file per channel. This tool reads "
+            "a case's channels from one image file (grey, RGB or RGBA): merge each case's "
+            "channel files into one image, e.g. up to three grey channels as one RGB image."
+        )
+    lone = sorted(
+        c
+        for c, files in channels.items()
+        if NNUNET_CHANNEL.match(Path(files[0]).stem)["channel"] != "0000"
+    )
+    if lone:
+        raise ImageDataError(
+            f"{images / channels[lone[0]][0]} is the only image of case {lone[0]}, and its "
+            "channel is not 0000: name the first channel of each case <case>_0000."
+        )
 
 
 def split_folders_at_root(root: Path, image_dir: str | None) -> dict[str, Path]:

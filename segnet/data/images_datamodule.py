@@ -26,6 +26,7 @@ from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
+from segnet.data.dataset_json import index_folder, indexed_classes
 from segnet.data.image_pairs import name_pattern
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
@@ -265,6 +266,27 @@ class WholeImageDataset(Dataset):
         return {"image": it.image, "label": it.label.long(), "index": i}
 
 
+def with_index_classes(folder: Path | None, **given: Any) -> dict[str, Any]:
+    """The class settings ``given``, with what a dataset.json in ``folder`` (nnU-Net's)
+    names where they are not given: the classes (the masks hold each class's index) and
+    their regions, and the ignore label as void."""
+    found = indexed_classes(folder, img.ImageDataError)
+    if found is None:
+        return given
+    out = dict(given)
+    if not given["class_names"]:
+        out["class_names"], out["label_values"] = found.class_names, None
+        if given["regions"] is None and found.regions:
+            out["regions"], out["regions_class_order"] = found.regions, found.regions_class_order
+        log.info(
+            "the classes of %s: %s", folder / "dataset.json",
+            ", ".join(f"{v} {n}" for v, n in enumerate(found.class_names)),
+        )  # fmt: skip
+    if found.ignore_value is not None and given["ignore_values"] is None:
+        out["ignore_values"] = [found.ignore_value]  # void: neither trained nor scored
+    return out
+
+
 class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     """A folder (or CSV) of 2D images and masks: see :mod:`segnet.data.images` for the
     layouts and mask forms, ``configs/data/images.yaml`` for every setting.
@@ -351,10 +373,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         check_normalization(mean, std)
         self.root, self.csv = (Path(root).expanduser() if root else None), csv
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
-        self.set_classes(class_names, label_values, palette, ignore_values)
-        self.set_regions(regions, regions_class_order, class_names)
-        check_class_weights(class_weights, len(class_names) if class_names else None,
-                            class_weights_power)  # fmt: skip
+        self.set_classes(palette, class_names=class_names, label_values=label_values,
+                         ignore_values=ignore_values, regions=regions,
+                         regions_class_order=regions_class_order)  # fmt: skip
+        names = self._class_names
+        check_class_weights(class_weights, len(names) if names else None, class_weights_power)
         self.mean, self.std = (list(v) if v is not None else None for v in (mean, std))
         self.patch_size = tuple(size) if size else None
         self.color_mode, self.max_patch = color_mode, max_patch
@@ -436,15 +459,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             void = 2 ** len(self.mask_classes)
             self.set_combinations(sorted({0, *(c for c in counts if c != void)}))
 
-    def set_classes(
-        self,
-        class_names: Sequence[str] | None,
-        label_values: Sequence | None,
-        palette: Sequence[Sequence[int]] | None,
-        ignore_values: Sequence | None,
-    ) -> None:
-        """The classes as given (None: found in the masks), and how mask values map to
-        them."""
+    def set_classes(self, palette: Sequence[Sequence[int]] | None, **given: Any) -> None:
+        """The classes as given (``class_names``, ``label_values``, ``ignore_values``,
+        ``regions``, ``regions_class_order``), else as a dataset.json beside the data names
+        them, else None (found in the masks); and how mask values map to them."""
+        given = with_index_classes(index_folder(self.root, self.csv), **given)
+        class_names, label_values = given["class_names"], given["label_values"]
+        ignore_values = given["ignore_values"]
+        self.set_regions(given["regions"], given["regions_class_order"], class_names)
         self._class_names = list(class_names) if class_names else None
         self.mapping = (
             img.LabelMapping.from_settings(class_names, label_values, palette, ignore_values)
@@ -562,6 +584,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     @classmethod
     def axes_of_flip(cls, flip: Any) -> tuple[int, ...]:
         return check_flip(flip, IMAGE_AXES)
+
+    @classmethod
+    def class_names_in_data(cls, data_cfg: Any) -> list[str] | None:
+        """The classes a dataset.json beside the images names (nnU-Net's layout)."""
+        found = indexed_classes(
+            index_folder(data_cfg.get("root"), data_cfg.get("csv")), img.ImageDataError
+        )
+        return found.class_names if found else None
 
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict:

@@ -1,0 +1,123 @@
+"""nnU-Net v2 datasets of 2D images, read as nnU-Net reads them: ``imagesTr/<case>_0000.png``
+with ``labelsTr/<case>.png``, the classes (regions, ignore label) from dataset.json, a
+labelled ``imagesTs/`` as the test split; what this tool cannot read is refused, named."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segnet.data.images import ImageDataError
+from segnet.data.images_datamodule import ImageFolderDataModule
+from segnet.data.nifti import NiftiDataError, find_cases
+from tests.data.test_images import blob_label, prepared
+
+
+def nnunet_2d(root, n: int = 6, test: int = 0, test_labels: bool = True, labels=None, rgb=True):
+    """``n`` training cases (RGB ``case<k>_0000.png``, labels 0/1) and ``test`` test cases,
+    with an nnU-Net v2 dataset.json."""
+    for folder, count, prefix in (("Tr", n, "case"), ("Ts", test, "test")):
+        for k in range(count):
+            label = blob_label(24, 32, seed=k + 100 * (folder == "Ts"))
+            image = (label * 120 + 60).astype(np.uint8)
+            image = np.stack([image] * 3, -1) if rgb else image
+            (root / f"images{folder}").mkdir(parents=True, exist_ok=True)
+            Image.fromarray(image).save(root / f"images{folder}" / f"{prefix}{k}_0000.png")
+            if folder == "Tr" or test_labels:
+                (root / f"labels{folder}").mkdir(parents=True, exist_ok=True)
+                Image.fromarray(label).save(root / f"labels{folder}" / f"{prefix}{k}.png")
+    index = {
+        "channel_names": {"0": "R", "1": "G", "2": "B"} if rgb else {"0": "grey"},
+        "labels": labels or {"background": 0, "road": 1},
+        "numTraining": n,
+        "file_ending": ".png",
+    }
+    (root / "dataset.json").write_text(json.dumps(index))
+    return root
+
+
+def test_cases_pair_by_name_and_dataset_json_names_the_classes(tmp_path, caplog):
+    root = nnunet_2d(tmp_path / "Dataset120_Roads", n=6, test=2, test_labels=False)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    info = dm.info()
+    assert info.class_names == ["background", "road"] and info.in_channels == 3
+    names = dm.split_names()
+    assert sorted(sum(names.values(), [])) == [f"case{k}.png" for k in range(6)]
+    assert "imagesTs has no labels" in caplog.text  # left out, said
+    dm.setup("fit")
+    loaded = dm.load("train")[0]
+    assert set(np.unique(loaded.label.numpy())) <= {0, 1} and loaded.label.max() == 1
+
+
+def test_a_labelled_imagests_is_the_test_split_and_val_is_drawn_from_training(tmp_path):
+    root = nnunet_2d(tmp_path / "d", n=6, test=3, test_labels=True)
+    dm = prepared(root, val_fraction=0.34)
+    names = dm.split_names()
+    assert names["test"] == ["test/test0.png", "test/test1.png", "test/test2.png"]
+    assert len(names["val"]) == 2 and len(names["train"]) == 4
+    assert all(n.startswith("train/case") for n in names["train"] + names["val"])
+
+
+def test_the_ignore_label_is_void_and_regions_come_from_dataset_json(tmp_path):
+    labels = {"background": 0, "road": [1, 2], "lane": 2, "ignore": 5}
+    root = nnunet_2d(tmp_path / "d", n=4, labels=labels)
+    for path in (root / "labelsTr").iterdir():  # a lane inside each road, a void border
+        label = np.array(Image.open(path))
+        label[label == 1] = np.where(np.arange(32) % 4 == 0, 2, 1)[None].repeat(24, 0)[label == 1]
+        label[0] = 5
+        Image.fromarray(label).save(path)
+    dm = prepared(root, val_fraction=0.25, test_fraction=0.25)
+    info = dm.info()
+    assert info.class_names == ["background", "label_1", "lane"]
+    assert info.regions == {"road": [1, 2], "lane": [2]} and info.ignore_index == 3
+    dm.setup("fit")
+    label = dm.load("train")[0].label.numpy()
+    assert set(np.unique(label)) == {0, 1, 2, 3} and (label[0] == 3).all()  # 5: void, 3
+
+
+def test_a_dataset_json_naming_other_classes_than_a_checkpoint_is_seen_by_evaluation(tmp_path):
+    root = nnunet_2d(tmp_path / "d", n=2)
+    named = ImageFolderDataModule.class_names_in_data({"root": str(root), "csv": None})
+    assert named == ["background", "road"]
+
+
+def test_one_file_per_channel_is_refused_naming_the_case(tmp_path):
+    root = nnunet_2d(tmp_path / "d", n=3, rgb=False)
+    image = Image.open(root / "imagesTr" / "case1_0000.png")
+    image.save(root / "imagesTr" / "case1_0001.png")
+    with pytest.raises(ImageDataError, match=r"case case1 in .* has 2 channel files") as err:
+        prepared(root)
+    assert "case1_0000.png, case1_0001.png" in str(err.value) and "one RGB image" in str(err.value)
+
+
+def test_an_image_without_a_channel_number_is_refused(tmp_path):
+    root = nnunet_2d(tmp_path / "d", n=3)
+    (root / "imagesTr" / "case2_0000.png").rename(root / "imagesTr" / "case2.png")
+    with pytest.raises(ImageDataError, match=r"case2.png: nnU-Net names each image file"):
+        prepared(root)
+
+
+def test_a_dataset_of_volumes_points_at_the_volume_recipes_and_back(tmp_path):
+    volumes = tmp_path / "Dataset004_Hippocampus"
+    (volumes / "imagesTr").mkdir(parents=True)
+    (volumes / "labelsTr").mkdir()
+    (volumes / "imagesTr" / "hippo_001_0000.nii.gz").write_bytes(b"")
+    (volumes / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "a": 1},
+                                                      "file_ending": ".nii.gz"}))  # fmt: skip
+    with pytest.raises(ImageDataError, match="nnU-Net dataset of volumes .*experiment=hippocampus"):
+        prepared(volumes)
+    images = nnunet_2d(tmp_path / "Dataset120_Roads", n=2)
+    with pytest.raises(NiftiDataError, match=r"holds 2D images \(.png\).*images_quick"):
+        find_cases(images)
+
+
+def test_a_folder_setting_reads_the_folders_as_plain_ones(tmp_path):
+    """data.image_dir names the folders itself: nnU-Net's naming is not assumed."""
+    root = nnunet_2d(tmp_path / "d", n=3)
+    dm = prepared(root, image_dir="imagesTr", label_dir="labelsTr", image_name="{id}_0000")
+    assert sorted(sum(dm.split_names().values(), [])) == [f"case{k}_0000.png" for k in range(3)]
