@@ -53,7 +53,7 @@ class ImageFiles:
         return [p for p in folder.iterdir() if self.takes(p)]
 
     def decode(self, path: Path) -> None:
-        own_images.open_image(path)
+        own_images.decode_whole(path)
 
     def targets(self, path: Path, out_dir: Path) -> list[Path]:
         return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
@@ -181,8 +181,13 @@ class OwnImages(ImageFiles):
                 "step": "decode",
                 "to": f"{norm['color_mode']} (H, W, {len(norm['mean'])}) in the image's own "
                 "units (0-255 for 8 bit, 0-65535 for 16 bit), as float32",
-                "with": f"Pillow: Image.convert('{norm['color_mode']}'), except 16-bit grey "
-                "images, read as they are",
+                "with": (
+                    "tifffile (TIFF) or numpy.load (.npy): every band as the file holds it, "
+                    "rows and columns first, the bands last"
+                    if own_images.bands.count_of(norm["color_mode"])
+                    else f"Pillow: Image.convert('{norm['color_mode']}'), except 16-bit grey "
+                    "images, read as they are"
+                ),
             },
             {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
             {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
@@ -358,7 +363,14 @@ def input_files_below(folder: Path, leave_out: Path | None = None) -> list[Path]
 def decode_whole(path: Path) -> None:
     """``path`` decodes whole as the kind of file it is named as (a truncated file, a text
     file, NaN voxels are refused with a :class:`DataError`)."""
-    (format_of_file(path) or FILE_KINDS[0]).decode(path)  # neither: tried as an image
+    kinds = [k for k in FILE_KINDS if k.takes(path)] or [FILE_KINDS[0]]  # neither: an image?
+    refusals = []
+    for kind in kinds:  # a name both kinds take (.tif, .npy): either may decode it
+        try:
+            return kind.decode(path)
+        except DataError as err:
+            refusals.append(err)
+    raise refusals[0]
 
 
 def targets_of(path: Path, out_dir: Path, probabilities: bool = False) -> list[Path]:

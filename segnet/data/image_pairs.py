@@ -34,7 +34,8 @@ from segnet.data.case_table import read_case_table, resolve
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import DataError
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
+# what Pillow reads, and NumPy arrays (segnet.data.bands)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".npy")
 IMAGE_DIRS = ("images", "image", "imgs", "img")
 LABEL_DIRS = ("labels", "label", "masks", "mask", "annotations", "gt", "groundtruth")
 ROI_DIRS = ("roi", "rois", "fov")

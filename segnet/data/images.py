@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from segnet.data import class_masks
+from segnet.data import bands, class_masks
 from segnet.data.image_pairs import (  # noqa: F401 (read through here)
     IMAGE_SUFFIXES,
     ImageDataError,
@@ -67,6 +67,10 @@ class Header(NamedTuple):
 
 def header(path: Path) -> Header:
     """The image's :class:`Header`, read without decoding it."""
+    found = bands.multi_band(path)
+    if found is not None:
+        channel_bytes = 1 if found.eight_bit else 4
+        return Header(bands.mode_of(found.channels), found.height, found.width, channel_bytes)
     try:
         with Image.open(path) as im:
             wide = im.mode in (*WIDE_MODES, "I", "F")
@@ -79,7 +83,50 @@ def header(path: Path) -> Header:
                 h, w = w, h
             return Header(color_mode(im), h, w, 4 if wide else 1, turned)
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        if path.suffix.lower() in bands.TIFF_SUFFIXES:  # one band Pillow lacks (float64)
+            found = bands.header(path)
+            return Header(bands.mode_of(found.channels), found.height, found.width, 4)
         raise ImageDataError(f"cannot read {path}: {err}") from None
+
+
+def decode_whole(path: Path) -> None:
+    """``path`` decodes whole, as an image of bands or as Pillow reads it."""
+    if bands.multi_band(path) is not None:
+        bands.read(path)
+    else:
+        open_image(path)
+
+
+def channel_count(mode: str) -> int:
+    """The channels the network takes from images of ``mode``: ``L`` 1, ``RGB`` 3, ``RGBA``
+    4, ``bands:<C>`` C."""
+    return COLOR_MODES.get(mode) or bands.count_of(mode) or 0
+
+
+def dataset_mode(headers: Sequence[Header], pairs: Sequence[Pair], given: str | None) -> str:
+    """The one mode a dataset's images are read in: ``data.color_mode`` where given, else
+    the widest of grey, RGB and RGBA its files hold (grey converts to colour); images of
+    several bands share one count, and are not mixed with others."""
+    modes = {h.mode for h in headers}
+    banded = sorted(m for m in modes if bands.count_of(m) is not None)
+    if banded and (len(modes) > 1 or (given and given != banded[0])):
+        first: dict[str, Path] = {}  # the first file of each kind, in the pairs' order
+        for h, p in zip(headers, pairs, strict=True):
+            first.setdefault(h.mode, p.image)
+        kinds = "; ".join(f"{path} is {describe_mode(m)}" for m, path in first.items())
+        why = f"data.color_mode={given}" if given else "the images are of several kinds"
+        raise ImageDataError(
+            f"{why}: {kinds}. Images of several bands are read as they are, all with one "
+            "count of bands: give one kind (leave data.color_mode null for them)."
+        )
+    if given or banded:
+        return given or banded[0]
+    return "RGBA" if "RGBA" in modes else "RGB" if "RGB" in modes else "L"
+
+
+def describe_mode(mode: str) -> str:
+    count = bands.count_of(mode)
+    return f"of {count} band(s)" if count is not None else mode
 
 
 def color_mode(im: Image.Image) -> str:
@@ -95,7 +142,21 @@ def color_mode(im: Image.Image) -> str:
 def read_image(path: Path, mode: str, compact: bool = False) -> np.ndarray:
     """(H, W, C) in the image's own units (0-255 for 8-bit, 0-65535 for 16-bit), float32;
     with ``compact``, uint8 where the file is 8-bit (a quarter of the memory: what a
-    dataset holds), float32 otherwise."""
+    dataset holds), float32 otherwise. ``bands:<C>``: C channels as the file holds them
+    (:mod:`segnet.data.bands`)."""
+    count = bands.count_of(mode)
+    if count is not None:
+        array = bands.read(path, compact)
+        if array.shape[2] != count:
+            raise ImageDataError(
+                f"image {path} has {array.shape[2]} band(s), and the others {count}: give "
+                "every image the same bands."
+            )
+        return array
+    if bands.is_array_file(path):
+        raise ImageDataError(
+            f"image {path} is an array of bands, and the others are {mode}: give one kind."
+        )
     im = open_image(path)
     eight_bit = np.uint8 if compact else np.float32
     if mode == "L":
@@ -105,7 +166,7 @@ def read_image(path: Path, mode: str, compact: bool = False) -> np.ndarray:
             array = np.asarray(im.convert("L"), dtype=eight_bit)
         return array[..., None]
     if mode not in COLOR_MODES:
-        raise ValueError(f"colour mode {mode!r}: one of {', '.join(COLOR_MODES)}.")
+        raise ValueError(f"colour mode {mode!r}: one of {', '.join(COLOR_MODES)}, bands:<C>.")
     if im.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
         raise ImageDataError(
             f"image {path} is a 16-bit grey image, and the others are {mode}: give one kind."
@@ -126,7 +187,9 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
     holds 8-bit greys widened (multiples of 257: 65535 is 255); RGB(A) and palette files
     their colours, a grey colour as its level. A palette of colours is read by its index
     (the class number of VOC-style masks) unless ``palette_colours`` (``data.palette``
-    maps colours)."""
+    maps colours). An array (``.npy``) holds its values as they are."""
+    if bands.is_array_file(path):
+        return bands.read_mask(path, one_bit_white)
     im = open_image(path)
     if im.mode == "1":
         return np.asarray(im).astype(np.int64) * one_bit_white

@@ -495,8 +495,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self.use_class_masks()
         self.splits = self._draw_splits()
         headers = [img.header(p.image) for p in self.pairs]  # nothing decoded
-        modes = {h.mode for h in headers}
-        mode = self.color_mode or ("RGBA" if "RGBA" in modes else "RGB" if "RGB" in modes else "L")
+        mode = img.dataset_mode(headers, self.pairs, self.color_mode)
         train = self.splits["train"]
         if self._class_names is None:
             every = list(range(len(self.pairs)))
@@ -507,7 +506,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"{self._suggested(counts, every)}."
             )
         held = self.splits["all"] if self.mean is None else self.splits[self.split]
-        check_memory(self.where(), [headers[i] for i in held], img.COLOR_MODES[mode])
+        check_memory(self.where(), [headers[i] for i in held], img.channel_count(mode))
         if self.mean is None:  # training: the masks are checked before anything else
             if not train:
                 raise ValueError(
@@ -528,7 +527,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 ", ".join(self.mask_classes),
                 ", ".join(f"{v} {n}" for v, n in enumerate(self._class_names)),
             )
-        channels = img.COLOR_MODES[mode]
+        channels = img.channel_count(mode)
         if len(self.mean) != channels:
             raise ValueError(
                 f"data.mean={self.mean}: {len(self.mean)} value(s), and the images are {mode} "
@@ -781,7 +780,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             len(self.pairs),
             ", ".join(f"{n} {s}" for s, n in counts.items()),
             mode,
-            f"({img.COLOR_MODES[mode]} channel(s))",
+            f"({img.channel_count(mode)} channel(s))",
             min(hs), max(hs), min(ws), max(ws), int(np.median(hs)), int(np.median(ws)),
             *patch,
             self.batch_size,
@@ -1021,10 +1020,11 @@ def check_counts_and_choices(
         check_count(name, value, minimum=0 if name == "num_workers" else 1)
     if split not in SPLITS:
         raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
-    if color_mode is not None and color_mode not in img.COLOR_MODES:
+    if color_mode is not None and not img.channel_count(str(color_mode)):
         raise ValueError(
-            f"data.color_mode={color_mode!r}: one of {list(img.COLOR_MODES)}, or null "
-            "(from the images)."
+            f"data.color_mode={color_mode!r}: one of {list(img.COLOR_MODES)}, bands:<C> "
+            "(C channels, as a checkpoint of multi-band images records), or null (from the "
+            "images)."
         )
 
 

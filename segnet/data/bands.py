@@ -1,0 +1,165 @@
+"""Images of any number of channels ("bands"), as remote sensing and microscopy keep them:
+multi-band TIFFs (a satellite's four or thirteen bands, 16-bit colour), multi-page TIFFs
+(one page per channel, as ImageJ saves a fluorescence image) and NumPy arrays (``.npy``,
+``(H, W)`` or ``(H, W, C)``). What Pillow reads as grey, RGB or RGBA is read by
+:mod:`segnet.data.images`; these are the files it cannot, read with ``tifffile``.
+
+A dataset's images share one mode, ``bands:<C>``: C channels, each normalised with its own
+mean and std, in the file's own units (no scaling to 0-255).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from segnet.data.image_pairs import ImageDataError
+
+PREFIX = "bands:"
+ARRAY_SUFFIXES = (".npy",)
+TIFF_SUFFIXES = (".tif", ".tiff")
+# more channels than this on the last axis of an array is a volume, not an image
+MAX_BANDS = 64
+SPATIAL_AXES = ("Y", "X")  # tifffile's names of an image's rows and columns
+
+
+class Bands(NamedTuple):
+    """A multi-band file's size and channels, read from its header."""
+
+    height: int
+    width: int
+    channels: int
+    eight_bit: bool
+
+
+def mode_of(channels: int) -> str:
+    return f"{PREFIX}{channels}"
+
+
+def count_of(mode: str) -> int | None:
+    """The channels of a ``bands:<C>`` mode; None for another mode (or a malformed one)."""
+    count = mode.removeprefix(PREFIX)
+    return int(count) if mode.startswith(PREFIX) and count.isdigit() and int(count) else None
+
+
+def is_array_file(path: Path) -> bool:
+    return path.suffix.lower() in ARRAY_SUFFIXES
+
+
+def tifffile_module():
+    try:
+        import tifffile
+    except ImportError:  # a dependency; said, rather than a bare ImportError
+        raise ImageDataError(
+            "reading multi-band TIFF files needs the tifffile package: pip install tifffile"
+        ) from None
+    return tifffile
+
+
+def multi_band(path: Path) -> Bands | None:
+    """The bands of a file that Pillow would not read whole: an array, or a TIFF of other
+    than one channel or 8-bit colour (16-bit colour, 2 or 5 bands, pages of channels);
+    None for a file read as grey, RGB or RGBA (a TIFF Pillow reads, where tifffile is
+    missing or cannot read it: Pillow then says what is wrong)."""
+    if is_array_file(path):
+        return header(path)
+    if path.suffix.lower() not in TIFF_SUFFIXES:
+        return None
+    try:
+        found = header(path)
+    except ImageDataError:
+        return None
+    if found.channels == 1 or (found.channels in (3, 4) and found.eight_bit):
+        return None
+    return found
+
+
+def header(path: Path) -> Bands:
+    """The size and channels of a multi-band TIFF or an array, without decoding it."""
+    if is_array_file(path):
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise ImageDataError(f"cannot read {path}: {err}") from None
+        shape, dtype = array.shape, array.dtype
+        axes = "YX" if len(shape) == 2 else "YXC"
+    else:
+        tifffile = tifffile_module()
+        try:
+            with tifffile.TiffFile(path) as tif:
+                series = tif.series[0]
+                shape, dtype, axes = series.shape, series.dtype, series.axes
+        except Exception as err:  # tifffile raises many kinds for a bad file
+            raise ImageDataError(f"cannot read {path}: {err}") from None
+    return _as_bands(path, shape, axes, dtype)
+
+
+def _as_bands(path: Path, shape: tuple, axes: str, dtype: np.dtype) -> Bands:
+    if len(shape) != len(axes) or not set(SPATIAL_AXES) <= set(axes):
+        raise ImageDataError(f"{path}: its axes {axes!r} hold no image of rows and columns.")
+    extra = [(a, n) for a, n in zip(axes, shape, strict=True) if a not in SPATIAL_AXES and n > 1]
+    if len(extra) > 1 or (extra and extra[0][1] > MAX_BANDS):
+        raise ImageDataError(
+            f"{path} has shape {tuple(shape)} (axes {axes}): a 2D image is rows, columns and "
+            f"at most one axis of up to {MAX_BANDS} channels. A stack of slices or a volume "
+            "trains with a volume recipe (experiment=hippocampus_unet3d)."
+        )
+    if not (np.issubdtype(dtype, np.number) or dtype == np.bool_) or np.iscomplexobj(
+        np.empty(0, dtype)
+    ):
+        raise ImageDataError(f"{path} holds {dtype} values, not numbers an image is made of.")
+    height, width = (shape[axes.index(a)] for a in SPATIAL_AXES)
+    return Bands(height, width, extra[0][1] if extra else 1, dtype == np.uint8)
+
+
+def read(path: Path, compact: bool = False) -> np.ndarray:
+    """(H, W, C) in the file's own units: float32, or uint8 with ``compact`` where the file
+    is 8-bit (a quarter of the memory)."""
+    if is_array_file(path):
+        array = np.load(path, allow_pickle=False)
+        axes = "YX" if array.ndim == 2 else "YXC"
+    else:
+        tifffile = tifffile_module()
+        try:
+            with tifffile.TiffFile(path) as tif:
+                series = tif.series[0]
+                array, axes = series.asarray(), series.axes
+        except Exception as err:  # a compression it lacks a codec for (LZW: imagecodecs)
+            raise ImageDataError(f"cannot read {path}: {err}") from None
+    _as_bands(path, array.shape, axes, array.dtype)  # refused as the header would be
+    # rows, columns, then the one axis of channels (or of length one)
+    order = [axes.index("Y"), axes.index("X")] + [
+        i for i, a in enumerate(axes) if a not in SPATIAL_AXES
+    ]
+    array = np.transpose(array, order).reshape(array.shape[order[0]], array.shape[order[1]], -1)
+    if not np.isfinite(array).all():
+        raise ImageDataError(
+            f"{path} holds NaN or infinite values; replace them (e.g. with 0) before training."
+        )
+    keep = np.uint8 if compact and array.dtype == np.uint8 else np.float32
+    return np.ascontiguousarray(array, dtype=keep)
+
+
+def read_mask(path: Path, one_bit_white: int = 255) -> np.ndarray:
+    """An array mask (``.npy``, ``(H, W)``): its values, whole and not negative, as codes;
+    a boolean one as a 1-bit file is read (True white: ``one_bit_white``)."""
+    values = np.load(path, allow_pickle=False)
+    if values.ndim != 2:
+        raise ImageDataError(
+            f"mask {path} has shape {values.shape}: a mask array is (H, W), one class value "
+            "per pixel."
+        )
+    if values.dtype == np.bool_:
+        return values.astype(np.int64) * one_bit_white
+    if (
+        not np.issubdtype(values.dtype, np.number)
+        or not np.array_equal(values, np.round(values))
+        or values.min(initial=0) < 0
+    ):
+        raise ImageDataError(
+            f"mask {path} holds fractions, negative numbers or non-numbers ({values.dtype}): "
+            "save it with whole class values."
+        )
+    return values.astype(np.int64)
