@@ -109,7 +109,9 @@ def dataset_mode(headers: Sequence[Header], pairs: Sequence[Pair], given: str | 
     several bands share one count, and are not mixed with others."""
     modes = {h.mode for h in headers}
     banded = sorted(m for m in modes if bands.count_of(m) is not None)
-    if banded and (len(modes) > 1 or (given and given != banded[0])):
+    # colour TIFFs of 16 bits read as 8-bit RGB(A) where asked (checkpoints from before)
+    as_colour = given in COLOR_MODES and all(bands.count_of(m) in (3, 4) for m in banded)
+    if banded and not as_colour and (len(modes) > 1 or (given and given != banded[0])):
         first: dict[str, Path] = {}  # the first file of each kind, in the pairs' order
         for h, p in zip(headers, pairs, strict=True):
             first.setdefault(h.mode, p.image)

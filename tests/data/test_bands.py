@@ -80,6 +80,21 @@ def test_eight_bit_colour_tiffs_are_read_as_before_and_16_bit_colour_keeps_its_b
     assert img.read_image(tmp_path / "rgb16.tif", "RGB").shape == (8, 9, 3)
 
 
+def test_16_bit_colour_tiffs_read_as_8_bit_rgb_where_the_colour_mode_says_so(tmp_path):
+    """What evaluation asks of a checkpoint trained before such files became bands."""
+    root = tmp_path / "d"
+    for k in range(4):
+        label = blob_label(24, 32, seed=k)
+        colour = np.stack([label.astype(np.uint16) * 40000 + 10000] * 3, -1)
+        (root / "images").mkdir(parents=True, exist_ok=True)
+        (root / "labels").mkdir(exist_ok=True)
+        tifffile.imwrite(root / "images" / f"{k}.tif", colour, photometric="rgb")
+        Image.fromarray(label * 255).save(root / "labels" / f"{k}.png")
+    assert prepared(root, **TWO).info().normalization["color_mode"] == "bands:3"
+    as_rgb = prepared(root, color_mode="RGB", **TWO).info()
+    assert as_rgb.in_channels == 3 and max(as_rgb.normalization["mean"]) < 256
+
+
 def test_array_masks_hold_their_values_and_boolean_ones_read_as_black_and_white(tmp_path):
     np.save(tmp_path / "m.npy", np.array([[0, 2], [1, 0]], np.int32))
     assert img.read_mask(tmp_path / "m.npy").tolist() == [[0, 2], [1, 0]]
