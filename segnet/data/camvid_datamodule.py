@@ -14,7 +14,9 @@ from segnet.data import camvid, stats_cache
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count
 from segnet.data.class_weights import check_class_weights, median_frequency
+from segnet.data.dataset_json import file_ending
 from segnet.data.download import download_dataset, exclusive
+from segnet.data.image_pairs import IMAGE_SUFFIXES
 from segnet.data.info import DataInfo, rgb_normalization
 from segnet.data.palette import colorize
 from segnet.data.settings import (
@@ -234,6 +236,13 @@ class CamVidDataModule(SegmentationDataModule):
                 f"data.split={have[0]}; to train, add train/ and trainannot/."
             )
         volumes = [n for n in ("dataset.json", "imagesTr", "imagesTs") if (self.root / n).exists()]
+        ending = file_ending(self.root) if volumes else None
+        if ending in IMAGE_SUFFIXES:  # nnU-Net's layout of 2D images: the own-images recipes
+            raise FileNotFoundError(
+                f"{self.root.resolve()} holds an nnU-Net dataset of 2D images ({ending}), and "
+                "this is the CamVid recipe: train it with experiment=images_quick "
+                f"data.root={self.root}."
+            )
         if volumes:  # a volume dataset given to an image model or recipe
             raise FileNotFoundError(
                 f"{self.root.resolve()} holds a volume dataset ({', '.join(volumes)}), and this "

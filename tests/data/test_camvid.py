@@ -406,3 +406,13 @@ def test_missing_camvid_names_the_download_as_each_command_takes_it(tmp_path):
     the leading +, and the message says both rather than advise what evaluate refuses."""
     with pytest.raises(FileNotFoundError, match=r"data\.download=true .*\+data\.download=true"):
         CamVidDataModule(str(tmp_path / "nothing"), num_workers=0).prepare_data()
+
+
+def test_an_nnunet_dataset_of_2d_images_points_at_the_own_images_recipe(tmp_path):
+    from tests.data.test_nnunet_images import nnunet_2d
+
+    images = nnunet_2d(tmp_path / "Dataset120", n=2)
+    with pytest.raises(
+        FileNotFoundError, match=r"nnU-Net dataset of 2D images \(.png\).*images_quick"
+    ):
+        CamVidDataModule(str(images)).prepare_data()
