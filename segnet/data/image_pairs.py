@@ -14,6 +14,9 @@ folders come in, with errors that name the folder and the setting.
   (``images/<patient>/<n>.png``, ``leftImg8bit/<city>/...``): each pairs with the same
   subfolder of the mask folder, and its first folder is the image's group, which drawn
   splits keep whole; an image folder that holds images reads them alone, as it always did;
+* split folders of images with their masks beside them: ``train/`` and ``trainannot/``
+  (SegNet's CamVid), ``train/`` and ``train_masks/`` (Carvana), ``train_images/`` and
+  ``train_labels/``;
 * nnU-Net v2's layout of 2D images: ``imagesTr/<case>_0000.png`` with
   ``labelsTr/<case>.png`` (and ``imagesTs/`` with ``labelsTs/``, the test split, where
   both are there); its ``dataset.json`` names the classes;
@@ -238,11 +241,57 @@ def find_pairs(
         )
     elif is_nnunet_layout(root, dirs):
         pairs = nnunet_pairs(root, naming)
+    elif not any(dirs) and not find_folder(root, None, IMAGE_DIRS) and sibling_split_folders(root):
+        pairs = sibling_split_pairs(root, naming)
     elif split_folders_at_root(root, image_dir):
         pairs = root_split_pairs(root, dirs, naming)
     else:
         pairs = folder_pairs(root, dirs, naming)
     check_pairs(pairs)
+    return pairs
+
+
+def sibling_split_folders(root: Path) -> dict[str, tuple[Path, Path | None]]:
+    """Split folders of images with their masks beside them, by split: ``train/`` with
+    ``trainannot/`` (SegNet's CamVid), ``train/`` with ``train_masks/`` (Carvana),
+    ``train_images/`` with ``train_labels/``; a split folder of images whose masks are not
+    there (an unlabelled ``test/``) has None. Empty unless some split has both."""
+    folders = {d.name.lower(): d for d in visible_folders(root)} if root.is_dir() else {}
+
+    def named(split_name: str, words: Sequence[str]) -> list[Path]:
+        names = [f"{split_name}{j}{w}" for w in words for j in ("_", "-", "")]
+        names += [f"{w}{j}{split_name}" for w in words for j in ("_", "-")]
+        return [folders[n] for n in names if n in folders]
+
+    found: dict[str, tuple[Path, Path | None]] = {}
+    for split, split_names in SPLIT_FOLDERS.items():
+        for name in split_names:
+            images = [d for d in [folders.get(name), *named(name, IMAGE_DIRS)] if d is not None]
+            images = [d for d in images if image_files(d)]
+            masks = [d for d in named(name, (*LABEL_DIRS, "annot")) if image_files(d)]
+            if len(images) > 1 or len(masks) > 1:
+                raise ImageDataError(
+                    f"{root}: {', '.join(d.name + '/' for d in images + masks)} are all "
+                    f"named for the {split!r} split: set data.image_dir and data.label_dir "
+                    "to the two to pair, or list the pairs in a CSV (data.csv=)."
+                )
+            if images:
+                found[split] = (images[0], masks[0] if masks else None)
+    return found if any(masks for _, masks in found.values()) else {}
+
+
+def sibling_split_pairs(root: Path, naming: Naming) -> list[Pair]:
+    """The pairs of each split's image folder and the mask folder beside it
+    (:func:`sibling_split_folders`), in that split; one without masks is left out, said."""
+    pairs = []
+    for split, (images, masks) in sibling_split_folders(root).items():
+        if masks is None:
+            log.warning(
+                "%s has no mask folder beside it (%s_masks/, %sannot/, ...): it is left out; "
+                "python -m segnet.predict segments its images.", images, images.name, images.name,
+            )  # fmt: skip
+            continue
+        pairs += paired(images, masks, None, naming, split)
     return pairs
 
 
@@ -610,21 +659,42 @@ def unpaired_message(
             f"{labels} that its image has in {images}."
         )
     hint = ""
+    rules = affix_rules(image, [m.stem for m in masks.values()])
     head = re.match(r"^(.*?)([_\-. ])", image)
-    if head and mask.startswith(head[0]):
+    if rules and pairs_some(rules, by_id, masks, images, labels):
+        hint = f" To pair them: 'data.label_name={rules[1]}'."
+    elif head and mask.startswith(head[0]):
         key, sep = head[1], head[2]
         rules = (f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}")
-        found = [
-            keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
-            keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
-        ]
-        if key and set(found[0]) & set(found[1]):
+        if key and pairs_some(rules, by_id, masks, images, labels):
             hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
     return (
         f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
         f"{mask}): data.image_name and data.label_name are the rule, patterns with one {{id}} "
         f"for the part image and mask share.{hint}"
     )
+
+
+def affix_rules(image: str, mask_stems: Sequence[str]) -> tuple[str, str] | None:
+    """The name rules where a mask is named as its image with text added after or before
+    (``car0_01`` and ``car0_01_mask``, ``mask_car0_01``), from the first mask so named."""
+    for stem in sorted(mask_stems):
+        if stem != image and stem.startswith(image):
+            return "{id}", "{id}" + stem[len(image) :]
+        if stem != image and stem.endswith(image):
+            return "{id}", stem[: -len(image)] + "{id}"
+    return None
+
+
+def pairs_some(
+    rules: tuple[str, str], by_id: dict, masks: dict, images: Path, labels: Path
+) -> bool:
+    """Whether ``rules`` (image, mask) pair at least one image with a mask."""
+    found = [
+        keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
+        keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
+    ]
+    return bool(set(found[0]) & set(found[1]))
 
 
 def csv_pairs(path: Path) -> list[Pair]:

@@ -420,3 +420,51 @@ def test_images_without_a_region_of_interest_are_said(tmp_path, caplog):
         pairs = find_pairs(root, None)
     assert all(p.roi is None for p in pairs)
     assert "4 of the 4 images have no region-of-interest mask" in caplog.text
+
+
+def test_split_folders_with_their_masks_beside_them_carvana_and_camvid_style(tmp_path, caplog):
+    carvana = tmp_path / "carvana"
+    for k in range(4):
+        write_pair(
+            carvana / "train" / f"car{k}_01.jpg", carvana / "train_masks" / f"car{k}_01_mask.gif", k
+        )
+        write_pair(carvana / "test" / f"t{k}_01.jpg", tmp_path / "elsewhere" / f"{k}.png", k)
+    with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'"):
+        prepared(carvana, **TWO)
+    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
+        dm = prepared(carvana, label_name="{id}_mask", **TWO)
+    assert sorted(dm.split_names()["train"] + dm.split_names()["val"]) == [
+        f"train/car{k}_01.jpg" for k in range(4)
+    ]
+    assert "test has no mask folder beside it" in caplog.text
+    camvid = tmp_path / "camvid"
+    for split, n in (("train", 3), ("val", 2), ("test", 2)):
+        for k in range(n):
+            write_pair(camvid / split / f"{k}.png", camvid / f"{split}annot" / f"{k}.png", k)
+    names = prepared(camvid, **TWO).split_names()
+    assert [len(names[s]) for s in ("train", "val", "test")] == [3, 2, 2]
+    assert names["test"] == ["test/0.png", "test/1.png"]
+
+
+def test_split_image_and_mask_folders_named_together(tmp_path):
+    root = tmp_path / "d"
+    for split, n in (("train", 4), ("val", 2)):
+        for k in range(n):
+            write_pair(
+                root / f"{split}_images" / f"{k}.png", root / f"{split}_labels" / f"{k}.png", k
+            )
+    names = prepared(root, **TWO).split_names()
+    assert names["val"] == ["val/0.png", "val/1.png"] and len(names["train"]) == 4
+    write_pair(root / "train" / "9.png", root / "elsewhere" / "9.png", 9)
+    with pytest.raises(ImageDataError, match="train/, train_images/, train_labels/ are all named"):
+        prepared(root, **TWO)
+
+
+def test_an_image_folder_of_the_roots_own_wins_over_split_folders_with_masks_beside(tmp_path):
+    root = tmp_path / "d"
+    for k in range(4):
+        write_pair(root / "images" / f"{k}.png", root / "labels" / f"{k}.png", k)
+        write_pair(root / "test" / f"t{k}.png", root / "test_masks" / f"t{k}.png", k)
+    assert sorted(sum(prepared(root, **TWO).split_names().values(), [])) == [
+        f"{k}.png" for k in range(4)
+    ]
