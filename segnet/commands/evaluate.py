@@ -15,6 +15,7 @@ from typing import Any
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
+from segnet.data.dataset_json import IGNORE
 from segnet.data.settings import AS_BEFORE_THEY_EXISTED
 from segnet.runs.building import build, build_trainer
 from segnet.runs.checks import check_accelerator, check_config_values, check_datamodule_provides
@@ -136,6 +137,9 @@ def data_config(
         # the folder's own dataset.json, where it has one, must name the label values as
         # the checkpoint does, or every per-class score would carry another class's name
         named = data_format.class_names_in_data(data_cfg)
+        # a checkpoint from before nnU-Net's ignore label was void trained it as a class
+        if named is not None and named + [IGNORE] == trained_names:
+            named = trained_names
         if named is not None and named != trained_names:
             where = (
                 f"data.csv={data_cfg.csv}" if data_cfg.get("csv") else f"data.root={data_cfg.root}"

@@ -32,6 +32,8 @@ class Bands(NamedTuple):
     width: int
     channels: int
     eight_bit: bool
+    # the channels are samples of one picture (RGB, grey and alpha), not pages or planes
+    samples: bool = False
 
 
 def mode_of(channels: int) -> str:
@@ -71,7 +73,8 @@ def multi_band(path: Path) -> Bands | None:
         found = header(path)
     except ImageDataError:
         return None
-    if found.channels == 1 or (found.channels in (3, 4) and found.eight_bit):
+    # what Pillow reads whole: one channel, or 8-bit grey and alpha, RGB or RGBA in one page
+    if found.channels == 1 or (found.samples and found.eight_bit and found.channels <= 4):
         return None
     return found
 
@@ -111,7 +114,8 @@ def _as_bands(path: Path, shape: tuple, axes: str, dtype: np.dtype) -> Bands:
     ):
         raise ImageDataError(f"{path} holds {dtype} values, not numbers an image is made of.")
     height, width = (shape[axes.index(a)] for a in SPATIAL_AXES)
-    return Bands(height, width, extra[0][1] if extra else 1, dtype == np.uint8)
+    samples = bool(extra) and extra[0][0] == "S"
+    return Bands(height, width, extra[0][1] if extra else 1, dtype == np.uint8, samples)
 
 
 def read(path: Path, compact: bool = False) -> np.ndarray:

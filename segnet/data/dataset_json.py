@@ -67,7 +67,8 @@ def indexed_classes(
     path = folder / INDEX
     if not isinstance(labels, dict):
         raise error(f"{path}: 'labels' is a {type(labels).__name__}, not an object.")
-    labels = dict(labels)
+    # a list of one value is that value (nnU-Net's reading): regions take two or more
+    labels = {k: (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in labels.items()}
     ignore = labels.pop(IGNORE, None)
     if is_region_labels(labels):
         names = region_label_names(labels)
@@ -89,8 +90,9 @@ def indexed_classes(
 
 
 def is_region_labels(labels: dict) -> bool:
-    """nnU-Net v2's region form: some label names map to a list of values."""
-    return any(isinstance(v, list) for v in labels.values())
+    """nnU-Net v2's region form: some label names map to a list of two or more values (a
+    list of one is that value, as nnU-Net reads it)."""
+    return any(isinstance(v, list) and len(v) > 1 for v in labels.values())
 
 
 def region_label_names(labels: dict) -> list[str]:

@@ -23,7 +23,7 @@ from segnet.data import images as own_images
 from segnet.data import nifti
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
-from segnet.data.image_pairs import folders_below
+from segnet.data.image_pairs import folders_below, without_side_arrays
 from segnet.data.info import WINDOW_BLENDING, DataInfo, sliding_window_steps, voxel_size_warning
 from segnet.data.palette import colorize
 
@@ -50,7 +50,7 @@ class ImageFiles:
         return path.suffix.lower() in own_images.IMAGE_SUFFIXES
 
     def files_in(self, folder: Path) -> list[Path]:
-        return [p for p in folder.iterdir() if self.takes(p)]
+        return without_side_arrays([p for p in folder.iterdir() if self.takes(p)])
 
     def decode(self, path: Path) -> None:
         own_images.decode_whole(path)
@@ -364,13 +364,17 @@ def decode_whole(path: Path) -> None:
     """``path`` decodes whole as the kind of file it is named as (a truncated file, a text
     file, NaN voxels are refused with a :class:`DataError`)."""
     kinds = [k for k in FILE_KINDS if k.takes(path)] or [FILE_KINDS[0]]  # neither: an image?
-    refusals = []
+    refusals: list[tuple[str, DataError]] = []
     for kind in kinds:  # a name both kinds take (.tif, .npy): either may decode it
         try:
             return kind.decode(path)
         except DataError as err:
-            refusals.append(err)
-    raise refusals[0]
+            refusals.append((kind.what, err))
+    if len(refusals) == 1:
+        raise refusals[0][1]
+    raise DataError(
+        f"{path} reads neither way; " + "; ".join(f"as {what}: {err}" for what, err in refusals)
+    )
 
 
 def targets_of(path: Path, out_dir: Path, probabilities: bool = False) -> list[Path]:

@@ -107,8 +107,15 @@ def is_image_file(path: Path) -> bool:
 
 
 def image_files(folder: Path) -> list[Path]:
-    """The image files directly in ``folder``."""
-    return sorted(p for p in folder.iterdir() if is_image_file(p))
+    """The image files directly in ``folder`` (:func:`without_side_arrays`)."""
+    return without_side_arrays(sorted(p for p in folder.iterdir() if is_image_file(p)))
+
+
+def without_side_arrays(files: list[Path]) -> list[Path]:
+    """``files`` without their NumPy arrays where pictures are among them: an array beside
+    pictures is something kept with them (features, a cache), not an image."""
+    arrays = [f for f in files if f.suffix.lower() == ".npy"]
+    return [f for f in files if f not in set(arrays)] if len(arrays) < len(files) else files
 
 
 def visible_folders(folder: Path) -> list[Path]:

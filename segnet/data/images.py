@@ -109,9 +109,11 @@ def dataset_mode(headers: Sequence[Header], pairs: Sequence[Pair], given: str | 
     several bands share one count, and are not mixed with others."""
     modes = {h.mode for h in headers}
     banded = sorted(m for m in modes if bands.count_of(m) is not None)
-    # colour TIFFs of 16 bits read as 8-bit RGB(A) where asked (checkpoints from before)
-    as_colour = given in COLOR_MODES and all(bands.count_of(m) in (3, 4) for m in banded)
-    if banded and not as_colour and (len(modes) > 1 or (given and given != banded[0])):
+    # a mode Pillow reads, given (a checkpoint from before bands, or by hand), reads every
+    # file through Pillow as it always did: 16-bit colour as 8-bit RGB, a TIFF's first page
+    if given in COLOR_MODES:
+        return given
+    if banded and (len(modes) > 1 or (given and given != banded[0])):
         first: dict[str, Path] = {}  # the first file of each kind, in the pairs' order
         for h, p in zip(headers, pairs, strict=True):
             first.setdefault(h.mode, p.image)
@@ -159,7 +161,17 @@ def read_image(path: Path, mode: str, compact: bool = False) -> np.ndarray:
         raise ImageDataError(
             f"image {path} is an array of bands, and the others are {mode}: give one kind."
         )
-    im = open_image(path)
+    try:
+        im = open_image(path)
+    except ImageDataError:
+        found = bands.multi_band(path)
+        if found is None:
+            raise
+        raise ImageDataError(
+            f"image {path} has {found.channels} bands, which do not read as {mode} (the "
+            "colour mode given, or the checkpoint's): leave data.color_mode null to read "
+            "every band, or score it with a model trained on such images."
+        ) from None
     eight_bit = np.uint8 if compact else np.float32
     if mode == "L":
         if im.mode in ("I", "I;16", "I;16B", "I;16L", "F"):

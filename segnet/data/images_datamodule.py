@@ -26,8 +26,8 @@ from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
-from segnet.data.dataset_json import index_folder, indexed_classes
-from segnet.data.image_pairs import name_pattern
+from segnet.data.dataset_json import indexed_classes
+from segnet.data.image_pairs import is_nnunet_layout, name_pattern
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
 from segnet.data.palette import colorize, label_palette
@@ -266,6 +266,13 @@ class WholeImageDataset(Dataset):
         return {"image": it.image, "label": it.label.long(), "index": i}
 
 
+def nnunet_root(root: Path | None, csv: str | None) -> Path | None:
+    """``data.root`` where it is an nnU-Net dataset (``imagesTr/``, ``labelsTr/``: its
+    dataset.json names the classes, whichever of its folders are read); None for any other
+    layout, whose dataset.json (if any) is not this tool's to read."""
+    return root if root and not csv and is_nnunet_layout(root, ()) else None
+
+
 def with_index_classes(folder: Path | None, **given: Any) -> dict[str, Any]:
     """The class settings ``given``, with what a dataset.json in ``folder`` (nnU-Net's)
     names where they are not given: the classes (the masks hold each class's index) and
@@ -463,7 +470,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """The classes as given (``class_names``, ``label_values``, ``ignore_values``,
         ``regions``, ``regions_class_order``), else as a dataset.json beside the data names
         them, else None (found in the masks); and how mask values map to them."""
-        given = with_index_classes(index_folder(self.root, self.csv), **given)
+        given = with_index_classes(nnunet_root(self.root, self.csv), **given)
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
         self.set_regions(given["regions"], given["regions_class_order"], class_names)
@@ -587,9 +594,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     @classmethod
     def class_names_in_data(cls, data_cfg: Any) -> list[str] | None:
         """The classes a dataset.json beside the images names (nnU-Net's layout)."""
-        found = indexed_classes(
-            index_folder(data_cfg.get("root"), data_cfg.get("csv")), img.ImageDataError
-        )
+        root = Path(data_cfg["root"]).expanduser() if data_cfg.get("root") else None
+        found = indexed_classes(nnunet_root(root, data_cfg.get("csv")), img.ImageDataError)
         return found.class_names if found else None
 
     @classmethod

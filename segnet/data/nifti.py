@@ -340,7 +340,9 @@ def load_volume(
                 f"label {case.label} holds values {bad}; the classes are 0..{num_classes - 1}, "
                 "one per class name. To train: name every label value in data.class_names "
                 "or dataset.json's labels, background first. To evaluate: the classes are "
-                "the checkpoint's, and these labels hold classes it was not trained on."
+                "the checkpoint's, and these labels hold classes it was not trained on. A "
+                "value that is nnU-Net's ignore label is read as void only where the "
+                "dataset.json naming it ('ignore') lies beside the cases."
             )
         label = compact_labels(label)
     return Volume(

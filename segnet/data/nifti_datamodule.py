@@ -175,16 +175,26 @@ def sampler_label(volume: nifti.Volume) -> torch.Tensor:
 class PatchDataset(Dataset):
     """Random training patches through a MONAI dictionary transform."""
 
-    def __init__(self, volumes: list[nifti.Volume], transform, samples_per_volume: int = 1):
+    def __init__(
+        self,
+        volumes: list[nifti.Volume],
+        transform,
+        samples_per_volume: int = 1,
+        ignore_index: int | None = None,
+    ):
         self.volumes, self.transform = volumes, transform
-        self.samples_per_volume = samples_per_volume
+        self.samples_per_volume, self.ignore_index = samples_per_volume, ignore_index
 
     def __len__(self) -> int:
         return len(self.volumes) * self.samples_per_volume
 
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i % len(self.volumes)]
-        out = self.transform({"image": torch.from_numpy(v.image), "label": sampler_label(v)})
+        case = {"image": torch.from_numpy(v.image), "label": sampler_label(v)}
+        if self.ignore_index is not None:  # foreground: labelled, and not ignored
+            label = case["label"]
+            case["foreground"] = ((label > 0) & (label != self.ignore_index)).to(torch.int16)
+        out = self.transform(case)
         out = out[0] if isinstance(out, list) else out
         image = torch.as_tensor(out["image"]).as_subclass(torch.Tensor).float()
         label = torch.as_tensor(out["label"]).as_subclass(torch.Tensor)[0].long()
@@ -444,6 +454,13 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         """nnU-Net's ignore label in dataset.json, where it has one: the label value left
         out of training and scores (the classes are 0 to one below it)."""
         value = self.indexed.ignore_value if self.indexed else None
+        if value is not None and class_names[value : value + 1] == [dataset_json.IGNORE]:
+            log.warning(
+                "the classes given (a checkpoint's from before nnU-Net's ignore label was "
+                "read as void) name label value %d %r: it is scored as that class", value,
+                dataset_json.IGNORE,
+            )  # fmt: skip
+            return None
         if value is not None and value < len(class_names):
             raise nifti.NiftiDataError(
                 f"the dataset.json of {self.root} makes label value {value} its ignore label, "
@@ -514,28 +531,31 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     def train_transform(self):
         from monai import transforms as T
 
+        # with an ignore label, patches are centred on labelled foreground, not on the
+        # ignored voxels: a map of it travels with the case until the patch is cut
+        crop_keys = ["image", "label"] + (["foreground"] if self.ignore_value is not None else [])
         keys = ["image", "label"]
-        ops = [T.SpatialPadd(keys, spatial_size=self.patch_size)]
+        ops = [T.SpatialPadd(crop_keys, spatial_size=self.patch_size)]
         if self.affine:
             zoom_min, zoom_max = self.affine["zoom"]
             # on the whole (padded) case before cropping, so a patch has no padded corners
             # where the case has content; labels by nearest neighbour, never blended
             ops.append(
                 T.RandAffined(
-                    keys,
+                    crop_keys,
                     prob=self.affine["prob"],
                     rotate_range=[np.deg2rad(self.affine["rotate"])] * 3,
                     # MONAI's scale maps output to input coordinates: magnifying the
                     # content by z samples the case at 1/z
                     scale_range=[(1 / zoom_max - 1, 1 / zoom_min - 1)] * 3,
-                    mode=("bilinear", "nearest"),
+                    mode=("bilinear", *["nearest"] * (len(crop_keys) - 1)),
                     padding_mode="zeros",
                 )
             )
         ops += [
             T.RandCropByPosNegLabeld(
-                keys,
-                label_key="label",
+                crop_keys,
+                label_key=crop_keys[-1],
                 spatial_size=self.patch_size,
                 pos=self.foreground_ratio,
                 neg=1 - self.foreground_ratio,
@@ -543,6 +563,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
                 allow_smaller=True,
             ),
         ]
+        if len(crop_keys) > len(keys):
+            ops.append(T.DeleteItemsd(crop_keys[len(keys) :]))
         ops += [T.RandFlipd(keys, prob=0.5, spatial_axis=axis) for axis in self.flip_axes]
         if self.aug["rotate90"]:
             ops += self.rotations90(keys)
@@ -598,7 +620,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             train = self.volumes("train")
             self.check_spacings(train)
             self.datasets["train"] = PatchDataset(
-                train, self.train_transform(), self.samples_per_volume
+                train, self.train_transform(), self.samples_per_volume, self.info().ignore_index
             )
             self.datasets["val"] = VolumeDataset(self.volumes("val"))
         if stage in ("test", "predict"):

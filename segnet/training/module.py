@@ -236,10 +236,11 @@ class SegmentationModule(L.LightningModule):
         if self.loss_weights["dice"] > 0:
             from monai.losses import DiceLoss
 
-            # soft Dice over the batch (see soft_dice). With an ignore label (CamVid's
-            # void) every class counts; without one (volumes) label 0 is the background,
-            # which nnU-Net leaves out
-            self.dice_loss = DiceLoss(include_background=self.ignore_index is not None, batch=True)
+            # soft Dice over the batch (see soft_dice). In 2D every class counts (a scene's
+            # sky is a class, not a background); in volumes label 0 is the background,
+            # which nnU-Net leaves out, with an ignore label or without
+            two_d = self.data_info.spatial_dims == 2
+            self.dice_loss = DiceLoss(include_background=two_d, batch=True)
 
     def add_metrics(self, info: DataInfo) -> None:
         """The confusion matrices, per-case rows and losses each evaluation stage keeps,

@@ -128,7 +128,7 @@ def test_images_of_other_kinds_or_band_counts_are_refused_naming_a_file_of_each(
         prepared(root, **TWO)
     with pytest.raises(ImageDataError, match="has 2 band"):
         img.read_image(root / "images" / "9.tif", "bands:5")
-    with pytest.raises(ImageDataError, match="data.color_mode=RGB"):
+    with pytest.raises(ImageDataError, match="has 5 bands, which do not read as RGB"):
         prepared(band_folder(tmp_path / "e", n=4), color_mode="RGB", **TWO)
 
 
@@ -159,3 +159,34 @@ def test_a_band_model_trains_exports_and_predicts_the_same_masks(tmp_path):
         written = Predictor(model, postprocess=False).predict_file(image, tmp_path / out)
         masks.append(np.array(Image.open(written[0])))
     assert masks[0].shape == (24, 32) and np.mean(masks[0] == masks[1]) > 0.99
+
+
+def test_pages_of_channels_are_bands_at_8_bits_too_and_samples_of_one_page_colour(tmp_path):
+    pages = (np.random.default_rng(0).uniform(0, 255, (3, 8, 9))).astype(np.uint8)
+    tifffile.imwrite(tmp_path / "ij.tif", pages, imagej=True, metadata={"axes": "CYX"})
+    assert img.header(tmp_path / "ij.tif").mode == "bands:3"
+    assert np.array_equal(img.read_image(tmp_path / "ij.tif", "bands:3"), np.moveaxis(pages, 0, -1))
+    tifffile.imwrite(tmp_path / "planar.tif", pages, photometric="rgb", planarconfig="separate")
+    assert img.header(tmp_path / "planar.tif").mode == "RGB"
+
+
+def test_a_colour_mode_given_reads_every_file_through_pillow_as_before(tmp_path):
+    headers = [img.Header("bands:2", 8, 9, 1), img.Header("L", 8, 9, 1)]
+    pairs = [img.Pair(f"{k}.tif", tmp_path / f"{k}.tif", None) for k in range(2)]
+    assert img.dataset_mode(headers, pairs, "L") == "L"  # a checkpoint from before bands
+
+
+def test_arrays_beside_pictures_are_not_images(tmp_path):
+    root = band_folder(tmp_path / "d", n=4, bands=2, kind="npy")
+    for k in range(4):  # pictures of the same names: the arrays are kept beside them
+        Image.fromarray(np.zeros((24, 32), np.uint8)).save(root / "images" / f"{k}.png")
+    names = sum(prepared(root, **TWO).split_names().values(), [])
+    assert sorted(names) == [f"{k}.png" for k in range(4)]
+
+
+def test_a_file_that_reads_neither_as_image_nor_volume_says_both(tmp_path):
+    volume = np.zeros((10, 10, 80), np.float32)
+    volume[0, 0, 0] = np.nan
+    np.save(tmp_path / "vol.npy", volume)
+    with pytest.raises(formats.DataError, match="reads neither way.*NaN"):
+        formats.decode_whole(tmp_path / "vol.npy")

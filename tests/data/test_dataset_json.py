@@ -134,3 +134,37 @@ def test_surface_scores_leave_out_what_is_predicted_where_the_label_is_ignored()
     assert kept[0, 1] == 0.0
     counted, _ = per_case_surface(pred, target.masked_fill(target == 2, 0), 2, spacing, 1.0)
     assert counted[0, 1] > 3.0
+
+
+def test_a_list_of_one_value_is_that_value_as_nnunet_reads_it(tmp_path):
+    found = indexed_classes(write_index(tmp_path, {"background": 0, "a": [1], "b": [2]}))
+    assert found.class_names == ["background", "a", "b"] and found.regions is None
+
+
+def test_patches_centre_on_labelled_foreground_not_on_ignored_voxels(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "msd", n=4)
+    for path in (root / "labelsTr").glob("*.nii.gz"):
+        stored = nib.load(str(path))
+        label = np.asarray(stored.dataobj).copy()
+        label[:, :, 13:] = 3  # away from the two blobs (z 5 to 12)
+        nib.save(nib.Nifti1Image(label, stored.affine), str(path))
+    index = json.loads((root / "dataset.json").read_text())
+    index["labels"] = {"background": 0, "one": 1, "two": 2, "ignore": 3}
+    (root / "dataset.json").write_text(json.dumps(index))
+    dm = NiftiDataModule(str(root), num_workers=0, val_fraction=0.25, test_fraction=0.0,
+                         patch_size=(4, 4, 4), foreground_ratio=1.0, samples_per_volume=8,
+                         rotate90=False, flip=False)  # fmt: skip
+    dm.prepare_data()
+    dm.setup("fit")
+    patches = [dm.datasets["train"][i] for i in range(len(dm.datasets["train"]))]
+    assert set(patches[0]) == {"image", "label", "index"}
+    assert all(((p["label"] == 1) | (p["label"] == 2)).any() for p in patches)
+
+
+def test_a_checkpoint_that_trained_the_ignore_label_as_a_class_scores_it_as_one(tmp_path):
+    root = ignore_dataset(tmp_path / "d", ignore=3)
+    dm = NiftiDataModule(str(root), class_names=["background", "one", "two", "ignore"],
+                         num_workers=0)  # fmt: skip
+    dm.prepare_data()
+    info = dm.info()
+    assert info.ignore_index is None and info.class_names[-1] == "ignore"

@@ -121,3 +121,13 @@ def test_a_folder_setting_reads_the_folders_as_plain_ones(tmp_path):
     root = nnunet_2d(tmp_path / "d", n=3)
     dm = prepared(root, image_dir="imagesTr", label_dir="labelsTr", image_name="{id}_0000")
     assert sorted(sum(dm.split_names().values(), [])) == [f"case{k}_0000.png" for k in range(3)]
+
+
+def test_a_dataset_json_of_another_layout_is_not_read(tmp_path):
+    from tests.data.test_images import make_folder
+
+    root = make_folder(tmp_path / "d", n=4)
+    (root / "dataset.json").write_text(json.dumps({"labels": ["a", "b"]}))  # someone else's
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    assert dm.info().class_names == ["background", "disc"]
+    assert ImageFolderDataModule.class_names_in_data({"root": str(root), "csv": None}) is None
