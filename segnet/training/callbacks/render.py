@@ -92,7 +92,9 @@ def legend(width: int, class_names: Sequence[str], palette) -> np.ndarray:
     font, row_h, x, y = _font(), 22, 4, 3
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     places = []
-    for name, colour in zip(class_names, palette, strict=False):
+    # a name past the palette (void) is black, as colorize paints it
+    colours = [*palette, *[(0, 0, 0)] * max(0, len(class_names) - len(palette))]
+    for name, colour in zip(class_names, colours, strict=False):
         item_w = 18 + int(probe.textlength(name, font=font)) + 14
         if x + item_w > width and x > 4:
             x, y = 4, y + row_h
