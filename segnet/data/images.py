@@ -188,6 +188,8 @@ def read_image(path: Path, mode: str, compact: bool = False) -> np.ndarray:
     return np.asarray(im.convert(mode), dtype=eight_bit)
 
 
+# more grey values than this besides 0 look like instance masks (one value per object)
+INSTANCE_VALUES = 24
 # Masks are read into codes as segnet.data.mask_codes defines them.
 # the version of this reading, in the statistics cache's keys (2: masks as they look)
 MASK_READING = 2
@@ -235,9 +237,19 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
 def read_codes(pair: Pair, reading: dict[str, Any], ignore: Sequence[int] = ()) -> np.ndarray:
     """The mask codes of a pair: its mask read as ``reading`` says (:func:`read_mask`), or
     its masks per class combined into one label map of bits (:mod:`segnet.data.class_masks`;
-    ``ignore``: the codes that are void in any of them)."""
+    ``ignore``: the codes that are void in any of them). With ``reading["instances"]``
+    (instance masks: one value per object), every value but 0 is 1, the object."""
     if not pair.class_masks:
-        return read_mask(pair.label, **reading)
+        how = {k: v for k, v in reading.items() if k != "instances"}
+        codes = read_mask(pair.label, **how)
+        if reading.get("instances"):
+            if (codes >= COLOUR).any():
+                raise ImageDataError(
+                    f"mask {pair.label} holds colours, and data.instance_masks=true reads "
+                    "masks of one grey value per object (0 the background)."
+                )
+            return (codes != 0).astype(np.int64)
+        return codes
     names = [c for c, _ in pair.class_masks]
     masks = [read_mask(p, one_bit_white=255, palette_colours=True) for p in pair.masks]
     return class_masks.combine(masks, pair.masks, names, ignore)
@@ -487,6 +499,14 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
             codes = sorted(major + far)
     colour = any(is_colour(c) for c in codes)
     names = list(class_names or [])
+    if not colour and 0 in counts and len(counts) > INSTANCE_VALUES:
+        return (
+            f"'data.class_names=[background,object]' data.instance_masks=true, where the "
+            f"masks hold one value per object ({len(counts) - 1} values besides 0: instance "
+            "masks, as cellpose or StarDist keep them), to train every object against the "
+            f"background; or, where each value is a class, 'data.label_values=[{','.join(map(str, sorted(counts)[:16]))}]' "
+            "with one name per value in data.class_names"
+        )
     if len(codes) == 2 and not colour and len(names) in (0, 2):
         names = names or ["background", "foreground"]
         return (

@@ -266,6 +266,27 @@ class WholeImageDataset(Dataset):
         return {"image": it.image, "label": it.label.long(), "index": i}
 
 
+def check_instance_masks(
+    instance_masks: Any, palette: Any, class_names: Any, ignore_values: Any, **_: Any
+) -> bool:
+    """``data.instance_masks``: masks of one value per object, read as background (0) and
+    object (any other value); two classes, no colours, no void values."""
+    if not isinstance(instance_masks, bool):
+        raise ValueError(
+            f"data.instance_masks={instance_masks!r}: true (masks hold one value per object; "
+            "every value but 0 is the object class) or false."
+        )
+    if not instance_masks:
+        return False
+    given = [n for n, v in (("data.palette", palette), ("data.ignore_values", ignore_values)) if v]
+    if given or (class_names and len(class_names) != 2):
+        raise ValueError(
+            f"data.instance_masks=true reads every value but 0 as one object class: give two "
+            f"class names (e.g. [background,nucleus]){' and leave out ' + ' and '.join(given) if given else ''}."
+        )
+    return True
+
+
 def nnunet_root(root: Path | None, csv: str | None) -> Path | None:
     """``data.root`` where it is an nnU-Net dataset (``imagesTr/``, ``labelsTr/``: its
     dataset.json names the classes, whichever of its folders are read); None for any other
@@ -311,6 +332,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         **SLIDING_WINDOW,
         **CLASS_WEIGHTS,
         "skip_unlabelled": SWITCH,
+        "instance_masks": SWITCH,
         **{k: ANY for k in ("image_dir", "label_dir", "roi_dir", "image_name", "label_name",
                             "class_names", "label_values", "palette", "ignore_values",
                             "color_mode")},
@@ -333,6 +355,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         image_name: str = "{id}",
         label_name: str = "{id}",
         skip_unlabelled: bool = False,
+        instance_masks: bool = False,
         class_names: Sequence[str] | None = None,
         label_values: Sequence | None = None,
         palette: Sequence[Sequence[int]] | None = None,
@@ -381,7 +404,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.root, self.csv = (Path(root).expanduser() if root else None), csv
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
         self.set_classes(palette, class_names=class_names, label_values=label_values,
-                         ignore_values=ignore_values, regions=regions,
+                         ignore_values=ignore_values, regions=regions, instance_masks=instance_masks,
                          regions_class_order=regions_class_order)  # fmt: skip
         names = self._class_names
         check_class_weights(class_weights, len(names) if names else None, class_weights_power)
@@ -473,6 +496,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         given = with_index_classes(nnunet_root(self.root, self.csv), **given)
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
+        self.instance_masks = check_instance_masks(palette=palette, **given)
         self.set_regions(given["regions"], given["regions_class_order"], class_names)
         self._class_names = list(class_names) if class_names else None
         self.mapping = (
@@ -618,8 +642,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
 
     def reading(self) -> dict[str, Any]:
         """How masks are read for the mapping given (:meth:`LabelMapping.reading`); as a
-        viewer shows them where no classes are named yet."""
-        return self.mapping.reading() if self.mapping is not None else {}
+        viewer shows them where no classes are named yet; instance masks as 0 and 1."""
+        how = self.mapping.reading() if self.mapping is not None else {}
+        return {**how, "instances": True} if self.instance_masks else how
 
     def _count_codes(
         self,

@@ -191,3 +191,49 @@ def test_nested_classes_train_only_the_combinations_their_masks_hold(tmp_path):
         prepared(other, split="all", **checkpoint_like).setup("test")
     again = prepared(root, split="all", **checkpoint_like)
     assert again.info().regions == info.regions
+
+
+def instance_folder(root, n: int = 4, objects: int = 30):
+    """16-bit masks of one value per object (1..objects), as cellpose and StarDist keep them."""
+    rng = np.random.default_rng(0)
+    (root / "images").mkdir(parents=True)
+    (root / "masks").mkdir()
+    yy, xx = np.mgrid[:64, :64]
+    for k in range(n):
+        mask = np.zeros((64, 64), np.uint16)
+        for i in range(1, objects + 1):
+            cy, cx = rng.integers(4, 60, 2)
+            mask[((yy - cy) ** 2 + (xx - cx) ** 2) < 9] = i
+        image = ((mask > 0) * 120 + 60).astype(np.uint8)
+        Image.fromarray(image).save(root / "images" / f"{k}.png")
+        Image.fromarray(mask).save(root / "masks" / f"{k}.png")
+    return root
+
+
+def test_instance_masks_are_suggested_and_read_as_background_and_object(tmp_path):
+    root = instance_folder(tmp_path / "cells")
+    with pytest.raises(
+        ValueError, match=r"data.instance_masks=true, where the masks hold one value per object"
+    ):
+        prepared(root)
+    dm = prepared(root, class_names=["background", "cell"], instance_masks=True)
+    dm.setup("fit")
+    label = dm.load("train")[0].label.numpy()
+    assert set(np.unique(label)) == {0, 1}
+    expected = np.array(Image.open(dm.pairs[dm.splits["train"][0]].label)) > 0
+    assert np.array_equal(label == 1, expected)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (dict(class_names=["a", "b", "c"]), "give two class names"),
+        (dict(class_names=["a", "b"], ignore_values=[255]), "leave out data.ignore_values"),
+        (dict(class_names=["a", "b"], palette=[[0, 0, 0], [255, 0, 0]]), "leave out data.palette"),
+        (dict(class_names=["a", "b"], instance_masks="yes"), "true .* or false"),
+    ],
+)
+def test_instance_masks_with_settings_they_contradict_are_refused(tmp_path, settings, message):
+    root = instance_folder(tmp_path / "cells", n=2)
+    with pytest.raises(ValueError, match=message):
+        prepared(root, **{"instance_masks": True, **settings})
