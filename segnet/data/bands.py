@@ -32,8 +32,6 @@ class Bands(NamedTuple):
     width: int
     channels: int
     eight_bit: bool
-    # the channels are samples of one picture (RGB, grey and alpha), not pages or planes
-    samples: bool = False
 
 
 def mode_of(channels: int) -> str:
@@ -61,10 +59,10 @@ def tifffile_module():
 
 
 def multi_band(path: Path) -> Bands | None:
-    """The bands of a file that Pillow would not read whole: an array, or a TIFF of other
-    than one channel or 8-bit colour (16-bit colour, 2 or 5 bands, pages of channels);
-    None for a file read as grey, RGB or RGBA (a TIFF Pillow reads, where tifffile is
-    missing or cannot read it: Pillow then says what is wrong)."""
+    """The bands of an array, or of a TIFF of more than one channel (which Pillow may or
+    may not read whole: :func:`segnet.data.images.band_file` asks it); None for a TIFF of
+    one channel, another file, or a TIFF tifffile is missing for or cannot read (Pillow
+    then says what is wrong)."""
     if is_array_file(path):
         return header(path)
     if path.suffix.lower() not in TIFF_SUFFIXES:
@@ -73,10 +71,7 @@ def multi_band(path: Path) -> Bands | None:
         found = header(path)
     except ImageDataError:
         return None
-    # what Pillow reads whole: one channel, or 8-bit grey and alpha, RGB or RGBA in one page
-    if found.channels == 1 or (found.samples and found.eight_bit and found.channels <= 4):
-        return None
-    return found
+    return None if found.channels == 1 else found
 
 
 def header(path: Path) -> Bands:
@@ -114,8 +109,7 @@ def _as_bands(path: Path, shape: tuple, axes: str, dtype: np.dtype) -> Bands:
     ):
         raise ImageDataError(f"{path} holds {dtype} values, not numbers an image is made of.")
     height, width = (shape[axes.index(a)] for a in SPATIAL_AXES)
-    samples = bool(extra) and extra[0][0] == "S"
-    return Bands(height, width, extra[0][1] if extra else 1, dtype == np.uint8, samples)
+    return Bands(height, width, extra[0][1] if extra else 1, dtype == np.uint8)
 
 
 def read(path: Path, compact: bool = False) -> np.ndarray:

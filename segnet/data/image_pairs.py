@@ -271,6 +271,8 @@ def sibling_split_folders(root: Path) -> dict[str, tuple[Path, Path | None]]:
         return [folders[n] for n in names if n in folders]
 
     found: dict[str, tuple[Path, Path | None]] = {}
+    if any(find_folder(d, None, IMAGE_DIRS) for d in split_folders(root).values()):
+        return found  # split folders holding images/ and labels/: that layout, not this
     for split, split_names in SPLIT_FOLDERS.items():
         for name in split_names:
             images = [d for d in [folders.get(name), *named(name, IMAGE_DIRS)] if d is not None]
@@ -294,8 +296,9 @@ def sibling_split_pairs(root: Path, naming: Naming) -> list[Pair]:
     for split, (images, masks) in sibling_split_folders(root).items():
         if masks is None:
             log.warning(
-                "%s has no mask folder beside it (%s_masks/, %sannot/, ...): it is left out; "
-                "python -m segnet.predict segments its images.", images, images.name, images.name,
+                "%s has no mask folder beside it (%s_masks/, %s_labels/, %sannot/, ...): it is "
+                "left out; python -m segnet.predict segments its images.",
+                images, split, split, split,
             )  # fmt: skip
             continue
         pairs += paired(images, masks, None, naming, split)
@@ -666,14 +669,14 @@ def unpaired_message(
             f"{labels} that its image has in {images}."
         )
     hint = ""
-    rules = affix_rules(image, [m.stem for m in masks.values()])
+    rules = affix_rules(image, by_id, masks, images, labels)
     head = re.match(r"^(.*?)([_\-. ])", image)
-    if rules and pairs_some(rules, by_id, masks, images, labels):
+    if rules:
         hint = f" To pair them: 'data.label_name={rules[1]}'."
     elif head and mask.startswith(head[0]):
         key, sep = head[1], head[2]
         rules = (f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}")
-        if key and pairs_some(rules, by_id, masks, images, labels):
+        if key and pairs_made(rules, by_id, masks, images, labels):
             hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
     return (
         f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
@@ -682,26 +685,35 @@ def unpaired_message(
     )
 
 
-def affix_rules(image: str, mask_stems: Sequence[str]) -> tuple[str, str] | None:
+def affix_rules(
+    image: str, by_id: dict, masks: dict, images: Path, labels: Path
+) -> tuple[str, str] | None:
     """The name rules where a mask is named as its image with text added after or before
-    (``car0_01`` and ``car0_01_mask``, ``mask_car0_01``), from the first mask so named."""
-    for stem in sorted(mask_stems):
+    (``car0_01`` and ``car0_01_mask``, ``mask_car0_01``): of those the masks named after
+    ``image`` suggest, the one that pairs the most images (``1`` with ``10_mask`` suggests
+    ``{id}0_mask``, which pairs one; ``1_mask`` suggests ``{id}_mask``, which pairs all)."""
+    candidates = set()
+    for stem in (m.stem for m in masks.values()):
         if stem != image and stem.startswith(image):
-            return "{id}", "{id}" + stem[len(image) :]
-        if stem != image and stem.endswith(image):
-            return "{id}", stem[: -len(image)] + "{id}"
-    return None
+            candidates.add(("{id}", "{id}" + stem[len(image) :]))
+        elif stem != image and stem.endswith(image):
+            candidates.add(("{id}", stem[: -len(image)] + "{id}"))
+    counted = {rules: pairs_made(rules, by_id, masks, images, labels) for rules in candidates}
+    best = max(sorted(counted), key=lambda r: counted[r], default=None)
+    return best if best is not None and counted[best] else None
 
 
-def pairs_some(
-    rules: tuple[str, str], by_id: dict, masks: dict, images: Path, labels: Path
-) -> bool:
-    """Whether ``rules`` (image, mask) pair at least one image with a mask."""
-    found = [
-        keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
-        keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
-    ]
-    return bool(set(found[0]) & set(found[1]))
+def pairs_made(rules: tuple[str, str], by_id: dict, masks: dict, images: Path, labels: Path) -> int:
+    """How many images ``rules`` (image, mask) pair with a mask (none where the rules
+    give two files one id)."""
+    try:
+        found = [
+            keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
+            keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
+        ]
+    except ImageDataError:
+        return 0
+    return len(set(found[0]) & set(found[1]))
 
 
 def csv_pairs(path: Path) -> list[Pair]:

@@ -65,9 +65,26 @@ class Header(NamedTuple):
     turned: bool = False  # shown a quarter turn from how it is stored (EXIF orientation)
 
 
+def band_file(path: Path) -> bands.Bands | None:
+    """The bands of a file read as bands, not through Pillow: an array, or a TIFF of more
+    than one channel that Pillow does not read whole (16-bit colour, pages of channels,
+    a fourth band that is no alpha, two bands); None for a file Pillow reads (8-bit grey
+    and alpha, RGB, RGBA in one page)."""
+    found = bands.multi_band(path)
+    if found is None or bands.is_array_file(path) or not found.eight_bit:
+        return found
+    try:
+        with Image.open(path) as im:
+            frames = getattr(im, "n_frames", 1)
+            whole = im.mode == "LA" or COLOR_MODES[color_mode(im)] == found.channels
+            return None if frames == 1 and whole else found
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        return found
+
+
 def header(path: Path) -> Header:
     """The image's :class:`Header`, read without decoding it."""
-    found = bands.multi_band(path)
+    found = band_file(path)
     if found is not None:
         channel_bytes = 1 if found.eight_bit else 4
         return Header(bands.mode_of(found.channels), found.height, found.width, channel_bytes)
@@ -91,7 +108,7 @@ def header(path: Path) -> Header:
 
 def decode_whole(path: Path) -> None:
     """``path`` decodes whole, as an image of bands or as Pillow reads it."""
-    if bands.multi_band(path) is not None:
+    if band_file(path) is not None:
         bands.read(path)
     else:
         open_image(path)
@@ -499,10 +516,11 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
             codes = sorted(major + far)
     colour = any(is_colour(c) for c in codes)
     names = list(class_names or [])
-    if not colour and 0 in counts and len(counts) > INSTANCE_VALUES:
+    objects = [c for c in codes if c != 0]  # noise and edges left out: values that count
+    if not colour and 0 in codes and len(objects) > INSTANCE_VALUES:
         return (
             f"'data.class_names=[background,object]' data.instance_masks=true, where the "
-            f"masks hold one value per object ({len(counts) - 1} values besides 0: instance "
+            f"masks hold one value per object ({len(objects)} values besides 0: instance "
             "masks, as cellpose or StarDist keep them), to train every object against the "
             f"background; or, where each value is a class, 'data.label_values=[{','.join(map(str, sorted(counts)[:16]))}]' "
             "with one name per value in data.class_names"

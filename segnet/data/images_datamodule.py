@@ -267,7 +267,12 @@ class WholeImageDataset(Dataset):
 
 
 def check_instance_masks(
-    instance_masks: Any, palette: Any, class_names: Any, ignore_values: Any, **_: Any
+    instance_masks: Any,
+    palette: Any,
+    class_names: Any,
+    ignore_values: Any,
+    label_values: Any,
+    **_: Any,
 ) -> bool:
     """``data.instance_masks``: masks of one value per object, read as background (0) and
     object (any other value); two classes, no colours, no void values."""
@@ -278,7 +283,10 @@ def check_instance_masks(
         )
     if not instance_masks:
         return False
-    given = [n for n, v in (("data.palette", palette), ("data.ignore_values", ignore_values)) if v]
+    given = [n for n, v in (("data.palette", palette), ("data.ignore_values", ignore_values))
+             if v]  # fmt: skip
+    if label_values is not None and list(label_values) != [0, 1]:
+        given.append("data.label_values (the masks read as 0 and 1)")
     if given or (class_names and len(class_names) != 2):
         raise ValueError(
             f"data.instance_masks=true reads every value but 0 as one object class: give two "
@@ -454,7 +462,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             name
             for name, is_given in (("data.label_values", self.label_values is not None),
                                    ("data.palette", self.palette is not None),
-                                   ("data.regions", self.regions_given))
+                                   ("data.regions", self.regions_given),
+                                   ("data.instance_masks", self.instance_masks))
             if is_given
         ]  # fmt: skip
         if given:

@@ -190,3 +190,20 @@ def test_a_file_that_reads_neither_as_image_nor_volume_says_both(tmp_path):
     np.save(tmp_path / "vol.npy", volume)
     with pytest.raises(formats.DataError, match="reads neither way.*NaN"):
         formats.decode_whole(tmp_path / "vol.npy")
+
+
+@pytest.mark.parametrize(
+    ("samples", "extra", "mode"),
+    [(2, None, "bands:2"), (4, "unspecified", "bands:4"), (4, "unassalpha", "RGBA"),
+     (2, "unassalpha", "L")],
+    ids=["two_bands", "rgb_and_near_infrared", "rgba", "grey_and_alpha"],
+)  # fmt: skip
+def test_8_bit_bands_pillow_would_drop_are_bands(tmp_path, samples, extra, mode):
+    pixels = (np.random.default_rng(0).uniform(0, 255, (8, 9, samples))).astype(np.uint8)
+    photometric = "rgb" if samples == 4 else "minisblack"
+    tifffile.imwrite(tmp_path / "x.tif", pixels, photometric=photometric, planarconfig="contig",
+                     extrasamples=[extra] if extra else None)  # fmt: skip
+    assert img.header(tmp_path / "x.tif").mode == mode
+    if mode.startswith("bands"):
+        assert np.array_equal(img.read_image(tmp_path / "x.tif", mode), pixels)
+        formats.decode_whole(tmp_path / "x.tif")  # predict's check reads it the same way

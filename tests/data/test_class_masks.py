@@ -237,3 +237,31 @@ def test_instance_masks_with_settings_they_contradict_are_refused(tmp_path, sett
     root = instance_folder(tmp_path / "cells", n=2)
     with pytest.raises(ValueError, match=message):
         prepared(root, **{"instance_masks": True, **settings})
+
+
+def test_instance_masks_take_label_values_0_and_1_only(tmp_path):
+    root = instance_folder(tmp_path / "cells", n=2)
+    with pytest.raises(ValueError, match="leave out data.label_values"):
+        prepared(root, class_names=["a", "b"], label_values=[0, 255], instance_masks=True)
+    assert prepared(root, class_names=["a", "b"], label_values=[0, 1], instance_masks=True)
+
+
+def test_jpeg_noise_around_two_values_is_no_instance_mask():
+    from segnet.data.images import suggestion
+
+    counts = {
+        0: 50000,
+        255: 30000,
+        **{v: 3 for v in range(1, 15)},
+        **{v: 3 for v in range(240, 255)},
+    }
+    text = suggestion(counts, None)
+    assert "instance_masks" not in text and "label_values=[0,255]" in text
+
+
+def test_instance_masks_and_masks_per_class_are_refused_together(tmp_path):
+    root = class_folders(tmp_path / "d", n=2)
+    with pytest.raises(
+        ValueError, match=r"data.instance_masks: the masks of .* are given one per class"
+    ):
+        prepared(root, instance_masks=True)

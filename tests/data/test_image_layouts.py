@@ -468,3 +468,22 @@ def test_an_image_folder_of_the_roots_own_wins_over_split_folders_with_masks_bes
     assert sorted(sum(prepared(root, **TWO).split_names().values(), [])) == [
         f"{k}.png" for k in range(4)
     ]
+
+
+def test_split_folders_holding_image_folders_are_read_as_before_beside_named_ones(tmp_path):
+    root = tmp_path / "d"
+    for k in range(4):
+        write_pair(
+            root / "train" / "images" / f"{k}.png", root / "train" / "labels" / f"{k}.png", k
+        )
+        write_pair(root / "test_images" / f"t{k}.png", root / "test_labels" / f"t{k}.png", k)
+    names = prepared(root, **TWO).split_names()
+    assert len(names["train"]) + len(names["val"]) == 4
+
+
+def test_the_suggested_name_rule_is_the_one_that_pairs_the_most(tmp_path):
+    root = tmp_path / "d"
+    for k in range(1, 13):
+        write_pair(root / "images" / f"{k}.png", root / "masks" / f"{k}_mask.png", k)
+    with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'\."):
+        prepared(root, **TWO)
