@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> None:
         )
     except (ValueError, FileNotFoundError) as err:
         raise SystemExit(str(err)) from None
+    # nnU-Net's further channel files are read with their case's channel 0000 file
+    given = {item for item, _ in inputs}
+    inputs = [(item, sub) for item, sub in inputs if not predictor.read_with_another(item, given)]
     for item, _ in inputs:  # a volume among images (or the reverse) before any is written
         try:
             predictor.check_kind(item)

@@ -74,6 +74,14 @@ class Pair:
     # the first subfolder the image sits in, or a CSV's group column: drawn splits keep a
     # group's images together (one patient's slices are never both trained and tested on)
     group: str | None = None
+    # nnU-Net's further channel files of the image (``<case>_0001.png`` ...), in order:
+    # ``image`` is channel 0000, and each file one grey channel
+    channels: tuple[Path, ...] = ()
+
+    @property
+    def image_files(self) -> tuple[Path, ...]:
+        """Every file of the image: the image, and its further channels."""
+        return (self.image, *self.channels)
 
     def output_stem(self, keep_split: bool = False) -> str:
         """What its prediction files are named after: the name without the file's suffix
@@ -319,11 +327,17 @@ def nnunet_pairs(root: Path, naming: Naming) -> list[Pair]:
     training cases are then drawn into splits."""
     refuse_volumes(root)
     by_case = naming.image_name == "{id}"  # nnU-Net's naming, unless data.image_name is set
+    counts = {}
     if by_case:
         naming = naming._replace(image_name="{id}_0000")
         for images, _ in NNUNET_FOLDERS.values():
             if (root / images).is_dir():
-                check_channel_files(root / images)
+                counts[images] = check_channel_files(root / images)
+    if len(set(counts.values())) > 1:
+        raise ImageDataError(
+            f"{root}: its cases have {' and '.join(f'{n} channel(s) in {d}/' for d, n in counts.items())}"
+            ": give every case the same channels."
+        )
     labelled_test = all((root / d).is_dir() for d in NNUNET_FOLDERS["test"])
     pairs = []
     for split, (image_dir, label_dir) in NNUNET_FOLDERS.items():
@@ -337,8 +351,22 @@ def nnunet_pairs(root: Path, naming: Naming) -> list[Pair]:
             )  # fmt: skip
             continue
         pairs += paired(images, labels, None, naming, split if labelled_test else None)
+    if not by_case:
+        return pairs
     # named by case, as nnU-Net names them (its predictions too): em002.png, not em002_0000.png
-    return [replace(p, name=case_file_name(p.name)) for p in pairs] if by_case else pairs
+    return [
+        replace(p, name=case_file_name(p.name), channels=further_channels(p.image)) for p in pairs
+    ]
+
+
+def further_channels(first: Path) -> tuple[Path, ...]:
+    """The channel files after ``first`` (``<case>_0000.png``) beside it: ``<case>_0001.png``
+    and on, as long as they go."""
+    case = NNUNET_CHANNEL.match(first.stem)["case"]
+    found = []
+    while (path := first.with_stem(f"{case}_{len(found) + 1:04d}")).is_file():
+        found.append(path)
+    return tuple(found)
 
 
 def case_file_name(name: str) -> str:
@@ -361,9 +389,10 @@ def refuse_volumes(root: Path) -> None:
         )
 
 
-def check_channel_files(images: Path) -> None:
-    """Every image file of an nnU-Net folder is named ``<case>_<channel>``, and each case
-    has one, channel 0000 (an RGB image holds its three channels in that one file)."""
+def check_channel_files(images: Path) -> int:
+    """Every image file of an nnU-Net folder is named ``<case>_<channel>``, and every case
+    has the same channels, 0000 and on without a gap, in files of one kind (an RGB image
+    holds its three channels in one file); their number."""
     channels: dict[str, list[str]] = {}
     for path in image_files(images):
         found = NNUNET_CHANNEL.match(path.stem)
@@ -374,25 +403,23 @@ def check_channel_files(images: Path) -> None:
                 "data.image_name (e.g. '{id}') for files named otherwise."
             )
         channels.setdefault(found["case"], []).append(path.name)
-    several = {case: files for case, files in channels.items() if len(files) > 1}
-    if several:
-        case, files = next(iter(sorted(several.items())))
+    counts: dict[int, str] = {}
+    for case, files in sorted(channels.items()):
+        numbers = sorted(int(NNUNET_CHANNEL.match(Path(f).stem)["channel"]) for f in files)
+        if numbers != list(range(len(numbers))) or len({Path(f).suffix for f in files}) > 1:
+            raise ImageDataError(
+                f"case {case} in {images} has the channel files {', '.join(sorted(files))}: "
+                "nnU-Net numbers a case's channels 0000, 0001, ... without a gap, in files of "
+                "one kind."
+            )
+        counts.setdefault(len(numbers), case)
+    if len(counts) > 1:
+        (few, case), (many, other) = sorted(counts.items())[:2]
         raise ImageDataError(
-            f"case {case} in {images} has {len(files)} channel files ({', '.join(sorted(files))}"
-            f"; {len(several)} case(s) in all): nnU-Net's one file per channel. This tool reads "
-            "a case's channels from one image file (grey, RGB or RGBA): merge each case's "
-            "channel files into one image, e.g. up to three grey channels as one RGB image."
+            f"case {case} in {images} has {few} channel file(s) and case {other} {many}: "
+            "give every case the same channels."
         )
-    lone = sorted(
-        c
-        for c, files in channels.items()
-        if NNUNET_CHANNEL.match(Path(files[0]).stem)["channel"] != "0000"
-    )
-    if lone:
-        raise ImageDataError(
-            f"{images / channels[lone[0]][0]} is the only image of case {lone[0]}, and its "
-            "channel is not 0000: name the first channel of each case <case>_0000."
-        )
+    return next(iter(counts), 1)
 
 
 def split_folders_at_root(root: Path, image_dir: str | None) -> dict[str, Path]:

@@ -24,9 +24,11 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from segnet.data import bands, class_masks
 from segnet.data.image_pairs import (  # noqa: F401 (read through here)
     IMAGE_SUFFIXES,
+    NNUNET_CHANNEL,
     ImageDataError,
     Pair,
     find_pairs,
+    further_channels,
 )
 from segnet.data.mask_codes import COLOUR, code_text, is_colour  # noqa: F401 (read through here)
 
@@ -112,6 +114,69 @@ def decode_whole(path: Path) -> None:
         bands.read(path)
     else:
         open_image(path)
+
+
+def pair_header(pair: Pair) -> Header:
+    """The :class:`Header` of a pair's image; where it comes as one grey file per channel
+    (nnU-Net), of them all: ``bands:<C>``, each file checked to be grey, of one size."""
+    first = header(pair.image)
+    if not pair.channels:
+        return first
+    headers = [first, *(header(p) for p in pair.channels)]
+    for path, h in zip(pair.image_files, headers, strict=True):
+        if channel_count(h.mode) != 1 or h.turned:
+            raise ImageDataError(
+                f"{path} is one of {len(headers)} channel files of its case and is "
+                f"{describe_mode(h.mode)}{' turned by its EXIF orientation' * h.turned}: each "
+                "channel file holds one grey channel, as nnU-Net has it."
+            )
+        if (h.height, h.width) != (first.height, first.width):
+            raise ImageDataError(
+                f"{path} is {h.width}x{h.height} and {pair.image} {first.width}x{first.height} "
+                "(W x H): the channel files of a case are of one size."
+            )
+    wide = max(h.channel_bytes for h in headers)
+    return Header(bands.mode_of(len(headers)), first.height, first.width, wide)
+
+
+def read_pair_image(pair: Pair, mode: str, compact: bool = False) -> np.ndarray:
+    """:func:`read_image` of a pair's image, its channel files stacked where it has them."""
+    if not pair.channels:
+        return read_image(pair.image, mode, compact)
+    count = bands.count_of(mode)
+    if count != len(pair.image_files):
+        raise ImageDataError(
+            f"{pair.image} has {len(pair.image_files)} channel files, and the model or the "
+            f"other images take {describe_mode(mode)}: give every case the same channels."
+        )
+    planes = [read_image(p, "L", compact) for p in pair.image_files]
+    if len({p.dtype for p in planes}) > 1:  # 8-bit beside 16-bit: all as float32
+        planes = [p.astype(np.float32) for p in planes]
+    return np.concatenate(planes, axis=-1)
+
+
+def read_input(path: Path, mode: str) -> np.ndarray:
+    """An input to predict, as :func:`read_image`; for a model of nnU-Net's channel files
+    (``bands:<C>`` from grey files), ``<case>_0000.png`` with its further channel files
+    beside it (:func:`later_channel` says which inputs those are)."""
+    found = NNUNET_CHANNEL.match(path.stem)
+    if (bands.count_of(mode) or 0) > 1 and found and channel_count(header(path).mode) == 1:
+        if found["channel"] != "0000":
+            raise ImageDataError(
+                f"{path} is channel {int(found['channel'])} of case {found['case']}: give the "
+                "case's channel 0000 file; the files of its other channels are read with it."
+            )
+        return read_pair_image(Pair(path.name, path, None, channels=further_channels(path)), mode)
+    return read_image(path, mode)
+
+
+def first_channel(path: Path, mode: str) -> Path | None:
+    """For a further channel file (``<case>_0001.png`` and on) and a model of channel files
+    (``bands:<C>``), its case's ``<case>_0000`` file, which reads it; None otherwise."""
+    found = NNUNET_CHANNEL.match(path.stem)
+    if (bands.count_of(mode) or 0) < 2 or found is None or found["channel"] == "0000":
+        return None
+    return path.with_stem(f"{found['case']}_0000")
 
 
 def channel_count(mode: str) -> int:

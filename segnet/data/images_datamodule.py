@@ -534,7 +534,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if self.pairs and self.pairs[0].class_masks:
             self.use_class_masks()
         self.splits = self._draw_splits()
-        headers = [img.header(p.image) for p in self.pairs]  # nothing decoded
+        headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)
         train = self.splits["train"]
         if self._class_names is None:
@@ -696,7 +696,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         before, else decoded (the training files kept for loading, so each is decoded
         once) and cached."""
         others = [i for i in self.splits["all"] if i not in set(train)]
-        files = [f for i in train for f in (self.pairs[i].image, *self.pairs[i].masks)]
+        files = [f for i in train for f in (*self.pairs[i].image_files, *self.pairs[i].masks)]
         files += [f for i in others for f in self.pairs[i].masks]
         # the mask reading's version: codes from another reading must not be reused
         key = stats_cache.file_key([*map(str, files), mode, f"masks:{img.MASK_READING}",
@@ -793,7 +793,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         pixels = 0
         with ThreadPoolExecutor(4) as pool:
             images = pool.map(
-                lambda i: img.read_image(self.pairs[i].image, mode, compact=True), indices
+                lambda i: img.read_pair_image(self.pairs[i], mode, compact=True), indices
             )
         for i, raw in zip(indices, images, strict=True):
             self._decoded_images[i] = (mode, raw)  # loading takes it from here
@@ -855,7 +855,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         norm = self.info().normalization
         mode, raw = self._decoded_images.pop(i, (None, None))
         if mode != norm["color_mode"]:  # none kept, or decoded otherwise
-            raw = img.read_image(pair.image, norm["color_mode"], compact=True)
+            raw = img.read_pair_image(pair, norm["color_mode"], compact=True)
         codes = self._decoded_masks.pop(i, None)
         if codes is None:
             codes = img.read_codes(pair, self.reading(), self.mask_ignore)

@@ -179,6 +179,11 @@ class Predictor:
             written.append(kind.write_probabilities(probs, prepared, self.info, extra[0]))
         return written
 
+    def read_with_another(self, path: Path, inputs: set[Path]) -> bool:
+        """Whether ``path`` is read with another of ``inputs`` rather than predicted alone:
+        a further channel file of an nnU-Net case, for a model of channel files."""
+        return formats.read_with_another(path, self.info, inputs)
+
     def check_kind(self, path: Path) -> formats.ScenePhotos | formats.OwnImages | formats.Volumes:
         """The format this model reads ``path`` with; refused where the file is of the
         other kind, or does not decode as the model takes it (its header alone, for a

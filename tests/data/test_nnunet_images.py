@@ -86,13 +86,68 @@ def test_a_dataset_json_naming_other_classes_than_a_checkpoint_is_seen_by_evalua
     assert named == ["background", "road"]
 
 
-def test_one_file_per_channel_is_refused_naming_the_case(tmp_path):
-    root = nnunet_2d(tmp_path / "d", n=3, rgb=False)
-    image = Image.open(root / "imagesTr" / "case1_0000.png")
-    image.save(root / "imagesTr" / "case1_0001.png")
-    with pytest.raises(ImageDataError, match=r"case case1 in .* has 2 channel files") as err:
+def channel_files(root, n: int = 6, test: int = 0):
+    """nnU-Net's one grey file per channel: ``case<k>_0000.png`` (the disc bright) and
+    ``case<k>_0001.png`` (16-bit, the disc dark), labels 0/1."""
+    root = nnunet_2d(root, n=n, test=test, rgb=False)
+    for folder in ("imagesTr", "imagesTs"):
+        for first in sorted((root / folder).glob("*_0000.png")) if (root / folder).is_dir() else ():
+            grey = np.array(Image.open(first)).astype(np.uint16)
+            second = first.with_name(first.name.replace("_0000", "_0001"))
+            Image.fromarray((255 - grey) * 200).save(second)
+    index = json.loads((root / "dataset.json").read_text())
+    index["channel_names"] = {"0": "bright", "1": "dark"}
+    (root / "dataset.json").write_text(json.dumps(index))
+    return root
+
+
+def test_one_grey_file_per_channel_stacks_into_the_bands_of_a_case(tmp_path):
+    root = channel_files(tmp_path / "d", n=4)
+    dm = prepared(root, val_fraction=0.25, test_fraction=0.25)
+    info = dm.info()
+    assert info.in_channels == 2 and info.normalization["color_mode"] == "bands:2"
+    assert dm.pairs[0].channels == (root / "imagesTr" / "case0_0001.png",)
+    dm.setup("fit")
+    image = dm.load("train")[0]
+    assert image.image.shape[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        ("gap", r"case case1 .* has the channel files case1_0000.png, case1_0002.png"),
+        ("fewer", r"case case1 .* has 1 channel file\(s\) and case case0 2"),
+        ("colour", r"case2_0001.png is one of 2 channel files of its case and is RGB"),
+    ],
+)
+def test_channel_files_that_do_not_stack_are_refused_naming_the_case(tmp_path, breakage, message):
+    root = channel_files(tmp_path / "d", n=3)
+    if breakage == "gap":
+        (root / "imagesTr" / "case1_0001.png").rename(root / "imagesTr" / "case1_0002.png")
+    elif breakage == "fewer":
+        (root / "imagesTr" / "case1_0001.png").unlink()
+    else:
+        Image.new("RGB", (32, 24)).save(root / "imagesTr" / "case2_0001.png")
+    with pytest.raises(ImageDataError, match=message):
         prepared(root)
-    assert "case1_0000.png, case1_0001.png" in str(err.value) and "one RGB image" in str(err.value)
+
+
+def test_a_model_of_channel_files_predicts_each_case_once(tmp_path):
+    from segnet.commands.predict import main as predict
+    from segnet.commands.train import train
+    from tests.commands.test_train_images import QUICK
+    from tests.conftest import compose
+
+    root = channel_files(tmp_path / "d", n=8, test=2)
+    train(compose("train", [*QUICK, f"data.root={root}"], tmp_path / "run"))
+    best = tmp_path / "run" / "checkpoints" / "best.ckpt"
+    predict([f"model={best}", f"inputs={root / 'imagesTs'}", f"out={tmp_path / 'masks'}"])
+    written = sorted(p.name for p in (tmp_path / "masks").iterdir())
+    assert written == ["test0_0000.png", "test0_0000_color.png", "test1_0000.png",
+                       "test1_0000_color.png"]  # fmt: skip
+    with pytest.raises(SystemExit, match="is channel 1 of case test0"):
+        predict([f"model={best}", f"inputs={root / 'imagesTs' / 'test0_0001.png'}",
+                 f"out={tmp_path / 'one'}"])  # fmt: skip
 
 
 def test_an_image_without_a_channel_number_is_refused(tmp_path):
