@@ -163,11 +163,12 @@ class OwnImages(ImageFiles):
 
     def check(self, path: Path, info: DataInfo) -> None:
         # decodes to the colour mode trained on (16-bit grey cannot become colour)
-        own_images.read_input(path, info.normalization["color_mode"])
+        norm = info.normalization
+        own_images.read_input(path, norm["color_mode"], norm.get("channel_files", False))
 
     def read(self, path: Path, info: DataInfo) -> Prepared:
         norm = info.normalization
-        raw = own_images.read_input(path, norm["color_mode"])
+        raw = own_images.read_input(path, norm["color_mode"], norm.get("channel_files", False))
         x = (raw - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"], np.float32)
         return Prepared(torch.from_numpy(x.transpose(2, 0, 1).copy())[None], raw.shape[:2])
 
@@ -182,10 +183,12 @@ class OwnImages(ImageFiles):
                 "to": f"{norm['color_mode']} (H, W, {len(norm['mean'])}) in the image's own "
                 "units (0-255 for 8 bit, 0-65535 for 16 bit), as float32",
                 "with": (
-                    "tifffile (TIFF) or numpy.load (.npy): every band as the file holds it, "
-                    "rows and columns first, the bands last; or, for nnU-Net's one grey file "
-                    "per channel (<case>_0000.png, <case>_0001.png, ...), each file as Pillow "
-                    "reads it, stacked last in channel order"
+                    "nnU-Net's one grey file per channel (<case>_0000.png, <case>_0001.png, "
+                    "...): each file upright (EXIF orientation), as Pillow's convert('L') "
+                    "reads it (16-bit grey as it is), stacked last in channel order"
+                    if norm.get("channel_files")
+                    else "tifffile (TIFF) or numpy.load (.npy): every band as the file holds "
+                    "it, rows and columns first, the bands last"
                     if own_images.bands.count_of(norm["color_mode"])
                     else f"Pillow: Image.convert('{norm['color_mode']}'), except 16-bit grey "
                     "images, read as they are"
@@ -341,7 +344,7 @@ def read_with_another(path: Path, info: DataInfo, inputs: set[Path]) -> bool:
     channel 0000 file, for a model of channel files."""
     if not isinstance(format_of_model(info), OwnImages):
         return False
-    return own_images.first_channel(path, info.normalization["color_mode"]) in inputs
+    return own_images.first_channel(path, info.normalization.get("channel_files", False)) in inputs
 
 
 def format_of_file(path: Path) -> ImageFiles | Volumes | None:

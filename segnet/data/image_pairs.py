@@ -326,7 +326,8 @@ def nnunet_pairs(root: Path, naming: Naming) -> list[Pair]:
     have labels (``labelsTs/``), and are left out, said, where they have none; the
     training cases are then drawn into splits."""
     refuse_volumes(root)
-    by_case = naming.image_name == "{id}"  # nnU-Net's naming, unless data.image_name is set
+    # nnU-Net's naming, unless data.image_name says another
+    by_case = naming.image_name in ("{id}", "{id}_0000")
     counts = {}
     if by_case:
         naming = naming._replace(image_name="{id}_0000")

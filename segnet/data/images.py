@@ -155,26 +155,33 @@ def read_pair_image(pair: Pair, mode: str, compact: bool = False) -> np.ndarray:
     return np.concatenate(planes, axis=-1)
 
 
-def read_input(path: Path, mode: str) -> np.ndarray:
-    """An input to predict, as :func:`read_image`; for a model of nnU-Net's channel files
-    (``bands:<C>`` from grey files), ``<case>_0000.png`` with its further channel files
-    beside it (:func:`later_channel` says which inputs those are)."""
+def read_input(path: Path, mode: str, channel_files: bool = False) -> np.ndarray:
+    """An input to predict, as :func:`read_image`; for a model trained on nnU-Net's one
+    grey file per channel (``channel_files``), ``<case>_0000.png`` with its further channel
+    files beside it, checked as training checks them (:func:`first_channel` says which
+    inputs those are)."""
+    if not channel_files:
+        return read_image(path, mode)
     found = NNUNET_CHANNEL.match(path.stem)
-    if (bands.count_of(mode) or 0) > 1 and found and channel_count(header(path).mode) == 1:
-        if found["channel"] != "0000":
-            raise ImageDataError(
-                f"{path} is channel {int(found['channel'])} of case {found['case']}: give the "
-                "case's channel 0000 file; the files of its other channels are read with it."
-            )
-        return read_pair_image(Pair(path.name, path, None, channels=further_channels(path)), mode)
-    return read_image(path, mode)
+    if not found or found["channel"] != "0000":
+        raise ImageDataError(
+            f"{path}: this model takes nnU-Net's one grey file per channel; give each case's "
+            "channel 0000 file (<case>_0000.png), and its other channels are read beside it."
+        )
+    pair = Pair(path.name, path, None, channels=further_channels(path))
+    if not pair.channels or pair_header(pair).mode != mode:
+        raise ImageDataError(
+            f"{path} has {len(pair.image_files)} channel file(s) beside it, and the model takes "
+            f"{describe_mode(mode)}: give each case all its channels."
+        )
+    return read_pair_image(pair, mode)
 
 
-def first_channel(path: Path, mode: str) -> Path | None:
-    """For a further channel file (``<case>_0001.png`` and on) and a model of channel files
-    (``bands:<C>``), its case's ``<case>_0000`` file, which reads it; None otherwise."""
+def first_channel(path: Path, channel_files: bool) -> Path | None:
+    """For a further channel file (``<case>_0001.png`` and on) and a model trained on
+    channel files, its case's ``<case>_0000`` file, which reads it; None otherwise."""
     found = NNUNET_CHANNEL.match(path.stem)
-    if (bands.count_of(mode) or 0) < 2 or found is None or found["channel"] == "0000":
+    if not channel_files or found is None or found["channel"] == "0000":
         return None
     return path.with_stem(f"{found['case']}_0000")
 

@@ -52,16 +52,20 @@ PATCH_MULTIPLE = 16
 IMAGE_AXES = ("up-down", "left-right")  # what data.flip=[0] and [1] mirror
 
 
-def image_normalization(mode: str, mean: Sequence[float], std: Sequence[float]) -> dict:
+def image_normalization(
+    mode: str, mean: Sequence[float], std: Sequence[float], channel_files: bool = False
+) -> dict:
     """Images in their own units (0-255, or 0-65535 for 16-bit), decoded to ``mode``
-    (``L``, ``RGB`` or ``RGBA``): ``(value - mean) / std`` per channel, with the training
-    set's mean and std."""
-    return {
+    (``L``, ``RGB``, ``RGBA`` or ``bands:<C>``): ``(value - mean) / std`` per channel, with
+    the training set's mean and std; ``channel_files``: each channel a grey file of its
+    own (nnU-Net's ``<case>_0000.png``, ``<case>_0001.png``), recorded only where so."""
+    norm = {
         "kind": "image_mean_std",
         "color_mode": mode,
         "mean": [float(m) for m in mean],
         "std": [float(s) for s in std],
     }
+    return {**norm, "channel_files": True} if channel_files else norm
 
 
 def plan_patch(sizes: Sequence[tuple[int, int]], max_patch: int) -> tuple[int, int]:
@@ -593,7 +597,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             class_names=list(names),
             palette=palette,
             ignore_index=len(names),
-            normalization=image_normalization(mode, self.mean, self.std),
+            normalization=image_normalization(
+                mode, self.mean, self.std, any(p.channels for p in self.pairs)
+            ),
             input_size=None,  # whole images at native size
             sliding_window={**self.window, "roi_size": list(roi)},
             # one mask per class: the classes are the regions; the label map their combinations

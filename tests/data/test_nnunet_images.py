@@ -145,7 +145,9 @@ def test_a_model_of_channel_files_predicts_each_case_once(tmp_path):
     written = sorted(p.name for p in (tmp_path / "masks").iterdir())
     assert written == ["test0_0000.png", "test0_0000_color.png", "test1_0000.png",
                        "test1_0000_color.png"]  # fmt: skip
-    with pytest.raises(SystemExit, match="is channel 1 of case test0"):
+    with pytest.raises(
+        SystemExit, match="test0_0001.png: this model takes nnU-Net.s one grey file"
+    ):
         predict([f"model={best}", f"inputs={root / 'imagesTs' / 'test0_0001.png'}",
                  f"out={tmp_path / 'one'}"])  # fmt: skip
 
@@ -186,3 +188,22 @@ def test_a_dataset_json_of_another_layout_is_not_read(tmp_path):
     dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
     assert dm.info().class_names == ["background", "disc"]
     assert ImageFolderDataModule.class_names_in_data({"root": str(root), "csv": None}) is None
+
+
+def test_only_a_model_of_channel_files_reads_inputs_as_channel_files(tmp_path):
+    from segnet.data import images as img
+
+    root = channel_files(tmp_path / "d", n=2)
+    dm = prepared(root, image_name="{id}_0000")  # nnU-Net's naming written out: the same
+    assert dm.info().normalization["channel_files"] is True and dm.pairs[0].channels
+    first, second = root / "imagesTr" / "case0_0000.png", root / "imagesTr" / "case0_0001.png"
+    assert img.read_input(first, "bands:2", channel_files=True).shape == (24, 32, 2)
+    assert img.first_channel(second, channel_files=True) == first
+    # a model of multi-band files named tile_0000.tif, tile_0001.tif: each file an input
+    assert img.first_channel(second, channel_files=False) is None
+    second.unlink()
+    with pytest.raises(ImageDataError, match="has 1 channel file.*takes of 2 band"):
+        img.read_input(first, "bands:2", channel_files=True)
+    Image.new("RGB", (32, 24)).save(second)
+    with pytest.raises(ImageDataError, match="case0_0001.png is one of 2 channel files .* RGB"):
+        img.read_input(first, "bands:2", channel_files=True)
