@@ -76,22 +76,27 @@ def multi_band(path: Path) -> Bands | None:
 
 def header(path: Path) -> Bands:
     """The size and channels of a multi-band TIFF or an array, without decoding it."""
+    array, axes = _open(path, decode=False)
+    return _as_bands(path, array.shape, axes, array.dtype)
+
+
+def _open(path: Path, decode: bool) -> tuple[np.ndarray, str]:
+    """An array file's or a TIFF's pixels with tifffile's names of their axes (``YXS``,
+    ``CYX``); without ``decode``, an array that only knows its shape and type (memory-mapped
+    for ``.npy``, tifffile's series for a TIFF)."""
     if is_array_file(path):
         try:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            array = np.load(path, mmap_mode=None if decode else "r", allow_pickle=False)
         except (OSError, ValueError) as err:
             raise ImageDataError(f"cannot read {path}: {err}") from None
-        shape, dtype = array.shape, array.dtype
-        axes = "YX" if len(shape) == 2 else "YXC"
-    else:
-        tifffile = tifffile_module()
-        try:
-            with tifffile.TiffFile(path) as tif:
-                series = tif.series[0]
-                shape, dtype, axes = series.shape, series.dtype, series.axes
-        except Exception as err:  # tifffile raises many kinds for a bad file
-            raise ImageDataError(f"cannot read {path}: {err}") from None
-    return _as_bands(path, shape, axes, dtype)
+        return array, "YX" if array.ndim == 2 else "YXC"
+    tifffile = tifffile_module()
+    try:
+        with tifffile.TiffFile(path) as tif:
+            series = tif.series[0]
+            return (series.asarray() if decode else series), series.axes
+    except Exception as err:  # many kinds for a bad file; a codec it lacks (LZW: imagecodecs)
+        raise ImageDataError(f"cannot read {path}: {err}") from None
 
 
 def _as_bands(path: Path, shape: tuple, axes: str, dtype: np.dtype) -> Bands:
@@ -115,17 +120,7 @@ def _as_bands(path: Path, shape: tuple, axes: str, dtype: np.dtype) -> Bands:
 def read(path: Path, compact: bool = False) -> np.ndarray:
     """(H, W, C) in the file's own units: float32, or uint8 with ``compact`` where the file
     is 8-bit (a quarter of the memory)."""
-    if is_array_file(path):
-        array = np.load(path, allow_pickle=False)
-        axes = "YX" if array.ndim == 2 else "YXC"
-    else:
-        tifffile = tifffile_module()
-        try:
-            with tifffile.TiffFile(path) as tif:
-                series = tif.series[0]
-                array, axes = series.asarray(), series.axes
-        except Exception as err:  # a compression it lacks a codec for (LZW: imagecodecs)
-            raise ImageDataError(f"cannot read {path}: {err}") from None
+    array, axes = _open(path, decode=True)
     _as_bands(path, array.shape, axes, array.dtype)  # refused as the header would be
     # rows, columns, then the one axis of channels (or of length one)
     order = [axes.index("Y"), axes.index("X")] + [

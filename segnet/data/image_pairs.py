@@ -256,8 +256,10 @@ def find_pairs(
         )
     elif is_nnunet_layout(root, dirs):
         pairs = nnunet_pairs(root, naming)
-    elif not any(dirs) and not find_folder(root, None, IMAGE_DIRS) and sibling_split_folders(root):
-        pairs = sibling_split_pairs(root, naming)
+    elif siblings := (
+        {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
+    ):
+        pairs = sibling_split_pairs(siblings, naming)
     elif split_folders_at_root(root, image_dir):
         pairs = root_split_pairs(root, dirs, naming)
     else:
@@ -297,11 +299,13 @@ def sibling_split_folders(root: Path) -> dict[str, tuple[Path, Path | None]]:
     return found if any(masks for _, masks in found.values()) else {}
 
 
-def sibling_split_pairs(root: Path, naming: Naming) -> list[Pair]:
+def sibling_split_pairs(
+    siblings: dict[str, tuple[Path, Path | None]], naming: Naming
+) -> list[Pair]:
     """The pairs of each split's image folder and the mask folder beside it
     (:func:`sibling_split_folders`), in that split; one without masks is left out, said."""
     pairs = []
-    for split, (images, masks) in sibling_split_folders(root).items():
+    for split, (images, masks) in siblings.items():
         if masks is None:
             log.warning(
                 "%s has no mask folder beside it (%s_masks/, %s_labels/, %sannot/, ...): it is "
