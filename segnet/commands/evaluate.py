@@ -134,8 +134,8 @@ def data_config(
             data_cfg[key] = value
     if "class_names" in data_cfg and not data_cfg.class_names:
         trained_names = list(module.data_info.class_names)
-        # the folder's own dataset.json, where it has one, must name the label values as
-        # the checkpoint does, or every per-class score would carry another class's name
+        # the folder's own dataset.json or class file, where it has one, must name the label
+        # values as the checkpoint does, or every per-class score would carry another class's name
         named = data_format.class_names_in_data(data_cfg)
         # a checkpoint from before nnU-Net's ignore label was void trained it as a class
         if named is not None and named + [IGNORE] == trained_names:
@@ -145,7 +145,8 @@ def data_config(
                 f"data.csv={data_cfg.csv}" if data_cfg.get("csv") else f"data.root={data_cfg.root}"
             )
             raise ValueError(
-                f"the dataset.json of {where} names the label values {named}, and {ckpt} was "
+                f"the class list of {where} (its dataset.json or class file) names the label "
+                f"values {named}, and {ckpt} was "
                 f"trained on {trained_names}: relabel the data, or score data whose labels "
                 "mean what the checkpoint's do."
             )

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_masks, stats_cache
+from segnet.data import class_files, class_masks, stats_cache
 from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
@@ -506,7 +506,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """The classes as given (``class_names``, ``label_values``, ``ignore_values``,
         ``regions``, ``regions_class_order``), else as a dataset.json beside the data names
         them, else None (found in the masks); and how mask values map to them."""
-        given = with_index_classes(nnunet_root(self.root, self.csv), **given)
+        nnunet = nnunet_root(self.root, self.csv)
+        given = with_index_classes(nnunet, **given)
+        if nnunet is None and not self.csv:
+            shipped = class_files.shipped_classes(self.root)
+            given = class_files.with_shipped_classes(shipped, palette=palette, **given)
+            palette = given.pop("palette")
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
         self.instance_masks = check_instance_masks(palette=palette, **given)
@@ -632,10 +637,15 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
 
     @classmethod
     def class_names_in_data(cls, data_cfg: Any) -> list[str] | None:
-        """The classes a dataset.json beside the images names (nnU-Net's layout)."""
+        """The classes a dataset.json beside the images names (nnU-Net's layout), or a
+        class list shipped with them (:mod:`segnet.data.class_files`)."""
         root = Path(data_cfg["root"]).expanduser() if data_cfg.get("root") else None
-        found = indexed_classes(nnunet_root(root, data_cfg.get("csv")), img.ImageDataError)
-        return found.class_names if found else None
+        nnunet = nnunet_root(root, data_cfg.get("csv"))
+        found = indexed_classes(nnunet, img.ImageDataError)
+        if found is not None:
+            return found.class_names
+        shipped = None if nnunet or data_cfg.get("csv") else class_files.shipped_classes(root)
+        return shipped.class_names if shipped else None
 
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict:

@@ -1,0 +1,249 @@
+"""Class lists that datasets and annotation tools ship beside their images, read so that
+such a folder trains with no class settings:
+
+* Roboflow's ``_classes.csv`` (``Pixel Value, Class``): each class's mask value;
+* a class dictionary, ``class_dict.csv`` (Kaggle's CamVid, DeepGlobe, Semantic Drone:
+  ``name,r,g,b``): each class's colour;
+* CVAT's and Datumaro's ``labelmap.txt`` (``name:r,g,b:parts:actions``): each class's
+  colour;
+* labelme's ``class_names.txt`` (written by labelme2voc, ``_background_`` first): the class
+  of mask value ``i`` on line ``i``.
+
+A class named as void (``Void``, ``unlabelled``, ``ignore``, ``unknown``) is void: neither
+trained nor scored. The file is looked for in ``data.root`` and in the folders directly in
+it (Roboflow writes one per split); several that name different classes are refused.
+Settings given win: with ``data.label_values``, ``data.palette`` or
+``data.instance_masks``, or class names other than the file's, the file is not read.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from segnet.data.errors import DataError
+
+# names a class list gives the pixels nobody labelled (CamVid's Void, Cityscapes'
+# unlabeled, DeepGlobe's unknown, labelme's __ignore__, nnU-Net's ignore)
+VOID_NAMES = frozenset(
+    {"void", "ignore", "ignored", "__ignore__", "unlabelled", "unlabeled", "unknown",
+     "dontcare", "don't care", "dont care"}
+)  # fmt: skip
+LABELME_BACKGROUND = "_background_"
+log = logging.getLogger(__name__)
+
+
+class ClassFileError(DataError):
+    """A class list beside the data cannot be read as one."""
+
+
+@dataclass(frozen=True)
+class ShippedClasses:
+    """The classes a file lists, in its order: each with its mask value (an int) or its
+    colour (``(r, g, b)``), void ones included."""
+
+    source: Path
+    names: tuple[str, ...]
+    codes: tuple[Any, ...]
+    by_colour: bool
+
+    @property
+    def void_names(self) -> list[str]:
+        return [n for n in self.names if is_void_name(n)]
+
+    @property
+    def class_names(self) -> list[str]:
+        """The classes trained and scored, in the file's order."""
+        return [n for n in self.names if not is_void_name(n)]
+
+    def settings(self) -> dict[str, Any]:
+        """The file as ``data.class_names``, ``data.label_values`` (None where the masks
+        hold class numbers), ``data.palette`` and ``data.ignore_values``."""
+        kept = [c for n, c in zip(self.names, self.codes, strict=True) if not is_void_name(n)]
+        void = [c for n, c in zip(self.names, self.codes, strict=True) if is_void_name(n)]
+        if self.by_colour:
+            values, palette = None, [list(c) for c in kept]
+            void = [list(c) for c in void]
+        else:
+            palette = None
+            values = None if kept == list(range(len(kept))) else kept
+        return {
+            "class_names": self.class_names,
+            "label_values": values,
+            "palette": palette,
+            "ignore_values": void or None,
+        }
+
+    def same_classes(self, other: ShippedClasses) -> bool:
+        return (self.names, self.codes, self.by_colour) == (
+            other.names,
+            other.codes,
+            other.by_colour,
+        )
+
+
+def is_void_name(name: str) -> bool:
+    return name.strip().lower() in VOID_NAMES
+
+
+def is_class_file(path: Path) -> bool:
+    name = path.name.lower()
+    return path.is_file() and (
+        name in ("_classes.csv", "labelmap.txt", "class_names.txt")
+        or (name.endswith(".csv") and "class_dict" in name)
+    )
+
+
+def class_file_candidates(root: Path) -> list[Path]:
+    """The class files in ``root`` and in the visible folders directly in it, the root's
+    first."""
+    if not root.is_dir():
+        return []
+    folders = [root] + sorted(
+        d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "__MACOSX"))
+    )
+    return [f for d in folders for f in sorted(d.iterdir()) if is_class_file(f)]
+
+
+def shipped_classes(root: Path | None) -> ShippedClasses | None:
+    """The class list shipped in ``root`` (:func:`class_file_candidates`); None where it
+    has none. Files that list different classes are refused, naming two."""
+    found = [read_class_file(f) for f in class_file_candidates(root)] if root else []
+    for other in found[1:]:
+        if not found[0].same_classes(other):
+            raise ClassFileError(
+                f"{found[0].source} and {other.source} list different classes "
+                f"({', '.join(found[0].names)} against {', '.join(other.names)}): keep one, "
+                "or give the classes with data.class_names (and data.label_values or "
+                "data.palette)."
+            )
+    return found[0] if found else None
+
+
+def read_class_file(path: Path) -> ShippedClasses:
+    """One class file, by its name's kind (:func:`is_class_file`)."""
+    name = path.name.lower()
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ClassFileError(f"{path}: cannot be read as a class list ({err}).") from err
+    if name == "labelmap.txt":
+        entries, by_colour = labelmap_entries(text, path), True
+    elif name == "class_names.txt":
+        entries, by_colour = labelme_entries(text, path), False
+    elif name == "_classes.csv":
+        entries, by_colour = table_entries(text, path, ("pixel value", "value"), False), False
+    else:
+        entries, by_colour = table_entries(text, path, ("r", "g", "b"), True), True
+    if not entries:
+        raise ClassFileError(f"{path} lists no class: list them, or remove the file.")
+    names = tuple(n for n, _ in entries)
+    codes = tuple(c for _, c in entries)
+    for what, items in (("name", [n.lower() for n in names]), ("value", codes)):
+        twice = sorted({str(i) for i in items if items.count(i) > 1})
+        if twice:
+            raise ClassFileError(
+                f"{path} gives two classes the {what} {twice[0]}: each class needs its own "
+                f"{what}; mend the file, or give the classes with data.class_names."
+            )
+    return ShippedClasses(path, names, codes, by_colour)
+
+
+def table_entries(
+    text: str, path: Path, code_columns: Sequence[str], colour: bool
+) -> list[tuple[str, Any]]:
+    """The rows of a CSV with a name column (``name``, ``class``, ``class_name``,
+    ``label``) and the code's: ``r,g,b`` or a pixel value; headers in any case, with
+    spaces around them."""
+    rows = list(csv.reader(text.splitlines()))
+    header = [h.strip().lower() for h in rows[0]] if rows else []
+    name_col = next(
+        (header.index(h) for h in ("name", "class", "class_name", "classes", "label")
+         if h in header), None,
+    )  # fmt: skip
+    if colour:
+        code_cols = [header.index(c) for c in code_columns if c in header]
+        wanted = "r, g, b"
+    else:
+        code_cols = [header.index(c) for c in code_columns if c in header][:1]
+        wanted = "'Pixel Value'"
+    if name_col is None or len(code_cols) != (3 if colour else 1):
+        raise ClassFileError(
+            f"{path} needs a header with a name column and {wanted} columns (it has "
+            f"{', '.join(repr(h) for h in header) or 'none'})."
+        )
+    entries = []
+    for line, row in enumerate(rows[1:], start=2):
+        cells = [c.strip() for c in row]
+        if not any(cells):
+            continue
+        try:
+            code = [int(cells[i]) for i in code_cols]
+            name = cells[name_col]
+        except (ValueError, IndexError):
+            raise ClassFileError(f"{path}, line {line}: {','.join(row)!r} is not a class's "
+                                 f"name and {wanted}.") from None  # fmt: skip
+        entries.append((name, tuple(code) if colour else code[0]))
+    return entries
+
+
+def labelmap_entries(text: str, path: Path) -> list[tuple[str, tuple[int, ...]]]:
+    """CVAT's ``labelmap.txt``: ``name:r,g,b:parts:actions`` a line, ``#`` comments."""
+    entries = []
+    for line, row in enumerate(text.splitlines(), start=1):
+        if not row.strip() or row.lstrip().startswith("#"):
+            continue
+        match = re.match(r"^([^:]+):\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*(:.*)?$", row.strip())
+        if not match:
+            raise ClassFileError(
+                f"{path}, line {line}: {row.strip()!r} is not 'name:r,g,b::' as CVAT writes it."
+            )
+        entries.append((match[1].strip(), tuple(int(match[k]) for k in (2, 3, 4))))
+    return entries
+
+
+def labelme_entries(text: str, path: Path) -> list[tuple[str, int]]:
+    """labelme2voc's ``class_names.txt``: a name a line, ``_background_`` (value 0) first;
+    a list that does not start with it is not labelme's, and is refused rather than read
+    with its first class taken for the masks' value 0."""
+    names = [n.strip() for n in text.splitlines() if n.strip()]
+    if names and names[0] != LABELME_BACKGROUND:
+        raise ClassFileError(
+            f"{path} does not start with {LABELME_BACKGROUND}, as labelme's class lists do, "
+            "so which mask value each class has is not known: give the classes with "
+            "data.class_names, or rename the file."
+        )
+    return [(n, v) for v, n in enumerate(names)]
+
+
+def with_shipped_classes(found: ShippedClasses | None, **given: Any) -> dict[str, Any]:
+    """The class settings ``given`` (``class_names``, ``label_values``, ``palette``,
+    ``ignore_values``, ``instance_masks``, ...), with what ``found`` lists where they do
+    not say otherwise; said in the log either way."""
+    if found is None:
+        return given
+    overriding = [k for k in ("label_values", "palette") if given.get(k) is not None]
+    overriding += ["instance_masks"] if given.get("instance_masks") else []
+    names = given.get("class_names")
+    if names and list(names) != found.class_names:
+        overriding.append("class_names")
+    if overriding:
+        log.info("data.%s given: %s is not read", " and data.".join(overriding), found.source)
+        return given
+    shipped = found.settings()
+    out = {**given, **{k: v for k, v in shipped.items() if k != "ignore_values"}}
+    if given.get("ignore_values") is None:
+        out["ignore_values"] = shipped["ignore_values"]
+    codes = shipped["palette"] or shipped["label_values"] or range(len(found.class_names))
+    log.info(
+        "the classes of %s: %s%s", found.source,
+        ", ".join(f"{code} {n}" for code, n in zip(codes, found.class_names, strict=True)),
+        f"; void (neither trained nor scored): {', '.join(found.void_names)}"
+        if found.void_names and given.get("ignore_values") is None else "",
+    )  # fmt: skip
+    return out

@@ -1,0 +1,144 @@
+"""Class lists shipped beside the data (Roboflow's ``_classes.csv``, a ``class_dict.csv``,
+CVAT's ``labelmap.txt``, labelme's ``class_names.txt``) name the classes, so such a folder
+trains with no class settings; void names are void; settings given win."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segnet.data.class_files import ClassFileError, read_class_file, shipped_classes
+from tests.data.test_images import blob_label, prepared, train_labels
+
+COLOURS = {0: (0, 0, 0), 1: (250, 50, 83), 2: (128, 128, 128)}
+
+
+def colour_folder(root, n: int = 6, void: bool = True):
+    """RGB masks: background black, a disc red, a void band grey at the top."""
+    for folder in ("images", "labels"):
+        (root / folder).mkdir(parents=True)
+    for k in range(n):
+        label = blob_label(24, 32, seed=k)
+        if void:
+            label[:3] = 2
+        mask = np.zeros((*label.shape, 3), np.uint8)
+        for value, colour in COLOURS.items():
+            mask[label == value] = colour
+        Image.fromarray((label * 100 + 20).astype(np.uint8)).save(root / "images" / f"{k}.png")
+        Image.fromarray(mask).save(root / "labels" / f"{k}.png")
+    return root
+
+
+def value_folder(root, n: int = 6, value: int = 1):
+    """Grey masks holding 0 and ``value``."""
+    for folder in ("images", "labels"):
+        (root / folder).mkdir(parents=True)
+    for k in range(n):
+        label = blob_label(24, 32, seed=k)
+        Image.fromarray((label * 100 + 20).astype(np.uint8)).save(root / "images" / f"{k}.png")
+        Image.fromarray((label * value).astype(np.uint8)).save(root / "labels" / f"{k}.png")
+    return root
+
+
+def test_a_class_dict_names_the_classes_by_colour_and_void_is_void(tmp_path, caplog):
+    root = colour_folder(tmp_path / "d")
+    (root / "class_dict.csv").write_text(
+        "name,r,g,b\nBackground,0,0,0\nDisc,250,50,83\nVoid,128,128,128\n"
+    )
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    info = dm.info()
+    assert info.class_names == ["Background", "Disc"]
+    assert info.palette == [[0, 0, 0], [250, 50, 83]]  # the file's colours show the classes
+    assert "void (neither trained nor scored): Void" in caplog.text
+    labels = train_labels(dm)
+    assert set(np.unique(labels)) == {0, 1, info.ignore_index}
+
+
+def test_roboflow_classes_csv_in_each_split_folder_gives_the_values(tmp_path):
+    root = tmp_path / "export"
+    for split in ("train", "valid"):
+        value_folder(root / split, n=4, value=2)
+        (root / split / "_classes.csv").write_text("Pixel Value, Class\n0, background\n2, crack\n")
+    dm = prepared(root)
+    assert dm.info().class_names == ["background", "crack"]
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_split_folders_listing_other_classes_are_refused_naming_both(tmp_path):
+    root = tmp_path / "export"
+    for split, second in (("train", "crack"), ("valid", "hole")):
+        value_folder(root / split, n=4)
+        (root / split / "_classes.csv").write_text(f"Pixel Value,Class\n0,background\n1,{second}\n")
+    with pytest.raises(ClassFileError, match=r"train/_classes.csv and .*valid/_classes.csv"):
+        prepared(root)
+
+
+def test_cvat_labelmap_gives_names_and_colours(tmp_path):
+    root = colour_folder(tmp_path / "d", void=False)
+    (root / "labelmap.txt").write_text(
+        "# label:color_rgb:parts:actions\nbackground:0,0,0::\ndisc:250,50,83::\n"
+    )
+    dm = prepared(root)
+    assert dm.info().class_names == ["background", "disc"]
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_labelme_class_names_are_the_values_in_order(tmp_path):
+    root = value_folder(tmp_path / "d")
+    (root / "class_names.txt").write_text("_background_\nleaf\n")
+    assert prepared(root).info().class_names == ["_background_", "leaf"]
+    (root / "class_names.txt").write_text("leaf\nstem\n")  # not labelme's: which is 0?
+    with pytest.raises(ClassFileError, match="does not start with _background_"):
+        prepared(root)
+
+
+def test_settings_given_win_over_the_file(tmp_path, caplog):
+    root = value_folder(tmp_path / "d", value=255)
+    (root / "_classes.csv").write_text("Pixel Value,Class\n0,background\n1,cell\n")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, class_names=["bg", "membrane"], label_values=[0, 255])
+    assert dm.info().class_names == ["bg", "membrane"]
+    assert "data.label_values and data.class_names given" in caplog.text
+    # the file's own names given back (as evaluate.py does) take its values too
+    (root / "_classes.csv").write_text("Pixel Value,Class\n0,background\n255,cell\n")
+    dm = prepared(root, class_names=["background", "cell"])
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "match"),
+    [
+        ("class_dict.csv", "name,r,g\nsky,0,0\n", "r, g, b columns"),
+        ("class_dict.csv", "name,r,g,b\nsky,0,0,x\n", "line 2"),
+        ("_classes.csv", "Pixel Value,Class\n0,a\n0,b\n", "the value 0"),
+        ("labelmap.txt", "background 0 0 0\n", "not 'name:r,g,b::'"),
+        ("_classes.csv", "Pixel Value,Class\n", "lists no class"),
+    ],
+)
+def test_a_class_file_that_cannot_be_read_is_refused_naming_the_line(tmp_path, name, text, match):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ClassFileError, match=match):
+        read_class_file(tmp_path / name)
+
+
+def test_class_files_are_found_in_the_root_and_the_folders_in_it_only(tmp_path):
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    (deep / "labelmap.txt").write_text("x:1,2,3::\n")
+    assert shipped_classes(tmp_path) is None
+    (tmp_path / "a" / "Kaggle_class_dict.csv").write_text("name,r,g,b\nsky,0,0,255\n")
+    found = shipped_classes(tmp_path)
+    assert found.class_names == ["sky"] and found.by_colour
+
+
+def test_the_class_file_names_are_what_evaluation_checks_a_checkpoint_against(tmp_path):
+    from segnet.data.images_datamodule import ImageFolderDataModule
+
+    root = value_folder(tmp_path / "d")
+    (root / "_classes.csv").write_text("Pixel Value,Class\n0,background\n1,crack\n")
+    named = ImageFolderDataModule.class_names_in_data({"root": str(root), "csv": None})
+    assert named == ["background", "crack"]
