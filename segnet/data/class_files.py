@@ -11,7 +11,8 @@ such a folder trains with no class settings:
 
 A class named as void (``Void``, ``unlabelled``, ``ignore``, ``unknown``) is void: neither
 trained nor scored. The file is looked for in ``data.root`` and in the folders directly in
-it (Roboflow writes one per split); several that name different classes are refused.
+it (Roboflow writes one per split); several that name different classes are refused. A
+folder laid out as Pascal VOC that ships none has VOC's 21 classes, 255 void.
 Settings given win: with ``data.label_values``, ``data.palette`` or
 ``data.instance_masks``, or class names other than the file's, the file is not read.
 """
@@ -35,6 +36,16 @@ VOID_NAMES = frozenset(
      "dontcare", "don't care", "dont care"}
 )  # fmt: skip
 LABELME_BACKGROUND = "_background_"
+# Pascal VOC's classes, by mask value, and its void (the outlines of objects, 255): what
+# its format means where no list of classes is shipped (CVAT reads such a folder so too)
+VOC_CLASSES = (
+    "background", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat",
+    "chair", "cow", "diningtable", "dog", "horse", "motorbike", "person", "pottedplant",
+    "sheep", "sofa", "train", "tvmonitor",
+)  # fmt: skip
+VOC_VOID = 255
+SPLIT_ORDER = ("train", "training", "valid", "val", "validation", "test", "testing")
+VOC_FOLDERS = (Path("ImageSets") / "Segmentation", Path("SegmentationClass"))
 log = logging.getLogger(__name__)
 
 
@@ -47,7 +58,7 @@ class ShippedClasses:
     """The classes a file lists, in its order: each with its mask value (an int) or its
     colour (``(r, g, b)``), void ones included."""
 
-    source: Path
+    source: Path | str  # the file, or what the classes are where no file lists them
     names: tuple[str, ...]
     codes: tuple[Any, ...]
     by_colour: bool
@@ -100,13 +111,15 @@ def is_class_file(path: Path) -> bool:
 
 
 def class_file_candidates(root: Path) -> list[Path]:
-    """The class files in ``root`` and in the visible folders directly in it, the root's
-    first."""
+    """The class files in ``root`` and in the visible folders directly in it: the root's
+    first, then the split folders' (train, val, test), then the others'."""
     if not root.is_dir():
         return []
+    order = {name: rank for rank, name in enumerate(SPLIT_ORDER)}
     folders = [root] + sorted(
-        d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "__MACOSX"))
-    )
+        (d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "__MACOSX"))),
+        key=lambda d: (order.get(d.name.lower(), len(order)), d.name),
+    )  # the training split's own list named first
     return [f for d in folders for f in sorted(d.iterdir()) if is_class_file(f)]
 
 
@@ -122,7 +135,19 @@ def shipped_classes(root: Path | None) -> ShippedClasses | None:
                 "or give the classes with data.class_names (and data.label_values or "
                 "data.palette)."
             )
-    return found[0] if found else None
+    return found[0] if found else voc_classes(root)
+
+
+def voc_classes(root: Path | None) -> ShippedClasses | None:
+    """Pascal VOC's classes where ``root`` is laid out as VOC (``ImageSets/Segmentation/``,
+    ``SegmentationClass/``) and ships no list of them; None for any other folder."""
+    if root is None or not all((root / f).is_dir() for f in VOC_FOLDERS):
+        return None
+    return ShippedClasses(
+        f"Pascal VOC's format (no class list in {root}; give data.class_names, or a "
+        "labelmap.txt, for others)",
+        (*VOC_CLASSES, "void"), (*range(len(VOC_CLASSES)), VOC_VOID), by_colour=False,
+    )  # fmt: skip
 
 
 def read_class_file(path: Path) -> ShippedClasses:
@@ -241,7 +266,7 @@ def with_shipped_classes(found: ShippedClasses | None, **given: Any) -> dict[str
         out["ignore_values"] = shipped["ignore_values"]
     codes = shipped["palette"] or shipped["label_values"] or range(len(found.class_names))
     log.info(
-        "the classes of %s: %s%s", found.source,
+        "classes from %s: %s%s", found.source,
         ", ".join(f"{code} {n}" for code, n in zip(codes, found.class_names, strict=True)),
         f"; void (neither trained nor scored): {', '.join(found.void_names)}"
         if found.void_names and given.get("ignore_values") is None else "",

@@ -6,3 +6,7 @@ catch :class:`DataError` and show its message, whichever format raised it."""
 class DataError(ValueError):
     """Data that cannot be used as it is; the message names the file or setting and what
     to do."""
+
+
+class ImageDataError(DataError):
+    """An image, a mask or the list of them cannot be used as it is."""

@@ -35,12 +35,24 @@ from typing import NamedTuple
 
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.dataset_json import file_ending
-from segnet.data.errors import DataError
+from segnet.data.errors import ImageDataError
+from segnet.data.image_sets import image_sets
+from segnet.data.name_rules import (
+    DEFAULT_RULE,
+    beside_rule,
+    inferred_label_name,
+    keyed,
+    name_pattern,
+    unpaired_message,
+)
 
 # what Pillow reads, and NumPy arrays (segnet.data.bands)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".npy")
-IMAGE_DIRS = ("images", "image", "imgs", "img")
-LABEL_DIRS = ("labels", "label", "masks", "mask", "annotations", "gt", "groundtruth")
+IMAGE_DIRS = ("images", "image", "imgs", "img", "JPEGImages")
+# Pascal VOC's mask folder first: a case-blind disk finds its Annotations/ (boxes) as annotations/
+LABEL_DIRS = (
+    "SegmentationClass", "labels", "label", "masks", "mask", "annotations", "gt", "groundtruth"
+)  # fmt: skip
 ROI_DIRS = ("roi", "rois", "fov")
 # a split's folder by its common names (ADE20K's training/ and validation/)
 SPLIT_FOLDERS = {
@@ -54,10 +66,6 @@ HIDDEN = (".", "__MACOSX")  # .ipynb_checkpoints/, ._0.png, a zip's __MACOSX/
 NNUNET_FOLDERS = {"train": ("imagesTr", "labelsTr"), "test": ("imagesTs", "labelsTs")}
 NNUNET_CHANNEL = re.compile(r"^(?P<case>.+)_(?P<channel>\d{4})$")
 log = logging.getLogger(__name__)
-
-
-class ImageDataError(DataError):
-    """An image, a mask or the list of them cannot be used as it is."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,8 @@ class Naming(NamedTuple):
     image_name: str = "{id}"
     label_name: str = "{id}"
     skip_unlabelled: bool = False
+    # the ids a list of images names (Pascal VOC's ImageSets): the others are left out
+    listed: frozenset[str] | None = None
 
 
 # -- files and folders ------------------------------------------------------------------
@@ -196,43 +206,6 @@ def subfolder(root: Path, given: str | None, choices: Sequence[str], what: str) 
     return find_folder(root, given, choices)
 
 
-# -- names ------------------------------------------------------------------------------
-def name_pattern(pattern: str, setting: str) -> re.Pattern:
-    """``{id}_manual1`` as a regular expression matching a file stem, ``id`` captured."""
-    if pattern.count("{id}") != 1:
-        raise ValueError(
-            f"{setting}={pattern!r}: give a file-name pattern with one {{id}} (the part that "
-            "image and mask share), e.g. '{id}_training' and '{id}_manual1'."
-        )
-    head, tail = pattern.split("{id}")
-    return re.compile(f"^{re.escape(head)}(?P<id>.+?){re.escape(tail)}$")
-
-
-def key_of(path: Path, pattern: re.Pattern, folder: Path) -> str | None:
-    """The key ``path`` pairs by: the ``{id}`` of its name after the subfolder of
-    ``folder`` it sits in (``aachen/aachen_000000_000019``); None where the rule does not
-    match its name."""
-    match = pattern.match(path.stem)
-    return path.parent.relative_to(folder).joinpath(match["id"]).as_posix() if match else None
-
-
-def keyed(files: list[Path], pattern: re.Pattern, folder: Path, setting: str) -> dict[str, Path]:
-    """``files`` (in ``folder`` or below it) by their :func:`key_of`."""
-    out: dict[str, Path] = {}
-    for path in files:
-        key = key_of(path, pattern, folder)
-        if key is None:
-            continue
-        if key in out:
-            raise ImageDataError(
-                f"{out[key].relative_to(folder)} and {path.relative_to(folder)} in {folder} "
-                f"both match {setting} with the same id {PurePosixPath(key).name!r}: keep "
-                "one, or make the pattern tell them apart."
-            )
-        out[key] = path
-    return out
-
-
 # -- pairing ------------------------------------------------------------------------------
 def find_pairs(
     root: Path,
@@ -262,6 +235,8 @@ def find_pairs(
         pairs = sibling_split_pairs(siblings, naming)
     elif split_folders_at_root(root, image_dir):
         pairs = root_split_pairs(root, dirs, naming)
+    elif lists := image_sets(root):  # Pascal VOC's, CVAT's: the images read, their splits
+        pairs = lists.with_splits(folder_pairs(root, dirs, naming._replace(listed=lists.listed)))
     else:
         pairs = folder_pairs(root, dirs, naming)
     check_pairs(pairs)
@@ -465,9 +440,18 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     image_dir, label_dir, roi_dir = dirs
     images = subfolder(root, image_dir, IMAGE_DIRS, "image")
     labels = subfolder(root, label_dir, LABEL_DIRS, "label")
+    rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
+    if images is None and labels is None and rois is None and not any(dirs):
+        rule = beside_rule(image_files(root) or files_below(root))
+        if rule and naming[:2] == (DEFAULT_RULE, DEFAULT_RULE):
+            log.info(
+                "%s holds images with their masks beside them, named as them with text "
+                "added: read as data.image_dir=. data.label_dir=. 'data.label_name=%s'",
+                root, rule,
+            )  # fmt: skip
+            return paired(root, root, None, naming._replace(label_name=rule), split)
     if images is None or labels is None:
         raise FileNotFoundError(missing_folders_message(root, images))
-    rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
     inner = only_split_folders(images) if split is None else {}
     if inner:
         return inner_split_pairs(inner, labels, rois, naming)
@@ -544,6 +528,8 @@ def paired(
         labels = images  # one folder, however spelled: keys relative to one path
     found, mask_files = listing(images, labels, rois, nested, naming)
     by_id = keyed(found, image_re, images, "data.image_name")
+    if naming.listed is not None:
+        by_id = only_listed(by_id, naming.listed, images)
     roi_masks = regions_of_interest(rois, by_id, image_re) if rois is not None else {}
     if not by_id:
         raise ImageDataError(
@@ -563,15 +549,43 @@ def paired(
     class_dirs = class_mask_folders(labels) if not nested else []
     if class_dirs:  # one mask per class: a folder of masks for each class
         per_class = {
-            d.name: keyed(image_files(d), label_re, d, "data.label_name") for d in class_dirs
-        }
+            d.name: {k: v for k, v in keyed(image_files(d), label_re, d, "data.label_name").items()
+                     if naming.listed is None or k in naming.listed}
+            for d in class_dirs
+        }  # fmt: skip
         skipped = set().union(*(check_paired(images, d, by_id, per_class[d.name], naming)
                                 for d in class_dirs))  # fmt: skip
         kept = [k for k in ids if k not in skipped]
         return [pair(k, None, tuple((c, m[k]) for c, m in per_class.items())) for k in kept]
     masks = keyed(mask_files, label_re, labels, "data.label_name")
+    if naming.listed is not None:  # a mask of an image left out is left out with it
+        masks = {k: v for k, v in masks.items() if k in naming.listed}
+    if masks and not set(masks) & set(by_id) and naming[:2] == (DEFAULT_RULE, DEFAULT_RULE):
+        rule = inferred_label_name(by_id, masks, images, labels)
+        if rule:
+            log.info(
+                "the masks in %s are named as their images in %s with text added: paired by "
+                "'data.label_name=%s'", labels, images, rule,
+            )  # fmt: skip
+            masks = keyed(mask_files, name_pattern(rule, ""), labels, "data.label_name")
     skipped = check_paired(images, labels, by_id, masks, naming)
     return [pair(k, masks[k]) for k in ids if k not in skipped]
+
+
+def only_listed(by_id: dict[str, Path], listed: frozenset[str], images: Path) -> dict[str, Path]:
+    """The images a list names; the count of those left out said."""
+    kept = {k: v for k, v in by_id.items() if k in listed}
+    if len(kept) < len(by_id):
+        log.info(
+            "%d of the %d images in %s are in no list of images: left out",
+            len(by_id) - len(kept), len(by_id), images,
+        )  # fmt: skip
+    if not kept:
+        raise ImageDataError(
+            f"no image in {images} is named in the lists of images ({', '.join(sorted(listed)[:3])}"
+            ", ...): the lists name images by their file name without its suffix."
+        )
+    return kept
 
 
 def listing(
@@ -682,70 +696,6 @@ def check_paired(
     if len(unlabelled) == len(by_id):
         raise ImageDataError(f"no image in {images} has a mask in {labels}.")
     return set(unlabelled)
-
-
-def unpaired_message(
-    images: Path, labels: Path, by_id: dict[str, Path], masks: dict[str, Path]
-) -> str:
-    """No image pairs with any mask: where the names match and the subfolders do not,
-    say so; else show one of each, and the naming rule that would pair them where one
-    does (``21_training`` and ``21_manual1``: the part before the first separator they
-    share)."""
-    image_key, mask_key = min(by_id), min(masks)
-    image, mask = by_id[image_key].stem, masks[mask_key].stem
-    if {PurePosixPath(k).name for k in by_id} & {PurePosixPath(k).name for k in masks}:
-        return (
-            f"no image in {images} pairs with a mask in {labels}: their names match but "
-            f"not their subfolders (e.g. {by_id[image_key].relative_to(images)} and "
-            f"{masks[mask_key].relative_to(labels)}). A mask goes in the subfolder of "
-            f"{labels} that its image has in {images}."
-        )
-    hint = ""
-    rules = affix_rules(image, by_id, masks, images, labels)
-    head = re.match(r"^(.*?)([_\-. ])", image)
-    if rules:
-        hint = f" To pair them: 'data.label_name={rules[1]}'."
-    elif head and mask.startswith(head[0]):
-        key, sep = head[1], head[2]
-        rules = (f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}")
-        if key and pairs_made(rules, by_id, masks, images, labels):
-            hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
-    return (
-        f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
-        f"{mask}): data.image_name and data.label_name are the rule, patterns with one {{id}} "
-        f"for the part image and mask share.{hint}"
-    )
-
-
-def affix_rules(
-    image: str, by_id: dict, masks: dict, images: Path, labels: Path
-) -> tuple[str, str] | None:
-    """The name rules where a mask is named as its image with text added after or before
-    (``car0_01`` and ``car0_01_mask``, ``mask_car0_01``): of those the masks named after
-    ``image`` suggest, the one that pairs the most images (``1`` with ``10_mask`` suggests
-    ``{id}0_mask``, which pairs one; ``1_mask`` suggests ``{id}_mask``, which pairs all)."""
-    candidates = set()
-    for stem in (m.stem for m in masks.values()):
-        if stem != image and stem.startswith(image):
-            candidates.add(("{id}", "{id}" + stem[len(image) :]))
-        elif stem != image and stem.endswith(image):
-            candidates.add(("{id}", stem[: -len(image)] + "{id}"))
-    counted = {rules: pairs_made(rules, by_id, masks, images, labels) for rules in candidates}
-    best = max(sorted(counted), key=lambda r: counted[r], default=None)
-    return best if best is not None and counted[best] else None
-
-
-def pairs_made(rules: tuple[str, str], by_id: dict, masks: dict, images: Path, labels: Path) -> int:
-    """How many images ``rules`` (image, mask) pair with a mask (none where the rules
-    give two files one id)."""
-    try:
-        found = [
-            keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
-            keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
-        ]
-    except ImageDataError:
-        return 0
-    return len(set(found[0]) & set(found[1]))
 
 
 def csv_pairs(path: Path) -> list[Pair]:

@@ -27,9 +27,10 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.dataset_json import indexed_classes
-from segnet.data.image_pairs import is_nnunet_layout, name_pattern
+from segnet.data.image_pairs import is_nnunet_layout
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
+from segnet.data.name_rules import name_pattern
 from segnet.data.palette import colorize, label_palette
 from segnet.data.regions import check_regions
 from segnet.data.settings import (

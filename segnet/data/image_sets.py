@@ -1,0 +1,85 @@
+"""Pascal VOC's lists of images (``ImageSets/Segmentation/train.txt``, ``val.txt``; CVAT
+writes ``default.txt``): which images of the folder are read, and the split a list names.
+
+A list named for a split gives its images that split (``train``, ``val``, ``test`` and
+their other names; ``trainaug``, the train list of VOC with SBD's masks, is train too);
+any other list (``trainval``, ``default``) names images without a split. Images that no
+list names are left out (VOC's ``JPEGImages/`` holds some 17,000, 2,913 of them with
+masks), and said.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from segnet.data.errors import ImageDataError
+
+LISTS = Path("ImageSets") / "Segmentation"
+SPLIT_LISTS = {
+    "train": ("train", "training"),
+    "val": ("val", "valid", "validation"),
+    "test": ("test", "testing"),
+}
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ImageSets:
+    """The lists of a folder: every image id they name, and the split of those a split's
+    list names."""
+
+    folder: Path
+    listed: frozenset[str]
+    split_of: dict[str, str]
+
+    def with_splits(self, pairs: list) -> list:
+        """``pairs`` (:class:`~segnet.data.image_pairs.Pair`) each in the split its list
+        names; all of them drawn where no list names a split."""
+        if not self.split_of:
+            return pairs
+        return [replace(p, split=self.split_of.get(pair_key(p.name))) for p in pairs]
+
+
+def pair_key(name: str) -> str:
+    """The id a list names an image by: its name without the file's suffix."""
+    return PurePosixPath(name).with_suffix("").as_posix()
+
+
+def split_of_list(stem: str) -> str | None:
+    """The split a list's file name names; None for one of images of several splits."""
+    name = stem.lower()
+    for split, names in SPLIT_LISTS.items():
+        if name in names:
+            return split
+    return "train" if name.startswith("train") and not name.startswith("trainval") else None
+
+
+def image_sets(root: Path) -> ImageSets | None:
+    """The lists in ``root/ImageSets/Segmentation``; None where it has none. An image two
+    split lists name is refused, naming both."""
+    folder = root / LISTS
+    files = sorted(folder.glob("*.txt")) if folder.is_dir() else []
+    if not files:
+        return None
+    listed: set[str] = set()
+    split_of: dict[str, str] = {}
+    named_by: dict[str, Path] = {}
+    counts = []
+    for path in files:
+        ids = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        # a line may carry more than the id (VOC's classification lists: "2008_000002  1")
+        ids = [i.split()[0] for i in ids]
+        split = split_of_list(path.stem)
+        listed.update(ids)
+        counts.append(f"{path.name} {len(ids)}" + (f" ({split})" if split else ""))
+        for i in ids if split else ():
+            if split_of.get(i, split) != split:
+                raise ImageDataError(
+                    f"{i} is in {named_by[i].name} and {path.name} of {folder}, lists of two "
+                    "splits: keep it in one."
+                )
+            split_of[i], named_by[i] = split, path
+    log.info("the images listed in %s: %s", folder, ", ".join(counts))
+    return ImageSets(folder, frozenset(listed), split_of)

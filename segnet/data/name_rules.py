@@ -1,0 +1,171 @@
+"""How an image's file name and its mask's pair: the name rules (``data.image_name``,
+``data.label_name``: patterns with one ``{id}``), the key each file pairs by, and the
+rule a folder's names follow where none is given and one alone fits every file
+(``scan_1.png`` beside ``scan_1_mask.png``; ``s0.png`` with ``s0_L.png``), said in the log;
+where no rule fits, the message that shows one of each and the rule that pairs the most.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path, PurePosixPath
+
+from segnet.data.errors import ImageDataError
+
+DEFAULT_RULE = "{id}"
+log = logging.getLogger(__name__)
+
+
+def name_pattern(pattern: str, setting: str) -> re.Pattern:
+    """``{id}_manual1`` as a regular expression matching a file stem, ``id`` captured."""
+    if pattern.count("{id}") != 1:
+        raise ValueError(
+            f"{setting}={pattern!r}: give a file-name pattern with one {{id}} (the part that "
+            "image and mask share), e.g. '{id}_training' and '{id}_manual1'."
+        )
+    head, tail = pattern.split("{id}")
+    return re.compile(f"^{re.escape(head)}(?P<id>.+?){re.escape(tail)}$")
+
+
+def key_of(path: Path, pattern: re.Pattern, folder: Path) -> str | None:
+    """The key ``path`` pairs by: the ``{id}`` of its name after the subfolder of
+    ``folder`` it sits in (``aachen/aachen_000000_000019``); None where the rule does not
+    match its name."""
+    match = pattern.match(path.stem)
+    return path.parent.relative_to(folder).joinpath(match["id"]).as_posix() if match else None
+
+
+def keyed(files: list[Path], pattern: re.Pattern, folder: Path, setting: str) -> dict[str, Path]:
+    """``files`` (in ``folder`` or below it) by their :func:`key_of`."""
+    out: dict[str, Path] = {}
+    for path in files:
+        key = key_of(path, pattern, folder)
+        if key is None:
+            continue
+        if key in out:
+            raise ImageDataError(
+                f"{out[key].relative_to(folder)} and {path.relative_to(folder)} in {folder} "
+                f"both match {setting} with the same id {PurePosixPath(key).name!r}: keep "
+                "one, or make the pattern tell them apart."
+            )
+        out[key] = path
+    return out
+
+
+def unpaired_message(
+    images: Path, labels: Path, by_id: dict[str, Path], masks: dict[str, Path]
+) -> str:
+    """No image pairs with any mask: where the names match and the subfolders do not,
+    say so; else show one of each, and the naming rule that would pair them where one
+    does (``21_training`` and ``21_manual1``: the part before the first separator they
+    share)."""
+    image_key, mask_key = min(by_id), min(masks)
+    image, mask = by_id[image_key].stem, masks[mask_key].stem
+    if {PurePosixPath(k).name for k in by_id} & {PurePosixPath(k).name for k in masks}:
+        return (
+            f"no image in {images} pairs with a mask in {labels}: their names match but "
+            f"not their subfolders (e.g. {by_id[image_key].relative_to(images)} and "
+            f"{masks[mask_key].relative_to(labels)}). A mask goes in the subfolder of "
+            f"{labels} that its image has in {images}."
+        )
+    hint = ""
+    rules = affix_rules(image, by_id, masks, images, labels)
+    head = re.match(r"^(.*?)([_\-. ])", image)
+    if rules:
+        hint = f" To pair them: 'data.label_name={rules[1]}'."
+    elif head and mask.startswith(head[0]):
+        key, sep = head[1], head[2]
+        rules = (f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}")
+        if key and pairs_made(rules, by_id, masks, images, labels):
+            hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
+    return (
+        f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
+        f"{mask}): data.image_name and data.label_name are the rule, patterns with one {{id}} "
+        f"for the part image and mask share.{hint}"
+    )
+
+
+def affix_rules(
+    image: str, by_id: dict, masks: dict, images: Path, labels: Path
+) -> tuple[str, str] | None:
+    """The name rules where a mask is named as its image with text added after or before
+    (``car0_01`` and ``car0_01_mask``, ``mask_car0_01``): of those the masks named after
+    ``image`` suggest, the one that pairs the most images (``1`` with ``10_mask`` suggests
+    ``{id}0_mask``, which pairs one; ``1_mask`` suggests ``{id}_mask``, which pairs all)."""
+    candidates = set()
+    for stem in (m.stem for m in masks.values()):
+        if stem != image and stem.startswith(image):
+            candidates.add(("{id}", "{id}" + stem[len(image) :]))
+        elif stem != image and stem.endswith(image):
+            candidates.add(("{id}", stem[: -len(image)] + "{id}"))
+    counted = {rules: pairs_made(rules, by_id, masks, images, labels) for rules in candidates}
+    best = max(sorted(counted), key=lambda r: counted[r], default=None)
+    return best if best is not None and counted[best] else None
+
+
+def pairs_made(rules: tuple[str, str], by_id: dict, masks: dict, images: Path, labels: Path) -> int:
+    """How many images ``rules`` (image, mask) pair with a mask (none where the rules
+    give two files one id)."""
+    try:
+        found = [
+            keyed(list(by_id.values()), name_pattern(rules[0], ""), images, ""),
+            keyed(list(masks.values()), name_pattern(rules[1], ""), labels, ""),
+        ]
+    except ImageDataError:
+        return 0
+    return len(set(found[0]) & set(found[1]))
+
+
+def affixed(stem: str, affix: str, after: bool) -> str:
+    return stem + affix if after else affix + stem
+
+
+def beside_rule(files: list[Path]) -> str | None:
+    """The mask rule of files that are images and their masks in one folder (or one per
+    patient), where one rule alone fits them all: every file an image, or the mask named as
+    an image of its folder with text added after it (``scan_1`` and ``scan_1_mask``) or
+    before it (``mask_scan_1``), text that holds a letter (``1`` beside ``10`` is two
+    images). None where no rule, or more than one, fits."""
+    stems = {(f.parent, f.stem) for f in files}
+    if len(stems) != len(files) or len(files) < 2 or len(files) % 2:
+        return None
+    folder, shortest = min(stems, key=lambda s: (len(s[1]), s[1], str(s[0])))
+    candidates = set()
+    for parent, stem in stems:
+        if parent == folder and stem != shortest and shortest in (stem[: len(shortest)],
+                                                                  stem[-len(shortest) :]):  # fmt: skip
+            after = stem.startswith(shortest)
+            affix = stem[len(shortest) :] if after else stem[: -len(shortest)]
+            if re.search("[A-Za-z]", affix):
+                candidates.add((affix, after))
+    fits = []
+    for affix, after in sorted(candidates):
+        masks = {(p, s) for p, s in stems if (p, strip_affix(s, affix, after)) in stems}
+        images = stems - masks
+        if len(images) == len(masks) and all((p, affixed(s, affix, after)) in masks
+                                             for p, s in images):  # fmt: skip
+            fits.append(affixed(DEFAULT_RULE, affix, after))
+    return fits[0] if len(fits) == 1 else None
+
+
+def strip_affix(stem: str, affix: str, after: bool) -> str | None:
+    """``stem`` without ``affix`` at its end (``after``) or start; None where it has none."""
+    if after and stem.endswith(affix) and len(stem) > len(affix):
+        return stem[: -len(affix)]
+    if not after and stem.startswith(affix) and len(stem) > len(affix):
+        return stem[len(affix) :]
+    return None
+
+
+def inferred_label_name(
+    by_id: dict[str, Path], masks: dict[str, Path], images: Path, labels: Path
+) -> str | None:
+    """Where no image pairs with a mask by the same name: the mask rule (the image's name
+    with text added, ``{id}_L``) that pairs every image with a mask and every mask with an
+    image; None where none does (the refusal then shows the rule that pairs the most)."""
+    rules = affix_rules(by_id[min(by_id)].stem, by_id, masks, images, labels)
+    if rules is None or rules[0] != DEFAULT_RULE:
+        return None
+    pairs = pairs_made(rules, by_id, masks, images, labels)
+    return rules[1] if pairs == len(by_id) == len(masks) else None

@@ -1,0 +1,101 @@
+"""Where no name rule is given and one alone pairs every image with its mask (masks
+beside their images as ``scan_1_mask.png``; a mask folder of ``s0_L.png``), it is used
+and said; where none or several fit, nothing is guessed and the refusal shows the rule."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segnet.data.image_pairs import ImageDataError, find_pairs
+from segnet.data.name_rules import beside_rule
+from tests.data.test_images import blob_label, prepared
+
+
+def files(*stems: str, folder: str = "d") -> list[Path]:
+    return [Path(folder) / f"{s}.png" for s in stems]
+
+
+@pytest.mark.parametrize(
+    ("stems", "rule"),
+    [
+        (("scan_1", "scan_1_mask", "scan_2", "scan_2_mask"), "{id}_mask"),
+        (("1", "1_mask", "10", "10_mask"), "{id}_mask"),  # 10 is an image, not 1's mask
+        (("a.rf.9f", "a.rf.9f_mask", "b.rf.00", "b.rf.00_mask"), "{id}_mask"),
+        (("mask_a", "a", "mask_b", "b"), "mask_{id}"),
+        (("1", "10", "2", "20"), None),  # digits added are other images
+        (("a", "a_mask", "b"), None),  # an image without its mask: not this layout
+        (("a", "a_mask", "b", "b_gt"), None),  # two rules, each fitting half
+        (("a", "b", "c", "d"), None),
+    ],
+)
+def test_the_rule_of_masks_beside_their_images_is_found_only_where_one_fits_all(stems, rule):
+    assert beside_rule(files(*stems)) == rule
+
+
+def test_masks_in_other_folders_of_a_patient_do_not_pair_across_folders():
+    pairs = (
+        files("a", "a_mask", folder="p1") + files("b", folder="p2") + files("b_mask", folder="p3")
+    )
+    assert beside_rule(pairs) is None
+
+
+def write_pairs(folder: Path, stems, mask_suffix: str, n_ext: str = ".png") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, stem in enumerate(stems):
+        label = blob_label(24, 32, seed=k)
+        Image.fromarray((label * 100 + 20).astype(np.uint8)).save(folder / f"{stem}{n_ext}")
+        Image.fromarray(label * 255).save(folder / f"{stem}{mask_suffix}.png")
+
+
+def test_a_roboflow_export_trains_from_its_root(tmp_path, caplog):
+    """train/ valid/ test/, each with x.jpg beside x_mask.png and a _classes.csv."""
+    root = tmp_path / "export"
+    for split, n in (("train", 5), ("valid", 2), ("test", 2)):
+        write_pairs(root / split, [f"{split}{k}_jpg.rf.{k:04x}" for k in range(n)], "_mask", ".jpg")
+        (root / split / "_classes.csv").write_text("Pixel Value, Class\n0, background\n255, leaf\n")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    names = dm.split_names()
+    assert [len(names[s]) for s in ("train", "val", "test")] == [5, 2, 2]
+    assert dm.info().class_names == ["background", "leaf"]
+    assert "'data.label_name={id}_mask'" in caplog.text  # said, to be given or changed
+
+
+def test_a_mask_folder_named_by_a_suffix_pairs_and_is_said(tmp_path, caplog):
+    root = tmp_path / "d"
+    write_pairs(root / "images", ["s0", "s1", "s2"], "_L")
+    for f in (root / "images").glob("*_L.png"):
+        (root / "labels").mkdir(exist_ok=True)
+        f.rename(root / "labels" / f.name)
+    with caplog.at_level(logging.INFO):
+        pairs = find_pairs(root, None)
+    assert sorted((p.image.stem, p.label.stem) for p in pairs) == [
+        ("s0", "s0_L"), ("s1", "s1_L"), ("s2", "s2_L")
+    ]  # fmt: skip
+    assert "'data.label_name={id}_L'" in caplog.text
+
+
+def test_a_rule_that_pairs_only_some_is_not_guessed_and_the_refusal_shows_it(tmp_path):
+    root = tmp_path / "d"
+    write_pairs(root / "images", ["s0", "s1"], "_L")
+    (root / "labels").mkdir()
+    for f in (root / "images").glob("*_L.png"):
+        f.rename(root / "labels" / f.name)
+    Image.fromarray(np.zeros((24, 32), np.uint8)).save(root / "labels" / "extra_L.png")
+    with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_L'"):
+        find_pairs(root, None)
+
+
+def test_a_rule_given_is_kept_even_where_another_would_pair(tmp_path):
+    root = tmp_path / "d"
+    write_pairs(root / "images", ["s0", "s1"], "_L")
+    (root / "labels").mkdir()
+    for f in (root / "images").glob("*_L.png"):
+        f.rename(root / "labels" / f.name)
+    with pytest.raises(ImageDataError, match=r"looked for s0_mask\.\*"):
+        find_pairs(root, None, label_name="{id}_mask")
