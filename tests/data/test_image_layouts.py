@@ -200,8 +200,11 @@ def test_images_and_masks_in_one_folder_per_patient_lgg_style(tmp_path):
     assert {p.group for p in pairs} == {"TCGA_0", "TCGA_1", "TCGA_2"}
     with pytest.raises(ImageDataError, match="holds the images and the masks: set data.label_name"):
         find_pairs(root, None, ".", ".")
+    # no images/ and masks/, and one rule pairs every file: that rule, found
+    assert find_pairs(root, None) == pairs
+    (root / "TCGA_0" / "TCGA_0_9.tif").write_bytes((root / "TCGA_0" / "TCGA_0_0.tif").read_bytes())
     with pytest.raises(FileNotFoundError, match=r"data.image_dir=\. data.label_dir=\. and"):
-        find_pairs(root, None)  # no images/ and masks/: the message says how to read these
+        find_pairs(root, None)  # an image without its mask: the message says how to read these
 
 
 def test_images_without_masks_are_left_out_where_asked_voc_style(tmp_path, caplog):
@@ -429,14 +432,17 @@ def test_split_folders_with_their_masks_beside_them_carvana_and_camvid_style(tmp
             carvana / "train" / f"car{k}_01.jpg", carvana / "train_masks" / f"car{k}_01_mask.gif", k
         )
         write_pair(carvana / "test" / f"t{k}_01.jpg", tmp_path / "elsewhere" / f"{k}.png", k)
-    with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'"):
-        prepared(carvana, **TWO)
-    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
-        dm = prepared(carvana, label_name="{id}_mask", **TWO)
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(carvana, **TWO)  # the one rule that pairs every file, found
     assert sorted(dm.split_names()["train"] + dm.split_names()["val"]) == [
         f"train/car{k}_01.jpg" for k in range(4)
     ]
     assert "test has no mask folder beside it" in caplog.text
+    assert "paired by 'data.label_name={id}_mask'" in caplog.text
+    assert prepared(carvana, label_name="{id}_mask", **TWO).split_names() == dm.split_names()
+    write_pair(carvana / "train" / "car9_01.jpg", carvana / "elsewhere" / "x.png", 9)
+    with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'"):
+        prepared(carvana, **TWO)  # not every image: nothing guessed, the rule shown
     camvid = tmp_path / "camvid"
     for split, n in (("train", 3), ("val", 2), ("test", 2)):
         for k in range(n):
@@ -485,5 +491,7 @@ def test_the_suggested_name_rule_is_the_one_that_pairs_the_most(tmp_path):
     root = tmp_path / "d"
     for k in range(1, 13):
         write_pair(root / "images" / f"{k}.png", root / "masks" / f"{k}_mask.png", k)
+    assert len(prepared(root, **TWO).pairs) == 12  # it pairs them all: used
+    write_pair(root / "elsewhere" / "99.png", root / "masks" / "99_mask.png", 99)
     with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'\."):
-        prepared(root, **TWO)
+        prepared(root, **TWO)  # a mask without its image: nothing guessed, the rule shown
