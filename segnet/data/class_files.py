@@ -45,6 +45,13 @@ VOC_CLASSES = (
 )  # fmt: skip
 VOC_VOID = 255
 SPLIT_ORDER = ("train", "training", "valid", "val", "validation", "test", "testing")
+# the folders of images and of masks a class list may lie in (lower case)
+DATA_FOLDERS = (
+    "labels", "label", "masks", "mask", "annotations", "gt", "groundtruth",
+    "segmentationclass", "images", "image", "imgs", "img",
+)  # fmt: skip
+# names of the class that is the background: put first, where the file lists it elsewhere
+BACKGROUND_NAMES = frozenset({"background", "_background_", "bg"})
 VOC_FOLDERS = (Path("ImageSets") / "Segmentation", Path("SegmentationClass"))
 log = logging.getLogger(__name__)
 
@@ -68,14 +75,25 @@ class ShippedClasses:
         return [n for n in self.names if is_void_name(n)]
 
     @property
+    def has_background(self) -> bool:
+        return any(n.strip().lower() in BACKGROUND_NAMES for n in self.class_names)
+
+    def classes(self) -> list[tuple[str, Any]]:
+        """The classes trained and scored with their codes: in the file's order, but the
+        background first wherever the file lists it (the scores' foreground mean and the
+        patches centred on foreground take class 0 for the background)."""
+        kept = [(n, c) for n, c in zip(self.names, self.codes, strict=True) if not is_void_name(n)]
+        return sorted(kept, key=lambda nc: nc[0].strip().lower() not in BACKGROUND_NAMES)
+
+    @property
     def class_names(self) -> list[str]:
-        """The classes trained and scored, in the file's order."""
-        return [n for n in self.names if not is_void_name(n)]
+        """The classes trained and scored (:meth:`classes`)."""
+        return [n for n, _ in self.classes()]
 
     def settings(self) -> dict[str, Any]:
         """The file as ``data.class_names``, ``data.label_values`` (None where the masks
         hold class numbers), ``data.palette`` and ``data.ignore_values``."""
-        kept = [c for n, c in zip(self.names, self.codes, strict=True) if not is_void_name(n)]
+        kept = [c for _, c in self.classes()]
         void = [c for n, c in zip(self.names, self.codes, strict=True) if is_void_name(n)]
         if self.by_colour:
             values, palette = None, [list(c) for c in kept]
@@ -111,14 +129,15 @@ def is_class_file(path: Path) -> bool:
 
 
 def class_file_candidates(root: Path) -> list[Path]:
-    """The class files in ``root`` and in the visible folders directly in it: the root's
-    first, then the split folders' (train, val, test), then the others'."""
+    """The class files in ``root`` and in the split, mask and image folders directly in it:
+    the root's first, then the split folders' (train, val, test), then the others'. Other
+    folders (one per patient, thousands of them) are not looked in."""
     if not root.is_dir():
         return []
-    order = {name: rank for rank, name in enumerate(SPLIT_ORDER)}
+    order = {name: rank for rank, name in enumerate((*SPLIT_ORDER, *DATA_FOLDERS))}
     folders = [root] + sorted(
-        (d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "__MACOSX"))),
-        key=lambda d: (order.get(d.name.lower(), len(order)), d.name),
+        (d for d in root.iterdir() if d.name.lower() in order and d.is_dir()),
+        key=lambda d: (order[d.name.lower()], d.name),
     )  # the training split's own list named first
     return [f for d in folders for f in sorted(d.iterdir()) if is_class_file(f)]
 
@@ -262,13 +281,13 @@ def with_shipped_classes(found: ShippedClasses | None, **given: Any) -> dict[str
         return given
     shipped = found.settings()
     out = {**given, **{k: v for k, v in shipped.items() if k != "ignore_values"}}
-    if given.get("ignore_values") is None:
-        out["ignore_values"] = shipped["ignore_values"]
+    void = [*(given.get("ignore_values") or []), *(shipped["ignore_values"] or [])]
+    out["ignore_values"] = [v for k, v in enumerate(void) if v not in void[:k]] or None
     codes = shipped["palette"] or shipped["label_values"] or range(len(found.class_names))
     log.info(
         "classes from %s: %s%s", found.source,
         ", ".join(f"{code} {n}" for code, n in zip(codes, found.class_names, strict=True)),
         f"; void (neither trained nor scored): {', '.join(found.void_names)}"
-        if found.void_names and given.get("ignore_values") is None else "",
+        if found.void_names else "",
     )  # fmt: skip
     return out

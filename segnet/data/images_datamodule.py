@@ -509,10 +509,18 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         them, else None (found in the masks); and how mask values map to them."""
         nnunet = nnunet_root(self.root, self.csv)
         given = with_index_classes(nnunet, **given)
+        # a class list that names no background (DeepGlobe's land covers, CamVid's 32
+        # classes): the best checkpoint is picked by the mIoU of every class
+        self.scores_every_class = False
         if nnunet is None and not self.csv:
             shipped = class_files.shipped_classes(self.root)
             given = class_files.with_shipped_classes(shipped, palette=palette, **given)
             palette = given.pop("palette")
+            self.scores_every_class = (
+                bool(shipped)
+                and not shipped.has_background
+                and (given["class_names"] == shipped.class_names)
+            )
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
         self.instance_masks = check_instance_masks(palette=palette, **given)
@@ -609,13 +617,28 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             input_size=None,  # whole images at native size
             sliding_window={**self.window, "roi_size": list(roi)},
             # one mask per class: the classes are the regions; the label map their combinations
-            monitor="val/region_dice" if self.mask_classes else "val/dice",
+            monitor=self.monitor(),
             per_case=True,
             mirror_axes=list(self.flip_axes),
             patch_size=list(patch),
             regions=self.regions,
             regions_class_order=self.regions_class_order,
         )
+
+    def monitor(self) -> str:
+        """What picks the best checkpoint: the mean Dice of the foreground classes (after
+        the first, the background), of the regions where masks come one per class, or the
+        mIoU of every class where a class list names no background."""
+        if self.mask_classes:
+            return "val/region_dice"
+        if self.scores_every_class:
+            log.info(
+                "no class of %s is the background: the best checkpoint is picked by "
+                "val/miou, over every class (monitor=val/dice to pick by the mean Dice of "
+                "the classes after the first)", self.where(),
+            )  # fmt: skip
+            return "val/miou"
+        return "val/dice"
 
     def _judge_evaluated_values(self) -> None:
         """Values off the given ones judged over the whole evaluated split, as training

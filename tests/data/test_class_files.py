@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from segnet.data.class_files import ClassFileError, read_class_file, shipped_classes
+from segnet.data.images import colour_code
 from tests.data.test_images import blob_label, prepared, train_labels
 
 COLOURS = {0: (0, 0, 0), 1: (250, 50, 83), 2: (128, 128, 128)}
@@ -125,12 +126,13 @@ def test_a_class_file_that_cannot_be_read_is_refused_naming_the_line(tmp_path, n
         read_class_file(tmp_path / name)
 
 
-def test_class_files_are_found_in_the_root_and_the_folders_in_it_only(tmp_path):
+def test_class_files_are_found_in_the_root_and_its_data_folders_only(tmp_path):
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     (deep / "labelmap.txt").write_text("x:1,2,3::\n")
     assert shipped_classes(tmp_path) is None
-    (tmp_path / "a" / "Kaggle_class_dict.csv").write_text("name,r,g,b\nsky,0,0,255\n")
+    (tmp_path / "labels").mkdir()
+    (tmp_path / "labels" / "Kaggle_class_dict.csv").write_text("name,r,g,b\nsky,0,0,255\n")
     found = shipped_classes(tmp_path)
     assert found.class_names == ["sky"] and found.by_colour
 
@@ -142,3 +144,41 @@ def test_the_class_file_names_are_what_evaluation_checks_a_checkpoint_against(tm
     (root / "_classes.csv").write_text("Pixel Value,Class\n0,background\n1,crack\n")
     named = ImageFolderDataModule.class_names_in_data({"root": str(root), "csv": None})
     assert named == ["background", "crack"]
+
+
+def test_the_background_is_class_0_wherever_the_file_lists_it(tmp_path):
+    root = value_folder(tmp_path / "d", value=1)
+    (root / "_classes.csv").write_text("Pixel Value,Class\n1,crack\n0,Background\n")
+    dm = prepared(root)
+    assert dm.info().class_names == ["Background", "crack"] and dm.info().monitor == "val/dice"
+    assert set(np.unique(train_labels(dm))) == {0, 1}  # value 1 is the crack, class 1
+
+
+def test_a_list_without_a_background_picks_the_checkpoint_by_the_miou_of_every_class(tmp_path):
+    root = colour_folder(tmp_path / "d")
+    (root / "class_dict.csv").write_text(
+        "name,r,g,b\nurban_land,0,0,0\nwater,250,50,83\nunknown,128,128,128\n"
+    )
+    info = prepared(root).info()
+    assert info.class_names == ["urban_land", "water"] and info.monitor == "val/miou"
+
+
+def test_void_given_adds_to_the_files_void(tmp_path):
+    root = colour_folder(tmp_path / "d")
+    (root / "class_dict.csv").write_text(
+        "name,r,g,b\nbackground,0,0,0\ndisc,250,50,83\nvoid,128,128,128\n"
+    )
+    with pytest.raises(ValueError, match="also a class's value"):
+        prepared(root, ignore_values=[[250, 50, 83]])  # a class's colour: either, not both
+    dm = prepared(root, ignore_values=[[1, 2, 3]])
+    codes = [colour_code(c, "") for c in ([1, 2, 3], [128, 128, 128])]
+    assert dm.mapping.ignore == codes
+
+
+def test_patient_folders_are_not_looked_in(tmp_path):
+    (tmp_path / "patient1").mkdir()
+    (tmp_path / "patient1" / "_classes.csv").write_text("Pixel Value,Class\n0,a\n")
+    assert shipped_classes(tmp_path) is None
+    (tmp_path / "Masks").mkdir()
+    (tmp_path / "Masks" / "_classes.csv").write_text("Pixel Value,Class\n0,a\n")
+    assert shipped_classes(tmp_path).class_names == ["a"]
