@@ -7,12 +7,14 @@ such a folder trains with no class settings:
 * CVAT's and Datumaro's ``labelmap.txt`` (``name:r,g,b:parts:actions``): each class's
   colour;
 * labelme's ``class_names.txt`` (written by labelme2voc, ``_background_`` first): the class
-  of mask value ``i`` on line ``i``.
+  of mask value ``i`` on line ``i``;
+* ADE20K's ``objectInfo150.txt``: its 150 classes by mask value, 0 void.
 
 A class named as void (``Void``, ``unlabelled``, ``ignore``, ``unknown``) is void: neither
 trained nor scored. The file is looked for in ``data.root`` and in the folders directly in
 it (Roboflow writes one per split); several that name different classes are refused. A
-folder laid out as Pascal VOC that ships none has VOC's 21 classes, 255 void.
+folder laid out as Pascal VOC that ships none has VOC's 21 classes, 255 void; one laid out
+as Cityscapes (``leftImg8bit/``, ``gtFine/``) its 19 classes, the other label ids void.
 Settings given win: with ``data.label_values``, ``data.palette`` or
 ``data.instance_masks``, or class names other than the file's, the file is not read.
 """
@@ -53,6 +55,20 @@ DATA_FOLDERS = (
 # names of the class that is the background: put first, where the file lists it elsewhere
 BACKGROUND_NAMES = frozenset({"background", "_background_", "bg"})
 VOC_FOLDERS = (Path("ImageSets") / "Segmentation", Path("SegmentationClass"))
+# Cityscapes' 19 classes scored, by their label id in *_gtFine_labelIds.png; every other
+# id (0-6, 9, 10, 14-16, 18, 29, 30: unlabelled, ego vehicle, parking, guard rail, ...)
+# is void, as its benchmark scores them
+CITYSCAPES_CLASSES = (
+    ("road", 7), ("sidewalk", 8), ("building", 11), ("wall", 12), ("fence", 13),
+    ("pole", 17), ("traffic light", 19), ("traffic sign", 20), ("vegetation", 21),
+    ("terrain", 22), ("sky", 23), ("person", 24), ("rider", 25), ("car", 26), ("truck", 27),
+    ("bus", 28), ("train", 31), ("motorcycle", 32), ("bicycle", 33),
+)  # fmt: skip
+CITYSCAPES_IDS = 34
+CITYSCAPES_FOLDERS = (Path("leftImg8bit"), Path("gtFine"))
+# ADE20K's class list (ADEChallengeData2016/objectInfo150.txt; the devkit's .csv): its
+# mask value 0 is "other objects", which its benchmark does not score
+ADE_LISTS = ("objectinfo150.txt", "objectinfo150.csv")
 log = logging.getLogger(__name__)
 
 
@@ -123,7 +139,7 @@ def is_void_name(name: str) -> bool:
 def is_class_file(path: Path) -> bool:
     name = path.name.lower()
     return path.is_file() and (
-        name in ("_classes.csv", "labelmap.txt", "class_names.txt")
+        name in ("_classes.csv", "labelmap.txt", "class_names.txt", *ADE_LISTS)
         or (name.endswith(".csv") and "class_dict" in name)
     )
 
@@ -154,7 +170,26 @@ def shipped_classes(root: Path | None) -> ShippedClasses | None:
                 "or give the classes with data.class_names (and data.label_values or "
                 "data.palette)."
             )
-    return found[0] if found else voc_classes(root)
+    return found[0] if found else (voc_classes(root) or cityscapes_classes(root))
+
+
+def is_cityscapes_layout(root: Path | None) -> bool:
+    return root is not None and all((root / f).is_dir() for f in CITYSCAPES_FOLDERS)
+
+
+def cityscapes_classes(root: Path | None) -> ShippedClasses | None:
+    """Cityscapes' 19 classes where ``root`` is laid out as Cityscapes (``leftImg8bit/``,
+    ``gtFine/``); None for any other folder."""
+    if not is_cityscapes_layout(root):
+        return None
+    scored = dict(CITYSCAPES_CLASSES)
+    void = [("void", i) for i in range(CITYSCAPES_IDS) if i not in scored.values()]
+    entries = [*CITYSCAPES_CLASSES, *void]
+    return ShippedClasses(
+        f"Cityscapes' format (its 19 classes scored, the other label ids void; give "
+        f"data.class_names for others) in {root}",
+        tuple(n for n, _ in entries), tuple(v for _, v in entries), by_colour=False,
+    )  # fmt: skip
 
 
 def voc_classes(root: Path | None) -> ShippedClasses | None:
@@ -180,6 +215,8 @@ def read_class_file(path: Path) -> ShippedClasses:
         entries, by_colour = labelmap_entries(text, path), True
     elif name == "class_names.txt":
         entries, by_colour = labelme_entries(text, path), False
+    elif name in ADE_LISTS:
+        entries, by_colour = [("void", 0), *ade_entries(text, path)], False
     elif name == "_classes.csv":
         entries, by_colour = table_entries(text, path, ("pixel value", "value"), False), False
     else:
@@ -234,6 +271,27 @@ def table_entries(
                                  f"name and {wanted}.") from None  # fmt: skip
         entries.append((name, tuple(code) if colour else code[0]))
     return entries
+
+
+def ade_entries(text: str, path: Path) -> list[tuple[str, int]]:
+    """ADE20K's ``objectInfo150``: ``Idx``, ``Ratio``, ``Train``, ``Val``, ``Name`` by tabs
+    (the dataset's .txt) or commas (the devkit's .csv); a class is named by the first of
+    its names (``building, edifice``: building), or all of them where two share it."""
+    lines = [row for row in text.splitlines() if row.strip()]
+    rows = [r.split("\t") if "\t" in r else next(csv.reader([r])) for r in lines]
+    header = [h.strip().lower() for h in rows[0]] if rows else []
+    if "idx" not in header or "name" not in header:
+        raise ClassFileError(f"{path} needs Idx and Name columns, as ADE20K's lists have.")
+    at_idx, at_name = header.index("idx"), header.index("name")
+    entries = []
+    for line, row in enumerate(rows[1:], start=2):
+        try:
+            entries.append((row[at_name].strip(), int(row[at_idx])))
+        except (ValueError, IndexError):
+            raise ClassFileError(f"{path}, line {line}: no Idx and Name.") from None
+    first = [re.split(r"[,;]", n)[0].strip() for n, _ in entries]
+    return [(f if first.count(f) == 1 else n, v)
+            for f, (n, v) in zip(first, entries, strict=True)]  # fmt: skip
 
 
 def labelmap_entries(text: str, path: Path) -> list[tuple[str, tuple[int, ...]]]:

@@ -17,6 +17,7 @@ folders come in, with errors that name the folder and the setting.
 * split folders of images with their masks beside them: ``train/`` and ``trainannot/``
   (SegNet's CamVid), ``train/`` and ``train_masks/`` (Carvana), ``train_images/`` and
   ``train_labels/``;
+* Cityscapes' (``leftImg8bit/``, ``gtFine/``; :func:`cityscapes_pairs`);
 * nnU-Net v2's layout of 2D images: ``imagesTr/<case>_0000.png`` with
   ``labelsTr/<case>.png`` (and ``imagesTs/`` with ``labelsTs/``, the test split, where
   both are there); its ``dataset.json`` names the classes;
@@ -34,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from segnet.data.case_table import read_case_table, resolve
+from segnet.data.class_files import is_cityscapes_layout
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
 from segnet.data.image_sets import image_sets
@@ -65,6 +67,8 @@ HIDDEN = (".", "__MACOSX")  # .ipynb_checkpoints/, ._0.png, a zip's __MACOSX/
 # name of an image file, its case and its channel (``<case>_0000.png``)
 NNUNET_FOLDERS = {"train": ("imagesTr", "labelsTr"), "test": ("imagesTs", "labelsTs")}
 NNUNET_CHANNEL = re.compile(r"^(?P<case>.+)_(?P<channel>\d{4})$")
+# Cityscapes' name rules of a frame and of its mask of label ids
+CITYSCAPES_NAMES = ("{id}_leftImg8bit", "{id}_gtFine_labelIds")
 log = logging.getLogger(__name__)
 
 
@@ -229,6 +233,8 @@ def find_pairs(
         )
     elif is_nnunet_layout(root, dirs):
         pairs = nnunet_pairs(root, naming)
+    elif is_cityscapes_layout(root) and not any(dirs) and naming[:2] == (DEFAULT_RULE,) * 2:
+        pairs = cityscapes_pairs(root, naming)
     elif siblings := (
         {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
     ):
@@ -290,6 +296,25 @@ def sibling_split_pairs(
             continue
         pairs += paired(images, masks, None, naming, split)
     return pairs
+
+
+def cityscapes_pairs(root: Path, naming: Naming) -> list[Pair]:
+    """Cityscapes' ``leftImg8bit/<split>/<city>/<frame>_leftImg8bit.png``, each with its
+    ``gtFine/<split>/<city>/<frame>_gtFine_labelIds.png`` (its other mask files match no
+    rule and are not read); the test split is left out, said: its masks hold no class
+    (Cityscapes' server scores the test images)."""
+    names = naming._replace(image_name=CITYSCAPES_NAMES[0], label_name=CITYSCAPES_NAMES[1])
+    log.info(
+        "%s is laid out as Cityscapes: read as data.image_dir=leftImg8bit data.label_dir=gtFine "
+        "'data.image_name=%s' 'data.label_name=%s'", root, *CITYSCAPES_NAMES,
+    )  # fmt: skip
+    pairs = folder_pairs(root, ("leftImg8bit", "gtFine", None), names)
+    if any(p.split == "test" for p in pairs):
+        log.warning(
+            "%s: the masks of Cityscapes' test images hold no class (its server scores "
+            "them): test/ is left out, and the run tests on val", root / "gtFine" / "test",
+        )  # fmt: skip
+    return [p for p in pairs if p.split != "test"]
 
 
 def is_nnunet_layout(root: Path, dirs: tuple) -> bool:

@@ -74,3 +74,69 @@ def test_lists_that_name_no_image_are_refused_saying_how_they_name_them(tmp_path
     (root / "ImageSets" / "Segmentation" / "train.txt").write_text("a.jpg\nb.jpg\n")
     with pytest.raises(ImageDataError, match="without its suffix"):
         find_pairs(root, None)
+
+
+def cityscapes(root, cities=("aachen", "bremen"), splits=("train", "val", "test")):
+    """Two frames per city and split, each with the mask files Cityscapes ships: label ids
+    (road 7, car 26, ego vehicle 1), colours and instance ids."""
+    for split in splits:
+        for city in cities:
+            for k in range(2):
+                frame = f"{city}_{k:06d}_000019"
+                images = root / "leftImg8bit" / split / city
+                masks = root / "gtFine" / split / city
+                images.mkdir(parents=True, exist_ok=True)
+                masks.mkdir(parents=True, exist_ok=True)
+                disc = blob_label(24, 32, seed=k)
+                ids = np.where(disc == 1, 26, 7).astype(np.uint8)
+                ids[-3:] = 1
+                ids = ids if split != "test" else np.zeros_like(ids)  # withheld
+                Image.fromarray((disc * 100 + 20).astype(np.uint8)).convert("RGB").save(
+                    images / f"{frame}_leftImg8bit.png"
+                )
+                Image.fromarray(ids).save(masks / f"{frame}_gtFine_labelIds.png")
+                Image.fromarray(ids * 3).save(masks / f"{frame}_gtFine_instanceIds.png")
+                Image.fromarray(ids).convert("RGB").save(masks / f"{frame}_gtFine_color.png")
+    return root
+
+
+def test_cityscapes_trains_from_its_root_with_its_19_classes_and_splits(tmp_path, caplog):
+    import logging
+
+    root = cityscapes(tmp_path / "cityscapes")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    names = dm.split_names()
+    assert len(names["train"]) == 4 and len(names["val"]) == 4 and not names.get("test")
+    assert "test/ is left out" in caplog.text
+    assert names["val"][0].startswith("val/aachen/aachen_000000_000019")
+    info = dm.info()
+    assert len(info.class_names) == 19 and info.class_names[13] == "car"
+    assert info.monitor == "val/miou"  # no class is the background
+    labels = train_labels(dm)
+    assert set(np.unique(labels)) == {0, 13, info.ignore_index}  # road, car, ego vehicle void
+
+
+def test_ade20k_names_its_classes_from_objectinfo150_and_0_is_void(tmp_path):
+    root = tmp_path / "ADEChallengeData2016"
+    for split in ("training", "validation"):
+        for k in range(4):
+            for folder in ("images", "annotations"):
+                (root / folder / split).mkdir(parents=True, exist_ok=True)
+            disc = blob_label(24, 32, seed=k)
+            name = f"ADE_{split[:5]}_{k:08d}"
+            Image.fromarray((disc * 100 + 20).astype(np.uint8)).convert("RGB").save(
+                root / "images" / split / f"{name}.jpg"
+            )
+            mask = (disc * 2 + 1).astype(np.uint8)
+            mask[0] = 0  # other objects
+            Image.fromarray(mask).save(root / "annotations" / split / f"{name}.png")
+    (root / "objectInfo150.txt").write_text(
+        "Idx\tRatio\tTrain\tVal\tName\n1\t0.15\t11664\t1172\twall\n"
+        "2\t0.10\t6046\t612\tbuilding, edifice\n3\t0.09\t8265\t796\tsky\n"
+    )
+    dm = prepared(root)
+    info = dm.info()
+    assert info.class_names == ["wall", "building", "sky"] and info.monitor == "val/miou"
+    assert len(dm.split_names()["val"]) == 4
+    assert set(np.unique(train_labels(dm))) == {0, 2, info.ignore_index}
