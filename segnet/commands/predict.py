@@ -93,10 +93,9 @@ def from_key_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(from_key_values(list(sys.argv[1:] if argv is None else argv)))
     check_device(args.device)
-    # every input is checked before the model is loaded or anything predicted, so a bad
+    # every input (and where it writes) is checked before anything is predicted, so a bad
     # one never leaves the folder half written
     inputs = expand_inputs(args.inputs, Path(args.out))
-    check_outputs(inputs, Path(args.out), args.save_probabilities)
     check_inputs_decode([item for item, _ in inputs])
     try:  # a missing model, or members that cannot be averaged: a message, not a traceback
         predictor = Predictor(
@@ -107,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     # nnU-Net's further channel files are read with their case's channel 0000 file
     given = {item for item, _ in inputs}
     inputs = [(item, sub) for item, sub in inputs if not predictor.read_with_another(item, given)]
+    # the model names what it writes (a case of channel files by its case)
+    check_outputs(inputs, Path(args.out), predictor, args.save_probabilities)
     for item, _ in inputs:  # a volume among images (or the reverse) before any is written
         try:
             predictor.check_kind(item)
@@ -160,12 +161,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def check_outputs(inputs: list[tuple[Path, Path]], out: Path, probabilities: bool = False) -> None:
+def check_outputs(
+    inputs: list[tuple[Path, Path]], out: Path, predictor: Predictor, probabilities: bool = False
+) -> None:
     """No two inputs (each with its subfolder of ``out``) write one file, and none writes
     over a file already there: predictions are never overwritten."""
     writers: dict[Path, list[Path]] = {}
     for item, subfolder in inputs:
-        for target in Predictor.targets(item, out / subfolder, probabilities):
+        for target in predictor.targets(item, out / subfolder, probabilities):
             writers.setdefault(target, []).append(item)
     clash = next(((t, w) for t, w in writers.items() if len(w) > 1), None)
     if clash:

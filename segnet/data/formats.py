@@ -55,11 +55,12 @@ class ImageFiles:
     def decode(self, path: Path) -> None:
         own_images.decode_whole(path)
 
-    def targets(self, path: Path, out_dir: Path) -> list[Path]:
-        return [out_dir / f"{path.stem}.png", out_dir / f"{path.stem}_color.png"]
+    def targets(self, path: Path, out_dir: Path, info: DataInfo | None = None) -> list[Path]:
+        stem = own_images.output_stem(path, channel_files_of(info))
+        return [out_dir / f"{stem}.png", out_dir / f"{stem}_color.png"]
 
-    def probability_target(self, path: Path, out_dir: Path) -> Path:
-        return out_dir / f"{path.stem}_probabilities.npz"
+    def probability_target(self, path: Path, out_dir: Path, info: DataInfo | None = None) -> Path:
+        return out_dir / f"{own_images.output_stem(path, channel_files_of(info))}_probabilities.npz"
 
     def write_probabilities(
         self, probs: np.ndarray, prepared: Prepared, info: DataInfo, target: Path
@@ -249,10 +250,10 @@ class Volumes:
             volume = nifti.resample_to_spacing(volume, norm["spacing"])
         return Prepared(torch.from_numpy(volume.image)[None], tuple(source_shape), volume)
 
-    def targets(self, path: Path, out_dir: Path) -> list[Path]:
+    def targets(self, path: Path, out_dir: Path, info: DataInfo | None = None) -> list[Path]:
         return [out_dir / path.name]
 
-    def probability_target(self, path: Path, out_dir: Path) -> Path:
+    def probability_target(self, path: Path, out_dir: Path, info: DataInfo | None = None) -> Path:
         return out_dir / f"{nifti.case_name(path)}_probabilities.nii.gz"
 
     def write_probabilities(
@@ -344,7 +345,7 @@ def read_with_another(path: Path, info: DataInfo, inputs: set[Path]) -> bool:
     channel 0000 file, for a model of channel files."""
     if not isinstance(format_of_model(info), OwnImages):
         return False
-    return own_images.first_channel(path, info.normalization.get("channel_files", False)) in inputs
+    return own_images.first_channel(path, channel_files_of(info)) in inputs
 
 
 def format_of_file(path: Path) -> ImageFiles | Volumes | None:
@@ -391,15 +392,22 @@ def decode_whole(path: Path) -> None:
     )
 
 
-def targets_of(path: Path, out_dir: Path, probabilities: bool = False) -> list[Path]:
-    """The files a prediction of ``path`` may write into ``out_dir`` (``probabilities``:
-    its class probabilities' too): for a name both an image and a volume may have
-    (``.tif``), both kinds' (which one, the model decides)."""
+def targets_of(
+    path: Path, out_dir: Path, probabilities: bool = False, info: DataInfo | None = None
+) -> list[Path]:
+    """The files a prediction of ``path`` by the model of ``info`` may write into
+    ``out_dir`` (``probabilities``: its class probabilities' too): for a name both an image
+    and a volume may have (``.tif``), both kinds' (which one, the model decides)."""
     kinds = [k for k in FILE_KINDS if k.takes(path)] or [FILE_KINDS[0]]
-    targets = [target for kind in kinds for target in kind.targets(path, out_dir)]
+    targets = [target for kind in kinds for target in kind.targets(path, out_dir, info)]
     if probabilities:
-        targets += [kind.probability_target(path, out_dir) for kind in kinds]
+        targets += [kind.probability_target(path, out_dir, info) for kind in kinds]
     return targets
+
+
+def channel_files_of(info: DataInfo | None) -> bool:
+    """Whether the model of ``info`` was trained on nnU-Net's one file per channel."""
+    return bool(info is not None and info.normalization.get("channel_files", False))
 
 
 def check_same_kind(path: Path, model: ScenePhotos | OwnImages | Volumes) -> None:

@@ -186,6 +186,14 @@ def first_channel(path: Path, channel_files: bool) -> Path | None:
     return path.with_stem(f"{found['case']}_0000")
 
 
+def output_stem(path: Path, channel_files: bool) -> str:
+    """What the prediction of ``path`` is named after: its stem, or for a model trained on
+    channel files its case (``case7_0000.png``: ``case7``), as nnU-Net and evaluate.py name
+    a case's prediction."""
+    found = NNUNET_CHANNEL.match(path.stem)
+    return found["case"] if channel_files and found and found["channel"] == "0000" else path.stem
+
+
 def channel_count(mode: str) -> int:
     """The channels the network takes from images of ``mode``: ``L`` 1, ``RGB`` 3, ``RGBA``
     4, ``bands:<C>`` C."""

@@ -165,8 +165,8 @@ class Predictor:
         class probabilities, the softmax before any post-processing); never overwrites."""
         path, out_dir = Path(path), Path(out_dir)
         kind = self.check_kind(path)
-        targets = kind.targets(path, out_dir)
-        extra = [kind.probability_target(path, out_dir)] if probabilities else []
+        targets = kind.targets(path, out_dir, self.info)
+        extra = [kind.probability_target(path, out_dir, self.info)] if probabilities else []
         existing = [t for t in targets + extra if t.exists()]
         if existing:  # checked before any work
             raise FileExistsError(f"{existing[0]} exists; predictions are never overwritten.")
@@ -193,10 +193,9 @@ class Predictor:
         kind.check(path, self.info)
         return kind
 
-    @staticmethod
-    def targets(path: Path, out_dir: Path, probabilities: bool = False) -> list[Path]:
+    def targets(self, path: Path, out_dir: Path, probabilities: bool = False) -> list[Path]:
         """The files ``predict_file`` writes for ``path``."""
-        return formats.targets_of(path, out_dir, probabilities)
+        return formats.targets_of(path, out_dir, probabilities, self.info)
 
 
 if __name__ == "__main__":  # the command is its own module, which may use Hydra

@@ -132,7 +132,7 @@ def test_channel_files_that_do_not_stack_are_refused_naming_the_case(tmp_path, b
         prepared(root)
 
 
-def test_a_model_of_channel_files_predicts_each_case_once(tmp_path):
+def test_a_model_of_channel_files_predicts_each_case_once_named_by_case(tmp_path):
     from segnet.commands.predict import main as predict
     from segnet.commands.train import train
     from tests.commands.test_train_images import QUICK
@@ -143,8 +143,10 @@ def test_a_model_of_channel_files_predicts_each_case_once(tmp_path):
     best = tmp_path / "run" / "checkpoints" / "best.ckpt"
     predict([f"model={best}", f"inputs={root / 'imagesTs'}", f"out={tmp_path / 'masks'}"])
     written = sorted(p.name for p in (tmp_path / "masks").iterdir())
-    assert written == ["test0_0000.png", "test0_0000_color.png", "test1_0000.png",
-                       "test1_0000_color.png"]  # fmt: skip
+    # named by case, as nnU-Net and evaluate.py name them
+    assert written == ["test0.png", "test0_color.png", "test1.png", "test1_color.png"]
+    with pytest.raises(SystemExit, match=r"test0.png exists"):  # never overwritten
+        predict([f"model={best}", f"inputs={root / 'imagesTs'}", f"out={tmp_path / 'masks'}"])
     with pytest.raises(
         SystemExit, match="test0_0001.png: this model takes nnU-Net.s one grey file"
     ):
