@@ -66,12 +66,17 @@ def test_a_roboflow_export_trains_from_its_root(tmp_path, caplog):
     assert "'data.label_name={id}_mask'" in caplog.text  # said, to be given or changed
 
 
-def test_a_mask_folder_named_by_a_suffix_pairs_and_is_said(tmp_path, caplog):
-    root = tmp_path / "d"
-    write_pairs(root / "images", ["s0", "s1", "s2"], "_L")
+def mask_folder(root: Path, stems) -> Path:
+    """images/<stem>.png with labels/<stem>_L.png."""
+    write_pairs(root / "images", stems, "_L")
+    (root / "labels").mkdir()
     for f in (root / "images").glob("*_L.png"):
-        (root / "labels").mkdir(exist_ok=True)
         f.rename(root / "labels" / f.name)
+    return root
+
+
+def test_a_mask_folder_named_by_a_suffix_pairs_and_is_said(tmp_path, caplog):
+    root = mask_folder(tmp_path / "d", ["s0", "s1", "s2"])
     with caplog.at_level(logging.INFO):
         pairs = find_pairs(root, None)
     assert sorted((p.image.stem, p.label.stem) for p in pairs) == [
@@ -81,21 +86,13 @@ def test_a_mask_folder_named_by_a_suffix_pairs_and_is_said(tmp_path, caplog):
 
 
 def test_a_rule_that_pairs_only_some_is_not_guessed_and_the_refusal_shows_it(tmp_path):
-    root = tmp_path / "d"
-    write_pairs(root / "images", ["s0", "s1"], "_L")
-    (root / "labels").mkdir()
-    for f in (root / "images").glob("*_L.png"):
-        f.rename(root / "labels" / f.name)
+    root = mask_folder(tmp_path / "d", ["s0", "s1"])
     Image.fromarray(np.zeros((24, 32), np.uint8)).save(root / "labels" / "extra_L.png")
     with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_L'"):
         find_pairs(root, None)
 
 
 def test_a_rule_given_is_kept_even_where_another_would_pair(tmp_path):
-    root = tmp_path / "d"
-    write_pairs(root / "images", ["s0", "s1"], "_L")
-    (root / "labels").mkdir()
-    for f in (root / "images").glob("*_L.png"):
-        f.rename(root / "labels" / f.name)
+    root = mask_folder(tmp_path / "d", ["s0", "s1"])
     with pytest.raises(ImageDataError, match=r"looked for s0_mask\.\*"):
         find_pairs(root, None, label_name="{id}_mask")
