@@ -163,6 +163,12 @@ class SegmentationDataModule(L.LightningDataModule):
         the data scored must not recompute. None by default."""
         return {}
 
+    def settings_found(self) -> dict[str, Any]:
+        """Data settings left null that the data itself gave (a class list shipped with the
+        images): the run records them, so that its checkpoint reads the data as it did
+        wherever it is read again. None by default."""
+        return {}
+
     @classmethod
     def class_names_in_data(cls, data_cfg: Any) -> list[str] | None:
         """The class names the data itself records (an index file beside the cases), for

@@ -15,8 +15,9 @@ trained nor scored. The file is looked for in ``data.root`` and in the folders d
 it (Roboflow writes one per split); several that name different classes are refused. A
 folder laid out as Pascal VOC that ships none has VOC's 21 classes, 255 void; one laid out
 as Cityscapes (``leftImg8bit/``, ``gtFine/``) its 19 classes, the other label ids void.
-Settings given win: with ``data.label_values``, ``data.palette`` or
-``data.instance_masks``, or class names other than the file's, the file is not read.
+Settings given win: with ``data.class_names``, ``data.label_values``, ``data.palette`` or
+``data.instance_masks`` the file is not read (a run records the classes it read from it,
+so evaluation and export read the data as training did).
 """
 
 from __future__ import annotations
@@ -144,11 +145,11 @@ def is_class_file(path: Path) -> bool:
     )
 
 
-def class_file_candidates(root: Path) -> list[Path]:
+def class_file_candidates(root: Path | None) -> list[Path]:
     """The class files in ``root`` and in the split, mask and image folders directly in it:
     the root's first, then the split folders' (train, val, test), then the others'. Other
     folders (one per patient, thousands of them) are not looked in."""
-    if not root.is_dir():
+    if root is None or not root.is_dir():
         return []
     order = {name: rank for rank, name in enumerate((*SPLIT_ORDER, *DATA_FOLDERS))}
     folders = [root] + sorted(
@@ -158,9 +159,11 @@ def class_file_candidates(root: Path) -> list[Path]:
     return [f for d in folders for f in sorted(d.iterdir()) if is_class_file(f)]
 
 
-def shipped_classes(root: Path | None) -> ShippedClasses | None:
+def shipped_classes(root: Path | None, own_layout: bool = True) -> ShippedClasses | None:
     """The class list shipped in ``root`` (:func:`class_file_candidates`); None where it
-    has none. Files that list different classes are refused, naming two."""
+    has none. Files that list different classes are refused, naming two. Where it ships
+    none and ``own_layout`` (no folder or name setting says how to read it), a folder laid
+    out as Pascal VOC or Cityscapes has their classes."""
     found = [read_class_file(f) for f in class_file_candidates(root)] if root else []
     for other in found[1:]:
         if not found[0].same_classes(other):
@@ -170,7 +173,9 @@ def shipped_classes(root: Path | None) -> ShippedClasses | None:
                 "or give the classes with data.class_names (and data.label_values or "
                 "data.palette)."
             )
-    return found[0] if found else (voc_classes(root) or cityscapes_classes(root))
+    if found or not own_layout:
+        return found[0] if found else None
+    return voc_classes(root) or cityscapes_classes(root)
 
 
 def is_cityscapes_layout(root: Path | None) -> bool:
@@ -196,6 +201,11 @@ def voc_classes(root: Path | None) -> ShippedClasses | None:
     """Pascal VOC's classes where ``root`` is laid out as VOC (``ImageSets/Segmentation/``,
     ``SegmentationClass/``) and ships no list of them; None for any other folder."""
     if root is None or not all((root / f).is_dir() for f in VOC_FOLDERS):
+        return None
+    # VOC's own images (2007_000032): another dataset in its layout has its own classes
+    listed = (line.split()[0] for f in sorted((root / VOC_FOLDERS[0]).glob("*.txt"))
+              for line in f.read_text().splitlines() if line.strip())  # fmt: skip
+    if not re.fullmatch(r"\d{4}_\d{6}", next(listed, "")):
         return None
     return ShippedClasses(
         f"Pascal VOC's format (no class list in {root}; give data.class_names, or a "
@@ -320,22 +330,21 @@ def labelme_entries(text: str, path: Path) -> list[tuple[str, int]]:
             "so which mask value each class has is not known: give the classes with "
             "data.class_names, or rename the file."
         )
-    return [(n, v) for v, n in enumerate(names)]
+    # labelme2voc writes its __ignore__ pixels (-1) as 255 in the 8-bit masks
+    return [*((n, v) for v, n in enumerate(names)), ("__ignore__", 255)]
+
+
+def classes_given(given: dict[str, Any]) -> list[str]:
+    """The class settings among ``given`` that say how masks map to classes: where any is
+    given, a class list shipped with the data is not read (nor parsed)."""
+    keys = ("class_names", "label_values", "palette", "instance_masks")
+    return [k for k in keys if given.get(k) not in (None, False, [])]
 
 
 def with_shipped_classes(found: ShippedClasses | None, **given: Any) -> dict[str, Any]:
-    """The class settings ``given`` (``class_names``, ``label_values``, ``palette``,
-    ``ignore_values``, ``instance_masks``, ...), with what ``found`` lists where they do
-    not say otherwise; said in the log either way."""
+    """The class settings ``given`` (``ignore_values``, ``regions``, ... but none of
+    :func:`classes_given`), with what ``found`` lists; said in the log."""
     if found is None:
-        return given
-    overriding = [k for k in ("label_values", "palette") if given.get(k) is not None]
-    overriding += ["instance_masks"] if given.get("instance_masks") else []
-    names = given.get("class_names")
-    if names and list(names) != found.class_names:
-        overriding.append("class_names")
-    if overriding:
-        log.info("data.%s given: %s is not read", " and data.".join(overriding), found.source)
         return given
     shipped = found.settings()
     out = {**given, **{k: v for k, v in shipped.items() if k != "ignore_values"}}

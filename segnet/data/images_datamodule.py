@@ -512,15 +512,22 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # a class list that names no background (DeepGlobe's land covers, CamVid's 32
         # classes): the best checkpoint is picked by the mIoU of every class
         self.scores_every_class = False
-        if nnunet is None and not self.csv:
-            shipped = class_files.shipped_classes(self.root)
+        # the class settings read from a class list, which the run records as its own
+        self.found_settings: dict[str, Any] = {}
+        overriding = class_files.classes_given({**given, "palette": palette})
+        if nnunet is None and not self.csv and not overriding:
+            shipped = class_files.shipped_classes(self.root, own_layout=self.own_layout())
             given = class_files.with_shipped_classes(shipped, palette=palette, **given)
             palette = given.pop("palette")
-            self.scores_every_class = (
-                bool(shipped)
-                and not shipped.has_background
-                and (given["class_names"] == shipped.class_names)
-            )
+            self.scores_every_class = bool(shipped) and not shipped.has_background
+            if shipped:
+                self.found_settings = {
+                    **{k: given[k] for k in ("class_names", "label_values", "ignore_values")},
+                    "palette": palette,
+                }
+        elif nnunet is None and not self.csv and class_files.class_file_candidates(self.root):
+            log.info("data.%s given: the class lists in %s are not read",
+                         " and data.".join(overriding), self.root)  # fmt: skip
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
         self.instance_masks = check_instance_masks(palette=palette, **given)
@@ -625,6 +632,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions_class_order=self.regions_class_order,
         )
 
+    def own_layout(self) -> bool:
+        """No folder or name setting: the folder is read as its own layout says."""
+        folders = [self.layout[k] for k in ("image_dir", "label_dir", "roi_dir")]
+        return not any(folders) and self.layout["image_name"] == self.layout["label_name"] == "{id}"
+
+    def settings_found(self) -> dict[str, Any]:
+        """The class settings read from a class list shipped with the data: the run records
+        them, so that evaluation, export and a resume read the masks as it did."""
+        return dict(self.found_settings)
+
     def monitor(self) -> str:
         """What picks the best checkpoint: the mean Dice of the foreground classes (after
         the first, the background), of the regions where masks come one per class, or the
@@ -633,9 +650,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             return "val/region_dice"
         if self.scores_every_class:
             log.info(
-                "no class of %s is the background: the best checkpoint is picked by "
-                "val/miou, over every class (monitor=val/dice to pick by the mean Dice of "
-                "the classes after the first)", self.where(),
+                "no class of %s is the background: its monitor is val/miou, over every "
+                "class, unless the run's monitor setting says otherwise (val/dice is the "
+                "mean Dice of the classes after the first)", self.where(),
             )  # fmt: skip
             return "val/miou"
         return "val/dice"

@@ -60,7 +60,11 @@ def build_module(cfg: DictConfig, dm: SegmentationDataModule) -> SegmentationMod
     # Set after instantiation: the data config has a _target_, and passing it through
     # instantiate would build a DataModule into the checkpoint instead of plain data.
     # evaluate.py rebuilds the DataModule from it (a module argument, so it reloads).
-    module.hparams["data_cfg"] = OmegaConf.to_container(cfg.data, resolve=True)
+    data_cfg = OmegaConf.to_container(cfg.data, resolve=True)
+    # what the data gave itself (a class list beside the images, its void added to any
+    # given), as if it had been set
+    data_cfg.update(dm.settings_found())
+    module.hparams["data_cfg"] = data_cfg
     return module
 
 

@@ -97,17 +97,66 @@ def test_labelme_class_names_are_the_values_in_order(tmp_path):
         prepared(root)
 
 
-def test_settings_given_win_over_the_file(tmp_path, caplog):
+def test_settings_given_win_over_the_file_which_is_then_not_even_read(tmp_path, caplog):
     root = value_folder(tmp_path / "d", value=255)
     (root / "_classes.csv").write_text("Pixel Value,Class\n0,background\n1,cell\n")
     with caplog.at_level(logging.INFO):
         dm = prepared(root, class_names=["bg", "membrane"], label_values=[0, 255])
     assert dm.info().class_names == ["bg", "membrane"]
-    assert "data.label_values and data.class_names given" in caplog.text
-    # the file's own names given back (as evaluate.py does) take its values too
-    (root / "_classes.csv").write_text("Pixel Value,Class\n0,background\n255,cell\n")
-    dm = prepared(root, class_names=["background", "cell"])
+    assert "data.class_names and data.label_values given: the class lists" in caplog.text
+    (root / "class_names.txt").write_text("cat\ndog\n")  # someone's own list, not labelme's
+    dm = prepared(root, class_names=["bg", "membrane"], label_values=[0, 255])
     assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_class_names_alone_given_read_index_masks_not_the_files_codes(tmp_path):
+    """Names equal to the file's with label_values null mean index masks, as before class
+    lists were read: the file's colours are not applied to them."""
+    root = value_folder(tmp_path / "d", value=1)
+    (root / "label_class_dict.csv").write_text(
+        "name,r,g,b\nbackground,0,0,0\nbuilding,255,255,255\n"
+    )
+    dm = prepared(root, class_names=["background", "building"])
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_a_run_records_the_classes_it_read_so_evaluation_reads_the_masks_alike(tmp_path):
+    root = colour_folder(tmp_path / "d")
+    (root / "class_dict.csv").write_text(
+        "name,r,g,b\nDisc,250,50,83\nBackground,0,0,0\nVoid,128,128,128\n"
+    )
+    dm = prepared(root, ignore_values=[[1, 2, 3]])
+    first = train_labels(dm)
+    assert dm.settings_found() == {
+        "class_names": ["Background", "Disc"],
+        "label_values": None,
+        "palette": [[0, 0, 0], [250, 50, 83]],
+        "ignore_values": [[1, 2, 3], [128, 128, 128]],
+    }
+    (root / "class_dict.csv").unlink()  # the data read again elsewhere, as recorded
+    again = prepared(root, **dm.settings_found())
+    assert np.array_equal(train_labels(again), first)
+    assert set(np.unique(first)) == {0, 1, again.info().ignore_index}
+
+
+def test_a_checkpoint_scores_the_data_alike_with_its_class_list_gone(tmp_path):
+    """evaluate.py reads the class settings the run recorded, not the folder's list."""
+    from segnet.commands.evaluate import evaluate
+    from segnet.commands.train import train
+    from tests.commands.test_train_images import QUICK
+    from tests.conftest import compose
+
+    root = colour_folder(tmp_path / "d", n=8)
+    (root / "class_dict.csv").write_text(
+        "name,r,g,b\nDisc,250,50,83\nBackground,0,0,0\nVoid,128,128,128\n"
+    )
+    train(compose("train", [*QUICK, f"data.root={root}"], tmp_path / "run"))
+    best = tmp_path / "run" / "checkpoints" / "best.ckpt"
+    args = [f"ckpt_path={best}", "data.num_workers=0"]
+    with_list, _ = evaluate(compose("evaluate", args, tmp_path / "a"))
+    (root / "class_dict.csv").unlink()
+    without, _ = evaluate(compose("evaluate", args, tmp_path / "b"))
+    assert without == pytest.approx(with_list, nan_ok=True) and "test/dice/Disc" in without
 
 
 @pytest.mark.parametrize(
