@@ -38,7 +38,7 @@ from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
-from segnet.data.image_sets import image_sets
+from segnet.data.image_sets import ImageSets, image_sets
 from segnet.data.name_rules import (
     DEFAULT_RULE,
     beside_rule,
@@ -117,8 +117,8 @@ class Naming(NamedTuple):
     image_name: str = "{id}"
     label_name: str = "{id}"
     skip_unlabelled: bool = False
-    # the ids a list of images names (Pascal VOC's ImageSets): the others are left out
-    listed: frozenset[str] | None = None
+    # the lists of images (Pascal VOC's ImageSets): the images they name, and their splits
+    lists: ImageSets | None = None
 
 
 # -- files and folders ------------------------------------------------------------------
@@ -242,7 +242,7 @@ def find_pairs(
     elif split_folders_at_root(root, image_dir):
         pairs = root_split_pairs(root, dirs, naming)
     elif lists := image_sets(root):  # Pascal VOC's, CVAT's: the images read, their splits
-        pairs = lists.with_splits(folder_pairs(root, dirs, naming._replace(listed=lists.listed)))
+        pairs = lists.check_splits(folder_pairs(root, dirs, naming._replace(lists=lists)))
     else:
         pairs = folder_pairs(root, dirs, naming)
     check_pairs(pairs)
@@ -301,20 +301,33 @@ def sibling_split_pairs(
 def cityscapes_pairs(root: Path, naming: Naming) -> list[Pair]:
     """Cityscapes' ``leftImg8bit/<split>/<city>/<frame>_leftImg8bit.png``, each with its
     ``gtFine/<split>/<city>/<frame>_gtFine_labelIds.png`` (its other mask files match no
-    rule and are not read); the test split is left out, said: its masks hold no class
-    (Cityscapes' server scores the test images)."""
+    rule and are not read), in train and val; its test split (whose masks hold no class:
+    Cityscapes' server scores the test images) and ``train_extra/`` (coarse masks only)
+    are left out, said."""
     names = naming._replace(image_name=CITYSCAPES_NAMES[0], label_name=CITYSCAPES_NAMES[1])
     log.info(
         "%s is laid out as Cityscapes: read as data.image_dir=leftImg8bit data.label_dir=gtFine "
         "'data.image_name=%s' 'data.label_name=%s'", root, *CITYSCAPES_NAMES,
     )  # fmt: skip
-    pairs = folder_pairs(root, ("leftImg8bit", "gtFine", None), names)
-    if any(p.split == "test" for p in pairs):
+    images, masks = root / "leftImg8bit", root / "gtFine"
+    splits = {"train": "train", "val": "val"}
+    missing = [f"{masks / s}/" for s in splits.values() if not (masks / s).is_dir()]
+    missing += [f"{images / s}/" for s in splits.values() if not (images / s).is_dir()]
+    if missing:
+        raise ImageDataError(
+            f"{root} is laid out as Cityscapes and has no {' and no '.join(missing)}: "
+            "unpack leftImg8bit_trainvaltest.zip and gtFine_trainvaltest.zip into it."
+        )
+    left_out = [f"{d.name}/" for d in visible_folders(images) if d.name not in splits.values()]
+    if left_out:
         log.warning(
-            "%s: the masks of Cityscapes' test images hold no class (its server scores "
-            "them): test/ is left out, and the run tests on val", root / "gtFine" / "test",
+            "%s: %s left out (Cityscapes' test masks hold no class; its server scores them), "
+            "so the run tests on val", images, ", ".join(left_out),
         )  # fmt: skip
-    return [p for p in pairs if p.split != "test"]
+    pairs = []
+    for split, folder in splits.items():
+        pairs += paired(images / folder, masks / folder, None, names, split)
+    return pairs
 
 
 def is_nnunet_layout(root: Path, dirs: tuple) -> bool:
@@ -553,8 +566,9 @@ def paired(
         labels = images  # one folder, however spelled: keys relative to one path
     found, mask_files = listing(images, labels, rois, nested, naming)
     by_id = keyed(found, image_re, images, "data.image_name")
-    if naming.listed is not None:
-        by_id = only_listed(by_id, naming.listed, images)
+    listed = naming.lists.listed if naming.lists else None
+    if listed is not None:
+        by_id = only_listed(by_id, listed, images)
     roi_masks = regions_of_interest(rois, by_id, image_re) if rois is not None else {}
     if not by_id:
         raise ImageDataError(
@@ -567,7 +581,9 @@ def paired(
     def pair(key: str, label: Path | None, masks: tuple = ()) -> Pair:
         name = by_id[key].relative_to(images)
         group = name.parts[0] if len(name.parts) > 1 else None  # the patient, not its series
-        return Pair(prefix + name.as_posix(), by_id[key], label, roi_masks.get(key), split,
+        # a split folder's split, else the one a list of images gives by the image's id
+        in_split = split or (naming.lists.split_of.get(key) if naming.lists else None)
+        return Pair(prefix + name.as_posix(), by_id[key], label, roi_masks.get(key), in_split,
                     masks, group)  # fmt: skip
 
     ids = sorted(by_id, key=lambda k: by_id[k].relative_to(images).as_posix())
@@ -575,7 +591,7 @@ def paired(
     if class_dirs:  # one mask per class: a folder of masks for each class
         per_class = {
             d.name: {k: v for k, v in keyed(image_files(d), label_re, d, "data.label_name").items()
-                     if naming.listed is None or k in naming.listed}
+                     if listed is None or k in listed}
             for d in class_dirs
         }  # fmt: skip
         skipped = set().union(*(check_paired(images, d, by_id, per_class[d.name], naming)
@@ -583,8 +599,8 @@ def paired(
         kept = [k for k in ids if k not in skipped]
         return [pair(k, None, tuple((c, m[k]) for c, m in per_class.items())) for k in kept]
     masks = keyed(mask_files, label_re, labels, "data.label_name")
-    if naming.listed is not None:  # a mask of an image left out is left out with it
-        masks = {k: v for k, v in masks.items() if k in naming.listed}
+    if listed is not None:  # a mask of an image left out is left out with it
+        masks = {k: v for k, v in masks.items() if k in listed}
     if masks and not set(masks) & set(by_id) and naming[:2] == (DEFAULT_RULE, DEFAULT_RULE):
         rule = inferred_label_name(by_id, masks, images, labels)
         if rule:

@@ -11,8 +11,8 @@ masks), and said.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass
+from pathlib import Path
 
 from segnet.data.errors import ImageDataError
 
@@ -34,17 +34,17 @@ class ImageSets:
     listed: frozenset[str]
     split_of: dict[str, str]
 
-    def with_splits(self, pairs: list) -> list:
-        """``pairs`` (:class:`~segnet.data.image_pairs.Pair`) each in the split its list
-        names; all of them drawn where no list names a split."""
-        if not self.split_of:
-            return pairs
-        return [replace(p, split=self.split_of.get(pair_key(p.name))) for p in pairs]
-
-
-def pair_key(name: str) -> str:
-    """The id a list names an image by: its name without the file's suffix."""
-    return PurePosixPath(name).with_suffix("").as_posix()
+    def check_splits(self, pairs: list) -> list:
+        """``pairs`` (:class:`~segnet.data.image_pairs.Pair`), each given its split by the
+        image's id where a list names one; refused where lists name splits and no image
+        read got one (the ids name other files), rather than drawn instead."""
+        if self.split_of and not any(p.split for p in pairs):
+            raise ImageDataError(
+                f"the lists in {self.folder} name splits, and no image read is in them (e.g. "
+                f"{pairs[0].name}): they name an image by its id, the part of its name that "
+                "data.image_name's {id} stands for."
+            )
+        return pairs
 
 
 def split_of_list(stem: str) -> str | None:

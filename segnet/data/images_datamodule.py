@@ -463,6 +463,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         from their folders or columns, each a region of a label map whose classes are the
         combinations the masks hold (every combination until the masks are counted; those
         a checkpoint was trained for where ``data.class_names`` gives them back)."""
+        if self.found_settings:  # a class list names the values of one mask per image
+            log.info("the masks are given one per class: the class list beside them is not read")
+            self.label_values = self.palette = self._class_names = None
+            self.ignore_values, self.found_settings = self.own_ignore, {}
+            self.scores_every_class = False
         given = [
             name
             for name, is_given in (("data.label_values", self.label_values is not None),
@@ -514,6 +519,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.scores_every_class = False
         # the class settings read from a class list, which the run records as its own
         self.found_settings: dict[str, Any] = {}
+        self.own_ignore = given["ignore_values"]
         overriding = class_files.classes_given({**given, "palette": palette})
         if nnunet is None and not self.csv and not overriding:
             shipped = class_files.shipped_classes(self.root, own_layout=self.own_layout())

@@ -231,3 +231,12 @@ def test_patient_folders_are_not_looked_in(tmp_path):
     (tmp_path / "Masks").mkdir()
     (tmp_path / "Masks" / "_classes.csv").write_text("Pixel Value,Class\n0,a\n")
     assert shipped_classes(tmp_path).class_names == ["a"]
+
+
+def test_masks_given_one_per_class_leave_a_class_list_beside_them_unread(tmp_path):
+    from tests.data.test_class_masks import class_folders
+
+    root = class_folders(tmp_path / "d", n=6)
+    (root / "labelmap.txt").write_text("background:0,0,0::\nvessel:255,255,255::\n")
+    info = prepared(root).info()
+    assert info.regions == {"artery": [1, 3], "vessel": [2, 3]}

@@ -108,7 +108,7 @@ def test_cityscapes_trains_from_its_root_with_its_19_classes_and_splits(tmp_path
         dm = prepared(root)
     names = dm.split_names()
     assert len(names["train"]) == 4 and len(names["val"]) == 4 and not names.get("test")
-    assert "test/ is left out" in caplog.text
+    assert "test/ left out" in caplog.text
     assert names["val"][0].startswith("val/aachen/aachen_000000_000019")
     info = dm.info()
     assert len(info.class_names) == 19 and info.class_names[13] == "car"
@@ -140,3 +140,34 @@ def test_ade20k_names_its_classes_from_objectinfo150_and_0_is_void(tmp_path):
     assert info.class_names == ["wall", "building", "sky"] and info.monitor == "val/miou"
     assert len(dm.split_names()["val"]) == 4
     assert set(np.unique(train_labels(dm))) == {0, 2, info.ignore_index}
+
+
+def test_lists_give_splits_by_the_id_a_name_rule_reads(tmp_path):
+    root = voc(tmp_path / "v", n_images=6, n_masks=6, lists={"train": range(4), "val": [4, 5]})
+    for f in (root / "JPEGImages").iterdir():
+        f.rename(f.with_stem(f.stem + "_rgb"))
+    voc_named = {"class_names": [f"c{k}" for k in range(21)], "ignore_values": [255]}
+    names = prepared(root, image_name="{id}_rgb", **voc_named).split_names()
+    assert names["val"] == ["2007_000004_rgb.jpg", "2007_000005_rgb.jpg"]
+
+
+def test_a_dataset_in_vocs_layout_with_other_ids_is_not_given_vocs_classes(tmp_path):
+    root = voc(tmp_path / "mine", n_images=4, n_masks=4, lists={"default": range(4)})
+    for f in [*(root / "JPEGImages").iterdir(), *(root / "SegmentationClass").iterdir()]:
+        f.rename(f.with_stem(f.stem.replace("2007_", "leaf")))
+    (root / "ImageSets/Segmentation/default.txt").write_text("leaf000000\nleaf000001\n")
+    with pytest.raises(ValueError, match="data.class_names is not set"):
+        prepared(root).info()
+
+
+def test_cityscapes_extra_folders_are_left_out_and_settings_given_read_it_otherwise(tmp_path):
+    root = cityscapes(tmp_path / "cs")
+    (root / "leftImg8bit" / "train_extra" / "erlangen").mkdir(parents=True)
+    names = prepared(root).split_names()
+    assert (len(names["train"]), len(names["val"])) == (4, 4)
+    # read by the user's own rules, the masks are not Cityscapes' label ids for this tool
+    with pytest.raises(ValueError, match="data.class_names is not set"):  # none assumed
+        prepared(
+            root, image_dir="leftImg8bit", label_dir="gtFine", image_name="{id}_leftImg8bit",
+            label_name="{id}_gtFine_labelIds",
+        )  # fmt: skip
