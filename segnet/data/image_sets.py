@@ -44,6 +44,14 @@ class ImageSets:
                 f"{pairs[0].name}): they name an image by its id, the part of its name that "
                 "data.image_name's {id} stands for."
             )
+        unsplit = [p.name for p in pairs if not p.split]
+        if self.split_of and unsplit:
+            named = ", ".join(sorted(set(self.split_of.values())))
+            raise ImageDataError(
+                f"{unsplit[0]} ({len(unsplit)} image(s) in all) is in a list of {self.folder} "
+                f"but in none of its split lists (of {named}): add it to one, or remove the "
+                "list that names it."
+            )
         return pairs
 
 

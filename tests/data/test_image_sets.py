@@ -171,3 +171,9 @@ def test_cityscapes_extra_folders_are_left_out_and_settings_given_read_it_otherw
             root, image_dir="leftImg8bit", label_dir="gtFine", image_name="{id}_leftImg8bit",
             label_name="{id}_gtFine_labelIds",
         )  # fmt: skip
+
+
+def test_an_image_listed_outside_every_split_list_is_refused_naming_the_lists(tmp_path):
+    root = voc(tmp_path / "v", lists={"train": range(4), "val": [4, 5], "default": range(8)})
+    with pytest.raises(ImageDataError, match=r"2007_000006.jpg .* none of its split lists"):
+        find_pairs(root, None)
