@@ -26,11 +26,12 @@ import csv
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from segnet.data.errors import DataError
+from segnet.data.image_sets import LISTS, list_files, listed_ids
 
 # names a class list gives the pixels nobody labelled (CamVid's Void, Cityscapes'
 # unlabeled, DeepGlobe's unknown, labelme's __ignore__, nnU-Net's ignore)
@@ -55,7 +56,7 @@ DATA_FOLDERS = (
 )  # fmt: skip
 # names of the class that is the background: put first, where the file lists it elsewhere
 BACKGROUND_NAMES = frozenset({"background", "_background_", "bg"})
-VOC_FOLDERS = (Path("ImageSets") / "Segmentation", Path("SegmentationClass"))
+VOC_FOLDERS = (LISTS, Path("SegmentationClass"))
 # Cityscapes' 19 classes scored, by their label id in *_gtFine_labelIds.png; every other
 # id (0-6, 9, 10, 14-16, 18, 29, 30: unlabelled, ego vehicle, parking, guard rail, ...)
 # is void, as its benchmark scores them
@@ -126,11 +127,8 @@ class ShippedClasses:
         }
 
     def same_classes(self, other: ShippedClasses) -> bool:
-        return (self.names, self.codes, self.by_colour) == (
-            other.names,
-            other.codes,
-            other.by_colour,
-        )
+        """The same classes, whichever file lists them."""
+        return replace(other, source=self.source) == self
 
 
 def is_void_name(name: str) -> bool:
@@ -203,9 +201,9 @@ def voc_classes(root: Path | None) -> ShippedClasses | None:
     if root is None or not all((root / f).is_dir() for f in VOC_FOLDERS):
         return None
     # VOC's own images (2007_000032): another dataset in its layout has its own classes
-    listed = (line.split()[0] for f in sorted((root / VOC_FOLDERS[0]).glob("*.txt"))
-              for line in f.read_text().splitlines() if line.strip())  # fmt: skip
-    if not re.fullmatch(r"\d{4}_\d{6}", next(listed, "")):
+    lists = list_files(root)
+    first = next(iter(listed_ids(lists[0])), "") if lists else ""
+    if not re.fullmatch(r"\d{4}_\d{6}", first):
         return None
     return ShippedClasses(
         f"Pascal VOC's format (no class list in {root}; give data.class_names, or a "

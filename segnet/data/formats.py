@@ -164,12 +164,11 @@ class OwnImages(ImageFiles):
 
     def check(self, path: Path, info: DataInfo) -> None:
         # decodes to the colour mode trained on (16-bit grey cannot become colour)
-        norm = info.normalization
-        own_images.read_input(path, norm["color_mode"], norm.get("channel_files", False))
+        own_images.read_input(path, info.normalization["color_mode"], channel_files_of(info))
 
     def read(self, path: Path, info: DataInfo) -> Prepared:
         norm = info.normalization
-        raw = own_images.read_input(path, norm["color_mode"], norm.get("channel_files", False))
+        raw = own_images.read_input(path, norm["color_mode"], channel_files_of(info))
         x = (raw - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"], np.float32)
         return Prepared(torch.from_numpy(x.transpose(2, 0, 1).copy())[None], raw.shape[:2])
 

@@ -120,6 +120,11 @@ class Naming(NamedTuple):
     # the lists of images (Pascal VOC's ImageSets): the images they name, and their splits
     lists: ImageSets | None = None
 
+    @property
+    def rules_given(self) -> bool:
+        """A name rule is set: nothing is guessed or assumed of the names."""
+        return (self.image_name, self.label_name) != (DEFAULT_RULE, DEFAULT_RULE)
+
 
 # -- files and folders ------------------------------------------------------------------
 def is_image_file(path: Path) -> bool:
@@ -233,7 +238,7 @@ def find_pairs(
         )
     elif is_nnunet_layout(root, dirs):
         pairs = nnunet_pairs(root, naming)
-    elif is_cityscapes_layout(root) and not any(dirs) and naming[:2] == (DEFAULT_RULE,) * 2:
+    elif is_cityscapes_layout(root) and not any(dirs) and not naming.rules_given:
         pairs = cityscapes_pairs(root, naming)
     elif siblings := (
         {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
@@ -310,23 +315,23 @@ def cityscapes_pairs(root: Path, naming: Naming) -> list[Pair]:
         "'data.image_name=%s' 'data.label_name=%s'", root, *CITYSCAPES_NAMES,
     )  # fmt: skip
     images, masks = root / "leftImg8bit", root / "gtFine"
-    splits = {"train": "train", "val": "val"}
-    missing = [f"{masks / s}/" for s in splits.values() if not (masks / s).is_dir()]
-    missing += [f"{images / s}/" for s in splits.values() if not (images / s).is_dir()]
+    splits = ("train", "val")
+    missing = [f"{folder / s}/" for folder in (masks, images) for s in splits
+               if not (folder / s).is_dir()]  # fmt: skip
     if missing:
         raise ImageDataError(
             f"{root} is laid out as Cityscapes and has no {' and no '.join(missing)}: "
             "unpack leftImg8bit_trainvaltest.zip and gtFine_trainvaltest.zip into it."
         )
-    left_out = [f"{d.name}/" for d in visible_folders(images) if d.name not in splits.values()]
+    left_out = [f"{d.name}/" for d in visible_folders(images) if d.name not in splits]
     if left_out:
         log.warning(
             "%s: %s left out (Cityscapes' test masks hold no class; its server scores them), "
             "so the run tests on val", images, ", ".join(left_out),
         )  # fmt: skip
     pairs = []
-    for split, folder in splits.items():
-        pairs += paired(images / folder, masks / folder, None, names, split)
+    for split in splits:
+        pairs += paired(images / split, masks / split, None, names, split)
     return pairs
 
 
@@ -479,9 +484,10 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     images = subfolder(root, image_dir, IMAGE_DIRS, "image")
     labels = subfolder(root, label_dir, LABEL_DIRS, "label")
     rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
-    if images is None and labels is None and rois is None and not any(dirs):
+    unplaced = images is None and labels is None and rois is None and not any(dirs)
+    if unplaced and not naming.rules_given:  # masks beside their images, by one rule
         rule = beside_rule(image_files(root) or files_below(root))
-        if rule and naming[:2] == (DEFAULT_RULE, DEFAULT_RULE):
+        if rule:
             log.info(
                 "%s holds images with their masks beside them, named as them with text "
                 "added: read as data.image_dir=. data.label_dir=. 'data.label_name=%s'",
@@ -601,7 +607,7 @@ def paired(
     masks = keyed(mask_files, label_re, labels, "data.label_name")
     if listed is not None:  # a mask of an image left out is left out with it
         masks = {k: v for k, v in masks.items() if k in listed}
-    if masks and not set(masks) & set(by_id) and naming[:2] == (DEFAULT_RULE, DEFAULT_RULE):
+    if masks and not set(masks) & set(by_id) and not naming.rules_given:
         rule = inferred_label_name(by_id, masks, images, labels)
         if rule:
             log.info(

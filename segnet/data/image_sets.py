@@ -64,11 +64,22 @@ def split_of_list(stem: str) -> str | None:
     return "train" if name.startswith("train") and not name.startswith("trainval") else None
 
 
+def listed_ids(path: Path) -> list[str]:
+    """The image ids a list names, one a line; a line may carry more than the id (VOC's
+    classification lists: ``2008_000002  1``)."""
+    return [line.split()[0] for line in path.read_text().splitlines() if line.strip()]
+
+
+def list_files(root: Path) -> list[Path]:
+    """The lists in ``root/ImageSets/Segmentation``, in the order of their names."""
+    folder = root / LISTS
+    return sorted(folder.glob("*.txt")) if folder.is_dir() else []
+
+
 def image_sets(root: Path) -> ImageSets | None:
     """The lists in ``root/ImageSets/Segmentation``; None where it has none. An image two
     split lists name is refused, naming both."""
-    folder = root / LISTS
-    files = sorted(folder.glob("*.txt")) if folder.is_dir() else []
+    files, folder = list_files(root), root / LISTS
     if not files:
         return None
     listed: set[str] = set()
@@ -76,9 +87,7 @@ def image_sets(root: Path) -> ImageSets | None:
     named_by: dict[str, Path] = {}
     counts = []
     for path in files:
-        ids = [line.strip() for line in path.read_text().splitlines() if line.strip()]
-        # a line may carry more than the id (VOC's classification lists: "2008_000002  1")
-        ids = [i.split()[0] for i in ids]
+        ids = listed_ids(path)
         split = split_of_list(path.stem)
         listed.update(ids)
         counts.append(f"{path.name} {len(ids)}" + (f" ({split})" if split else ""))

@@ -300,6 +300,14 @@ def check_instance_masks(
     return True
 
 
+def own_layout(settings: Any) -> bool:
+    """No folder or name setting among ``settings`` (the layout, or a data config): the
+    folder is read as its own layout says (VOC's, Cityscapes' classes may be assumed)."""
+    folders = [settings.get(k) for k in ("image_dir", "label_dir", "roi_dir")]
+    rules = [settings.get(k) or "{id}" for k in ("image_name", "label_name")]
+    return not any(folders) and rules == ["{id}", "{id}"]
+
+
 def nnunet_root(root: Path | None, csv: str | None) -> Path | None:
     """``data.root`` where it is an nnU-Net dataset (``imagesTr/``, ``labelsTr/``: its
     dataset.json names the classes, whichever of its folders are read); None for any other
@@ -467,7 +475,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             log.info("the masks are given one per class: the class list beside them is not read")
             self.label_values = self.palette = self._class_names = None
             self.ignore_values, self.found_settings = self.own_ignore, {}
-            self.scores_every_class = False
+            self.class_list = None
         given = [
             name
             for name, is_given in (("data.label_values", self.label_values is not None),
@@ -514,18 +522,17 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         them, else None (found in the masks); and how mask values map to them."""
         nnunet = nnunet_root(self.root, self.csv)
         given = with_index_classes(nnunet, **given)
-        # a class list that names no background (DeepGlobe's land covers, CamVid's 32
-        # classes): the best checkpoint is picked by the mIoU of every class
-        self.scores_every_class = False
-        # the class settings read from a class list, which the run records as its own
+        # a class list shipped with the data, and the class settings read from it, which
+        # the run records as its own
+        self.class_list: class_files.ShippedClasses | None = None
         self.found_settings: dict[str, Any] = {}
         self.own_ignore = given["ignore_values"]
         overriding = class_files.classes_given({**given, "palette": palette})
         if nnunet is None and not self.csv and not overriding:
-            shipped = class_files.shipped_classes(self.root, own_layout=self.own_layout())
+            shipped = class_files.shipped_classes(self.root, own_layout(self.layout))
             given = class_files.with_shipped_classes(shipped, palette=palette, **given)
             palette = given.pop("palette")
-            self.scores_every_class = bool(shipped) and not shipped.has_background
+            self.class_list = shipped
             if shipped:
                 self.found_settings = {
                     **{k: given[k] for k in ("class_names", "label_values", "ignore_values")},
@@ -638,11 +645,6 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions_class_order=self.regions_class_order,
         )
 
-    def own_layout(self) -> bool:
-        """No folder or name setting: the folder is read as its own layout says."""
-        folders = [self.layout[k] for k in ("image_dir", "label_dir", "roi_dir")]
-        return not any(folders) and self.layout["image_name"] == self.layout["label_name"] == "{id}"
-
     def settings_found(self) -> dict[str, Any]:
         """The class settings read from a class list shipped with the data: the run records
         them, so that evaluation, export and a resume read the masks as it did."""
@@ -654,7 +656,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         mIoU of every class where a class list names no background."""
         if self.mask_classes:
             return "val/region_dice"
-        if self.scores_every_class:
+        # a class list that names no background (DeepGlobe's land covers, CamVid's 32
+        # classes): the best checkpoint is picked by the mIoU of every class
+        if self.class_list is not None and not self.class_list.has_background:
             log.info(
                 "no class of %s is the background: its monitor is val/miou, over every "
                 "class, unless the run's monitor setting says otherwise (val/dice is the "
@@ -691,7 +695,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         found = indexed_classes(nnunet, img.ImageDataError)
         if found is not None:
             return found.class_names
-        shipped = None if nnunet or data_cfg.get("csv") else class_files.shipped_classes(root)
+        shipped = (
+            None
+            if nnunet or data_cfg.get("csv")
+            else class_files.shipped_classes(root, own_layout(data_cfg))
+        )
         return shipped.class_names if shipped else None
 
     @classmethod

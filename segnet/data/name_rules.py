@@ -96,9 +96,9 @@ def affix_rules(
     candidates = set()
     for stem in (m.stem for m in masks.values()):
         if stem != image and stem.startswith(image):
-            candidates.add(("{id}", "{id}" + stem[len(image) :]))
+            candidates.add((DEFAULT_RULE, DEFAULT_RULE + stem[len(image) :]))
         elif stem != image and stem.endswith(image):
-            candidates.add(("{id}", stem[: -len(image)] + "{id}"))
+            candidates.add((DEFAULT_RULE, stem[: -len(image)] + DEFAULT_RULE))
     counted = {rules: pairs_made(rules, by_id, masks, images, labels) for rules in candidates}
     best = max(sorted(counted), key=lambda r: counted[r], default=None)
     return best if best is not None and counted[best] else None
@@ -165,7 +165,7 @@ def inferred_label_name(
     with text added, ``{id}_L``) that pairs every image with a mask and every mask with an
     image; None where none does (the refusal then shows the rule that pairs the most)."""
     rules = affix_rules(by_id[min(by_id)].stem, by_id, masks, images, labels)
-    if rules is None or rules[0] != DEFAULT_RULE:
+    if rules is None:
         return None
     pairs = pairs_made(rules, by_id, masks, images, labels)
     return rules[1] if pairs == len(by_id) == len(masks) else None
