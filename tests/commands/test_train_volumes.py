@@ -598,7 +598,8 @@ def test_the_split_record_is_the_runs_first_and_a_resume_says_when_cases_changed
     assert not (tmp_path / "camvid").exists()  # fixed split files: nothing to record
 
 
-@pytest.mark.parametrize("units", [True, False])
+# bf16 emulated on a CPU without bf16 units takes 18 s: that half runs in `make test-slow`
+@pytest.mark.parametrize("units", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_bf16_on_a_cpu_trains_and_warns_only_without_bf16_units(
     units, tmp_path, caplog, monkeypatch
 ):
