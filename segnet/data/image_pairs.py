@@ -38,6 +38,7 @@ from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import SPLIT_FOLDERS, role_of, split_named, split_of
 from segnet.data.image_sets import ImageSets, image_sets
 from segnet.data.name_rules import (
     DEFAULT_RULE,
@@ -56,12 +57,6 @@ LABEL_DIRS = (
     "SegmentationClass", "labels", "label", "masks", "mask", "annotations", "gt", "groundtruth"
 )  # fmt: skip
 ROI_DIRS = ("roi", "rois", "fov")
-# a split's folder by its common names (ADE20K's training/ and validation/)
-SPLIT_FOLDERS = {
-    "train": ("train", "training"),
-    "val": ("val", "valid", "validation"),
-    "test": ("test", "testing"),
-}
 HIDDEN = (".", "__MACOSX")  # .ipynb_checkpoints/, ._0.png, a zip's __MACOSX/
 # nnU-Net v2: the image and label folders of training cases and of test cases, and the
 # name of an image file, its case and its channel (``<case>_0000.png``)
@@ -177,10 +172,9 @@ def split_folders(folder: Path) -> dict[str, Path]:
     """The split folders directly in ``folder`` (``train/``, ``Validation/``, ...) by the
     split each holds, in the order train, val, test; two folders for one split are
     refused."""
-    by_name = {name: split for split, names in SPLIT_FOLDERS.items() for name in names}
     found: dict[str, Path] = {}
     for d in visible_folders(folder) if folder.is_dir() else ():
-        split = by_name.get(d.name.lower())
+        split = split_named(d.name)
         if split in found:
             raise ImageDataError(
                 f"{folder} has both {found[split].name}/ and {d.name}/, two folders for the "
@@ -257,31 +251,30 @@ def find_pairs(
 def sibling_split_folders(root: Path) -> dict[str, tuple[Path, Path | None]]:
     """Split folders of images with their masks beside them, by split: ``train/`` with
     ``trainannot/`` (SegNet's CamVid), ``train/`` with ``train_masks/`` (Carvana),
-    ``train_images/`` with ``train_labels/``; a split folder of images whose masks are not
-    there (an unlabelled ``test/``) has None. Empty unless some split has both."""
-    folders = {d.name.lower(): d for d in visible_folders(root)} if root.is_dir() else {}
-
-    def named(split_name: str, words: Sequence[str]) -> list[Path]:
-        names = [f"{split_name}{j}{w}" for w in words for j in ("_", "-", "")]
-        names += [f"{w}{j}{split_name}" for w in words for j in ("_", "-")]
-        return [folders[n] for n in names if n in folders]
-
-    found: dict[str, tuple[Path, Path | None]] = {}
+    ``train_images/`` with ``train_labels/``, ``..._Training_Input/`` with
+    ``..._Training_GroundTruth/`` (ISIC): a folder whose name gives a split and says
+    images or masks (:mod:`segnet.data.folder_roles`), or is a split's name alone (images);
+    a split folder of images whose masks are not there (an unlabelled ``test/``) has None.
+    Empty unless some split has both."""
     if any(find_folder(d, None, IMAGE_DIRS) for d in split_folders(root).values()):
-        return found  # split folders holding images/ and labels/: that layout, not this
-    for split, split_names in SPLIT_FOLDERS.items():
-        for name in split_names:
-            images = [d for d in [folders.get(name), *named(name, IMAGE_DIRS)] if d is not None]
-            images = [d for d in images if image_files(d)]
-            masks = [d for d in named(name, (*LABEL_DIRS, "annot")) if image_files(d)]
-            if len(images) > 1 or len(masks) > 1:
-                raise ImageDataError(
-                    f"{root}: {', '.join(d.name + '/' for d in images + masks)} are all "
-                    f"named for the {split!r} split: set data.image_dir and data.label_dir "
-                    "to the two to pair, or list the pairs in a CSV (data.csv=)."
-                )
-            if images:
-                found[split] = (images[0], masks[0] if masks else None)
+        return {}  # split folders holding images/ and labels/: that layout, not this
+    named: dict[str, dict[str, list[Path]]] = {s: {"images": [], "labels": []} for s in SPLIT_FOLDERS}
+    for d in visible_folders(root) if root.is_dir() else ():
+        split = split_of(d.name)
+        role = "images" if split_named(d.name) else role_of(d.name)
+        if split and role in ("images", "labels") and image_files(d):
+            named[split][role].append(d)
+    found: dict[str, tuple[Path, Path | None]] = {}
+    for split, roles in named.items():
+        images, masks = roles["images"], roles["labels"]
+        if len(images) > 1 or len(masks) > 1:
+            raise ImageDataError(
+                f"{root}: {', '.join(d.name + '/' for d in images + masks)} are all "
+                f"named for the {split!r} split: set data.image_dir and data.label_dir "
+                "to the two to pair, or list the pairs in a CSV (data.csv=)."
+            )
+        if images:
+            found[split] = (images[0], masks[0] if masks else None)
     return found if any(masks for _, masks in found.values()) else {}
 
 
@@ -484,6 +477,7 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     images = subfolder(root, image_dir, IMAGE_DIRS, "image")
     labels = subfolder(root, label_dir, LABEL_DIRS, "label")
     rois = subfolder(root, roi_dir, ROI_DIRS if roi_dir is None else (), "roi")
+    images, labels, rois = named_by_words(root, dirs, images, labels, rois)
     unplaced = images is None and labels is None and rois is None and not any(dirs)
     if unplaced and not naming.rules_given:  # masks beside their images, by one rule
         rule = beside_rule(image_files(root) or files_below(root))
@@ -500,6 +494,47 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     if inner:
         return inner_split_pairs(inner, labels, rois, naming)
     return paired(images, labels, rois, naming, split)
+
+
+def named_by_words(
+    root: Path, dirs: tuple, images: Path | None, labels: Path | None, rois: Path | None
+) -> tuple[Path | None, Path | None, Path | None]:
+    """The image, mask and region-of-interest folders of ``root`` where their names are not
+    the layouts' own but say what they hold (:mod:`segnet.data.folder_roles`: ``Image/``
+    and ``Mask/``, ``images_png/`` and ``masks_png/``), each the one folder of its kind
+    (folders named for a split are not); hand-drawn masks (DRIVE's ``1st_manual/``) over a
+    ``mask/`` beside them, which is then the field of view; a mask folder that holds one
+    folder of masks alone (``annotations/trimaps/``), that folder. Said where any is read
+    so; a setting given is kept."""
+    found = {"image": images, "label": labels, "roi": rois}
+    given = dict(zip(found, dirs))
+    by_role: dict[str, list[Path]] = {"images": [], "labels": [], "roi": []}
+    for d in visible_folders(root) if root.is_dir() else ():
+        role = role_of(d.name)
+        if role and not split_of(d.name) and (image_files(d) or files_below(d)):
+            by_role[role].append(d)
+    manual = sorted(d for d in by_role["labels"] if "manual" in d.name.lower())
+    read: dict[str, Path] = {}
+    if manual and not given["label"] and labels not in manual:
+        if labels is not None and labels.name.lower() == "mask" and not given["roi"] and rois is None:
+            read["roi"] = labels  # DRIVE: mask/ is the field of view of the manual masks
+        read["label"] = manual[0]  # 1st_manual/ before 2nd_manual/: the first observer's
+    for what, role in (("image", "images"), ("label", "labels"), ("roi", "roi")):
+        if found[what] is None and not given[what] and what not in read:
+            if len(by_role[role]) == 1 and by_role[role][0] not in read.values():
+                read[what] = by_role[role][0]
+    label_folder = read.get("label", labels)
+    if label_folder is not None and not given["label"] and not image_files(label_folder):
+        inner = [d for d in visible_folders(label_folder) if image_files(d)]
+        if len(inner) == 1 and role_of(inner[0].name) == "labels":
+            read["label"] = inner[0]
+    if read:
+        log.info(
+            "%s: read as %s, by what their names say", root,
+            " ".join(f"data.{w}_dir={read[w].relative_to(root)}" for w in found if w in read),
+        )  # fmt: skip
+    found.update(read)
+    return found["image"], found["label"], found["roi"]
 
 
 def missing_folders_message(root: Path, images: Path | None) -> str:

@@ -579,11 +579,11 @@ class LabelMapping:
         )
 
 
-def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
-    """The settings that would map the values counted over the training masks; values
-    that each hold under ``NAMED_SHARE`` of the pixels and lie near a larger one are left
-    out (noise, edges: with these settings they are read as the nearest); a rare value
-    far from the others, or among class numbers, stays in (it may be a class)."""
+def values_that_count(counts: dict[int, int]) -> list[int]:
+    """The values of ``counts`` (value -> pixels) a setting would name: all of them, but
+    those that each hold under ``NAMED_SHARE`` of the pixels and lie near a larger one
+    (noise, edges: read as the nearest); a rare value far from the others, or among class
+    numbers, stays in (it may be a class)."""
     total = sum(counts.values()) or 1
     major = [c for c in counts if counts[c] >= NAMED_SHARE * total]
     codes = sorted(counts)
@@ -594,6 +594,22 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
             gap = nearest_of(minor, major)[1]
             far = [c for c, d in zip(minor, gap, strict=True) if d > tolerance]
             codes = sorted(major + far)
+    return codes
+
+
+def background_and_foreground(counts: dict[int, int]) -> tuple[int, int] | None:
+    """Grey masks of two values, one 0 (with their compression noise or smoothed edges):
+    0 and the other value, the background and the foreground; None for any other masks."""
+    codes = values_that_count(counts)
+    if len(codes) == 2 and codes[0] == 0 and not is_colour(codes[1]):
+        return 0, codes[1]
+    return None
+
+
+def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
+    """The settings that would map the values counted over the training masks (those of
+    :func:`values_that_count`)."""
+    codes = values_that_count(counts)
     colour = any(is_colour(c) for c in codes)
     names = list(class_names or [])
     objects = [c for c in codes if c != 0]  # noise and edges left out: values that count

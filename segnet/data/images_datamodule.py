@@ -578,6 +578,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if self._class_names is None:
             every = list(range(len(self.pairs)))
             counts, _ = self._count_codes(every, keep=False)
+            if self._assume_two_classes(counts):
+                return self.describe()
             raise ValueError(
                 f"data.class_names is not set for {self.where()}: name one class per mask "
                 f"value. Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
@@ -644,6 +646,38 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions=self.regions,
             regions_class_order=self.regions_class_order,
         )
+
+    def _assume_two_classes(self, counts: dict[int, int]) -> bool:
+        """Where no class is named and every mask holds 0 and one other value (its
+        compression noise aside: :func:`img.background_and_foreground`), they are the
+        background and the foreground, said with the settings that name or swap them, and
+        recorded as the run's own settings; False for any other masks (refused, with the
+        settings that fit)."""
+        if self.instance_masks or self.regions_given:
+            return False
+        shown = {"one_bit_white": 255, "palette_colours": False}
+        if shown != self.reading():
+            counts, _ = self._count_codes(range(len(self.pairs)), keep=False, reading=shown)
+        values = img.background_and_foreground(counts)
+        if values is None:
+            return False
+        names = ["background", "foreground"]
+        log.warning(
+            "no class is named for %s, and its masks hold %d and %d: read as %s (%d) and "
+            "%s (%d), the class val/dice scores. To name them, or to score the other: "
+            "'data.class_names=[background,foreground]' 'data.label_values=[%d,%d]'",
+            self.where(), *values, names[0], values[0], names[1], values[1], *values,
+        )  # fmt: skip
+        self.label_values = list(values)
+        self._class_names = names
+        self.mapping = img.LabelMapping.from_settings(
+            names, self.label_values, None, self.ignore_values
+        )
+        self.found_settings = {
+            "class_names": names, "label_values": self.label_values,
+            "ignore_values": self.ignore_values, "palette": None,
+        }  # fmt: skip
+        return True
 
     def settings_found(self) -> dict[str, Any]:
         """The class settings read from a class list shipped with the data: the run records

@@ -3,6 +3,8 @@ generated folders in every layout and mask form a user brings."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -94,16 +96,36 @@ def test_binary_masks_in_0_255_train_as_two_classes_with_label_values(tmp_path):
     assert batch["label"].dtype == torch.long
 
 
-def test_0_255_masks_without_a_mapping_are_refused_with_the_settings_that_fit(tmp_path):
+def test_0_255_masks_with_names_and_no_values_are_refused_with_the_settings_that_fit(tmp_path):
     root = make_folder(tmp_path / "d")
     with pytest.raises(ImageDataError) as caught:
         prepared(root, class_names=["background", "disc"])
     message = str(caught.value)
     assert "labels/" in message and "holds 255" in message
     assert "'data.label_values=[0,255]'" in message
-    # never 256 classes, never 255 read as void in silence
-    with pytest.raises(ValueError, match="data.class_names is not set.*255"):
-        prepared(root)
+
+
+@pytest.mark.parametrize("values", [(0, 255), (0, 1)])
+def test_masks_of_0_and_one_value_with_no_class_named_are_background_and_foreground(
+    tmp_path, caplog, values
+):
+    """Never 256 classes, never 255 read as void in silence: 0 and the other value are
+    the two classes, said with the settings that swap them, and recorded for evaluation."""
+    root = make_folder(tmp_path / "d", values=values)
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root)
+        info = dm.info()
+    assert info.class_names == ["background", "foreground"] and info.monitor == "val/dice"
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+    assert f"'data.label_values=[{values[0]},{values[1]}]'" in caplog.text
+    assert dm.settings_found()["label_values"] == list(values)
+
+
+def test_masks_of_two_values_without_0_are_still_refused(tmp_path):
+    for values in ((1, 2), (100, 255)):
+        root = make_folder(tmp_path / f"d{values[0]}", values=values)
+        with pytest.raises(ValueError, match="data.class_names is not set"):
+            prepared(root).info()
 
 
 @pytest.mark.parametrize("mask_mode", ["index", "1", "P"])

@@ -1,0 +1,67 @@
+"""What a folder holds, read from the words of its name, for folders not named as the
+layouts name them (``images/``, ``labels/``): images (``Image/``, ``images_png/``,
+``original_images/``, ``ISIC2018_Task1-2_Training_Input/``), masks (``Mask/``,
+``label_images_semantic/``, ``ISIC2018_Task1_Training_GroundTruth/``, ``1st_manual/``,
+``trimaps/``, mmsegmentation's ``ann_dir/``) or regions of interest (``fov/``), and the split a name gives
+(``Training``, ``Validation``, ``test``)."""
+
+from __future__ import annotations
+
+import re
+
+# a split's folder by its common names (ADE20K's training/ and validation/)
+SPLIT_FOLDERS = {
+    "train": ("train", "training"),
+    "val": ("val", "valid", "validation"),
+    "test": ("test", "testing"),
+}
+# A word of masks wins over one of images: label_images_semantic/ holds masks.
+MASK_WORDS = frozenset(
+    "label labels mask masks annotation annotations annot annots anno ann gt groundtruth "
+    "manual segmentation segmentations seg segs trimap trimaps target targets".split()
+)
+ROI_WORDS = frozenset("roi rois fov".split())
+IMAGE_WORDS = frozenset(
+    "image images img imgs input inputs original originals photo photos frames sat".split()
+)
+ROLES = {"labels": MASK_WORDS, "roi": ROI_WORDS, "images": IMAGE_WORDS}
+_SPLIT_BY_NAME = {name: split for split, names in SPLIT_FOLDERS.items() for name in names}
+
+
+def name_words(name: str) -> frozenset[str]:
+    """The lower-case words of a folder's name, split at separators, case changes and
+    digits (``ISIC2018_Task1-2_Training_Input``: isic, 2018, task, 1, 2, training,
+    input), with each two neighbours joined too (``GroundTruth``: groundtruth) and a split's
+    name glued to a role word taken apart (``trainannot``: train, annot)."""
+    parts = [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+    words = set(parts) | {a + b for a, b in zip(parts, parts[1:])}
+    for part in parts:
+        for split_name in _SPLIT_BY_NAME:
+            rest = part.removeprefix(split_name)
+            if rest != part and any(rest in w for w in ROLES.values()):
+                words |= {split_name, rest}
+    return frozenset(words)
+
+
+def role_of(name: str) -> str | None:
+    """What a folder of that name holds: "labels", "roi" or "images"; None where its
+    name does not say."""
+    words = name_words(name)
+    return next((role for role, known in ROLES.items() if words & known), None)
+
+
+def split_of(name: str) -> str | None:
+    """The split a folder's name gives (``ISIC2018_Task1-2_Validation_Input``: val); None
+    where it gives none, or two."""
+    splits = {_SPLIT_BY_NAME[w] for w in name_words(name) if w in _SPLIT_BY_NAME}
+    return splits.pop() if len(splits) == 1 else None
+
+
+def is_split_name(name: str) -> bool:
+    """``name`` is a split's folder name alone (``train``, ``Validation``)."""
+    return name.lower() in _SPLIT_BY_NAME
+
+
+def split_named(name: str) -> str | None:
+    """The split whose folder ``name`` alone is (``Validation``: val); None otherwise."""
+    return _SPLIT_BY_NAME.get(name.lower())
