@@ -17,12 +17,46 @@ SPLIT_FOLDERS = {
 }
 # A word of masks wins over one of images: label_images_semantic/ holds masks.
 MASK_WORDS = frozenset(
-    "label labels mask masks annotation annotations annot annots anno ann gt groundtruth "
-    "manual segmentation segmentations seg segs trimap trimaps target targets".split()
+    [
+        "label",
+        "labels",
+        "mask",
+        "masks",
+        "annotation",
+        "annotations",
+        "annot",
+        "annots",
+        "anno",
+        "ann",
+        "gt",
+        "groundtruth",
+        "manual",
+        "segmentation",
+        "segmentations",
+        "seg",
+        "segs",
+        "trimap",
+        "trimaps",
+        "target",
+        "targets",
+    ]
 )
-ROI_WORDS = frozenset("roi rois fov".split())
+ROI_WORDS = frozenset(["roi", "rois", "fov"])
 IMAGE_WORDS = frozenset(
-    "image images img imgs input inputs original originals photo photos frames sat".split()
+    [
+        "image",
+        "images",
+        "img",
+        "imgs",
+        "input",
+        "inputs",
+        "original",
+        "originals",
+        "photo",
+        "photos",
+        "frames",
+        "sat",
+    ]
 )
 ROLES = {"labels": MASK_WORDS, "roi": ROI_WORDS, "images": IMAGE_WORDS}
 _SPLIT_BY_NAME = {name: split for split, names in SPLIT_FOLDERS.items() for name in names}
@@ -34,7 +68,7 @@ def name_words(name: str) -> frozenset[str]:
     input), with each two neighbours joined too (``GroundTruth``: groundtruth) and a split's
     name glued to a role word taken apart (``trainannot``: train, annot)."""
     parts = [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
-    words = set(parts) | {a + b for a, b in zip(parts, parts[1:])}
+    words = set(parts) | {a + b for a, b in zip(parts, parts[1:], strict=False)}
     for part in parts:
         for split_name in _SPLIT_BY_NAME:
             rest = part.removeprefix(split_name)

@@ -38,12 +38,13 @@ from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import SPLIT_FOLDERS, role_of, split_named, split_of
+from segnet.data.folder_roles import SPLIT_FOLDERS, name_words, role_of, split_named, split_of
 from segnet.data.image_sets import ImageSets, image_sets
 from segnet.data.name_rules import (
     DEFAULT_RULE,
+    affix_rules,
     beside_rule,
-    inferred_label_name,
+    inferred_rules,
     keyed,
     name_pattern,
     unpaired_message,
@@ -194,6 +195,23 @@ def only_split_folders(folder: Path) -> dict[str, Path]:
     return splits
 
 
+def unwrapped(root: Path | None) -> Path | None:
+    """``root``, or where it holds no image and one folder alone that is no image, mask or
+    split folder (``massachusetts-roads/tiff/``, a zip's extra folder), the folder inside,
+    said: what the data's layout is read from."""
+    inner = root
+    while inner is not None and inner.is_dir() and not image_files(inner):
+        folders = visible_folders(inner)
+        files = [f for f in inner.iterdir() if f.is_file() and not f.name.startswith(HIDDEN)]
+        lone = folders[0] if len(folders) == 1 and not files else None
+        if lone is None or role_of(lone.name) or split_named(lone.name):
+            break
+        inner = lone
+    if inner != root:
+        log.info("%s holds one folder alone: its data is read from %s", root, inner)
+    return inner
+
+
 def find_folder(root: Path, given: str | None, choices: Sequence[str]) -> Path | None:
     """``root/given``, or the first of ``root/choices`` that is a folder; None if none is."""
     for name in [given] if given else choices:
@@ -258,7 +276,9 @@ def sibling_split_folders(root: Path) -> dict[str, tuple[Path, Path | None]]:
     Empty unless some split has both."""
     if any(find_folder(d, None, IMAGE_DIRS) for d in split_folders(root).values()):
         return {}  # split folders holding images/ and labels/: that layout, not this
-    named: dict[str, dict[str, list[Path]]] = {s: {"images": [], "labels": []} for s in SPLIT_FOLDERS}
+    named: dict[str, dict[str, list[Path]]] = {
+        s: {"images": [], "labels": []} for s in SPLIT_FOLDERS
+    }
     for d in visible_folders(root) if root.is_dir() else ():
         split = split_of(d.name)
         role = "images" if split_named(d.name) else role_of(d.name)
@@ -454,13 +474,19 @@ def root_split_pairs(root: Path, dirs: tuple, naming: Naming) -> list[Pair]:
     images and no mask folder (an unlabelled ``test/``) is left out, and said."""
     image_dir, label_dir, _ = dirs
     pairs = []
-    for split, folder in split_folders(root).items():
+    splits = split_folders(root)
+    # DRIVE: where a split has hand-drawn masks (1st_manual/), a mask/ alone is a field of view
+    manual = not label_dir and any(hand_drawn(folder) for folder in splits.values())
+    for split, folder in splits.items():
         images = find_folder(folder, image_dir, IMAGE_DIRS)
-        if images is not None and find_folder(folder, label_dir, LABEL_DIRS) is None:
+        masks = hand_drawn(folder) if manual else find_folder(folder, label_dir, LABEL_DIRS)
+        named = {role_of(d.name) for d in role_folders(folder)} if not any(dirs) else set()
+        if (images is not None and not masks) or named == {"images"}:
             log.warning(
                 "%s has images and no mask folder (%s): it is left out; python -m "
                 "segnet.predict segments its images.",
-                folder, "/, ".join([label_dir] if label_dir else LABEL_DIRS) + "/",
+                folder, "/, ".join(["1st_manual"] if manual else [label_dir] if label_dir
+                                   else LABEL_DIRS) + "/",
             )  # fmt: skip
             continue
         pairs += folder_pairs(folder, dirs, naming, split)
@@ -488,6 +514,8 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
                 root, rule,
             )  # fmt: skip
             return paired(root, root, None, naming._replace(label_name=rule), split)
+    if unplaced and (groups := grouped_folders(root)):
+        return group_pairs(groups, naming, split)
     if images is None or labels is None:
         raise FileNotFoundError(missing_folders_message(root, images))
     inner = only_split_folders(images) if split is None else {}
@@ -497,7 +525,12 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
 
 
 def named_by_words(
-    root: Path, dirs: tuple, images: Path | None, labels: Path | None, rois: Path | None
+    root: Path,
+    dirs: tuple,
+    images: Path | None,
+    labels: Path | None,
+    rois: Path | None,
+    quiet: bool = False,
 ) -> tuple[Path | None, Path | None, Path | None]:
     """The image, mask and region-of-interest folders of ``root`` where their names are not
     the layouts' own but say what they hold (:mod:`segnet.data.folder_roles`: ``Image/``
@@ -507,34 +540,87 @@ def named_by_words(
     folder of masks alone (``annotations/trimaps/``), that folder. Said where any is read
     so; a setting given is kept."""
     found = {"image": images, "label": labels, "roi": rois}
-    given = dict(zip(found, dirs))
+    given = dict(zip(found, dirs, strict=True))
     by_role: dict[str, list[Path]] = {"images": [], "labels": [], "roi": []}
     for d in visible_folders(root) if root.is_dir() else ():
         role = role_of(d.name)
         if role and not split_of(d.name) and (image_files(d) or files_below(d)):
             by_role[role].append(d)
-    manual = sorted(d for d in by_role["labels"] if "manual" in d.name.lower())
+    manual = hand_drawn(root)
     read: dict[str, Path] = {}
     if manual and not given["label"] and labels not in manual:
-        if labels is not None and labels.name.lower() == "mask" and not given["roi"] and rois is None:
+        if (
+            labels is not None
+            and labels.name.lower() == "mask"
+            and not given["roi"]
+            and rois is None
+        ):
             read["roi"] = labels  # DRIVE: mask/ is the field of view of the manual masks
         read["label"] = manual[0]  # 1st_manual/ before 2nd_manual/: the first observer's
     for what, role in (("image", "images"), ("label", "labels"), ("roi", "roi")):
-        if found[what] is None and not given[what] and what not in read:
-            if len(by_role[role]) == 1 and by_role[role][0] not in read.values():
-                read[what] = by_role[role][0]
+        alone = by_role[role][0] if len(by_role[role]) == 1 else None
+        unset = found[what] is None and not given[what] and what not in read
+        if unset and alone is not None and alone not in read.values():
+            read[what] = alone
     label_folder = read.get("label", labels)
     if label_folder is not None and not given["label"] and not image_files(label_folder):
         inner = [d for d in visible_folders(label_folder) if image_files(d)]
         if len(inner) == 1 and role_of(inner[0].name) == "labels":
             read["label"] = inner[0]
-    if read:
+    if read and not quiet:
         log.info(
             "%s: read as %s, by what their names say", root,
             " ".join(f"data.{w}_dir={read[w].relative_to(root)}" for w in found if w in read),
         )  # fmt: skip
     found.update(read)
     return found["image"], found["label"], found["roi"]
+
+
+def role_folders(root: Path) -> list[Path]:
+    """The folders in ``root`` and in its subfolders whose names say they hold images,
+    masks or regions of interest (:mod:`segnet.data.folder_roles`) and that hold images."""
+    found = []
+    for d in visible_folders(root):
+        found += [d] if role_of(d.name) else [s for s in visible_folders(d) if role_of(s.name)]
+    return [d for d in found if image_files(d) or files_below(d)]
+
+
+def grouped_folders(root: Path) -> dict[str, tuple[Path, Path]]:
+    """A folder per group (a domain, a site, a patient), each holding an image folder and a
+    mask folder (LoveDA's ``Urban/images_png/`` and ``Urban/masks_png/``): the two of each,
+    by group; empty unless every subfolder of ``root`` is such a group."""
+    groups = {}
+    for d in visible_folders(root):
+        images = find_folder(d, None, IMAGE_DIRS)
+        labels = find_folder(d, None, LABEL_DIRS)
+        images, labels, _ = named_by_words(d, (None, None, None), images, labels, None, quiet=True)
+        if images is None or labels is None:
+            return {}
+        groups[d.name] = (images, labels)
+    return groups
+
+
+def group_pairs(
+    groups: dict[str, tuple[Path, Path]], naming: Naming, split: str | None
+) -> list[Pair]:
+    """The pairs of each group's image and mask folders (:func:`grouped_folders`), named
+    and grouped by their group (``Urban/1366.png``), so that a name may occur in each."""
+    log.info("%s holds a folder of images and masks per group (%s): each read, its images named "
+             "after it", next(iter(groups.values()))[0].parent.parent, ", ".join(groups))  # fmt: skip
+    prefix = f"{split}/" if split else ""
+    pairs = []
+    for group, (images, labels) in groups.items():
+        for p in paired(images, labels, None, naming, split):
+            name = f"{prefix}{group}/{p.name.removeprefix(prefix)}"
+            pairs.append(replace(p, name=name, group=group))
+    return pairs
+
+
+def hand_drawn(root: Path) -> list[Path]:
+    """The folders of masks drawn by hand, as DRIVE names them (``1st_manual/``,
+    ``2nd_manual/``), in name order: the first observer's first."""
+    return [d for d in visible_folders(root) if "manual" in name_words(d.name)
+            and role_of(d.name) == "labels" and image_files(d)]  # fmt: skip
 
 
 def missing_folders_message(root: Path, images: Path | None) -> str:
@@ -610,12 +696,26 @@ def paired(
     listed = naming.lists.listed if naming.lists else None
     if listed is not None:
         by_id = only_listed(by_id, listed, images)
-    roi_masks = regions_of_interest(rois, by_id, image_re) if rois is not None else {}
     if not by_id:
         raise ImageDataError(
             f"{images}: no image files ({', '.join(IMAGE_SUFFIXES)}) whose names match "
             f"data.image_name={naming.image_name!r}."
         )
+    class_dirs = class_mask_folders(labels) if not nested else []
+    masks = {} if class_dirs else keyed(mask_files, label_re, labels, "data.label_name")
+    if listed is not None:  # a mask of an image left out is left out with it
+        masks = {k: v for k, v in masks.items() if k in listed}
+    if masks and not set(masks) & set(by_id) and not naming.rules_given:
+        rules = inferred_rules(by_id, masks, images, labels)
+        if rules:
+            given = f"'data.label_name={rules[1]}'"
+            if rules[0] != DEFAULT_RULE:
+                given = f"'data.image_name={rules[0]}' {given}"
+            log.info("the masks in %s pair with their images in %s by %s, the one rule that "
+                     "pairs every file", labels, images, given)  # fmt: skip
+            named = naming._replace(image_name=rules[0], label_name=rules[1])
+            return paired(images, labels, rois, named, split)
+    roi_masks = regions_of_interest(rois, by_id, image_re, images) if rois is not None else {}
     # under split folders the name keeps its split: train/0.png and test/0.png differ
     prefix = f"{split}/" if split else ""
 
@@ -628,7 +728,6 @@ def paired(
                     masks, group)  # fmt: skip
 
     ids = sorted(by_id, key=lambda k: by_id[k].relative_to(images).as_posix())
-    class_dirs = class_mask_folders(labels) if not nested else []
     if class_dirs:  # one mask per class: a folder of masks for each class
         per_class = {
             d.name: {k: v for k, v in keyed(image_files(d), label_re, d, "data.label_name").items()
@@ -639,17 +738,6 @@ def paired(
                                 for d in class_dirs))  # fmt: skip
         kept = [k for k in ids if k not in skipped]
         return [pair(k, None, tuple((c, m[k]) for c, m in per_class.items())) for k in kept]
-    masks = keyed(mask_files, label_re, labels, "data.label_name")
-    if listed is not None:  # a mask of an image left out is left out with it
-        masks = {k: v for k, v in masks.items() if k in listed}
-    if masks and not set(masks) & set(by_id) and not naming.rules_given:
-        rule = inferred_label_name(by_id, masks, images, labels)
-        if rule:
-            log.info(
-                "the masks in %s are named as their images in %s with text added: paired by "
-                "'data.label_name=%s'", labels, images, rule,
-            )  # fmt: skip
-            masks = keyed(mask_files, name_pattern(rule, ""), labels, "data.label_name")
     skipped = check_paired(images, labels, by_id, masks, naming)
     return [pair(k, masks[k]) for k in ids if k not in skipped]
 
@@ -690,10 +778,17 @@ def listing(
     return found, listed(labels)
 
 
-def regions_of_interest(rois: Path, by_id: dict[str, Path], image_re: re.Pattern) -> dict:
-    """The region-of-interest mask of each image, by its key; where the folder holds
-    none for some images, they are said (trained and scored whole)."""
-    found = keyed(image_files(rois) or files_below(rois), image_re, rois, "data.image_name")
+def regions_of_interest(
+    rois: Path, by_id: dict[str, Path], image_re: re.Pattern, images: Path
+) -> dict:
+    """The region-of-interest mask of each image, by its key: named as the image, or, where
+    none is, as the image with text added (DRIVE's ``21_training_mask`` of
+    ``21_training``) where that pairs some; where the folder holds none for some images,
+    they are said (trained and scored whole)."""
+    files = image_files(rois) or files_below(rois)
+    found = keyed(files, image_re, rois, "data.image_name")
+    if by_id and files and not set(found) & set(by_id):
+        found = rois_named_with_text_added(files, by_id, images, rois) or found
     missing = [k for k in by_id if k not in found]
     if missing:
         log.warning(
@@ -701,6 +796,23 @@ def regions_of_interest(rois: Path, by_id: dict[str, Path], image_re: re.Pattern
             "pixel of those is trained and scored", len(missing), len(by_id), rois, missing[0],
         )  # fmt: skip
     return found
+
+
+def rois_named_with_text_added(
+    files: list[Path], by_id: dict[str, Path], images: Path, rois: Path
+) -> dict[str, Path]:
+    """The region-of-interest masks named as their image's file with text added, by the
+    image's key; none where no such rule pairs any."""
+    key_of_stem = {by_id[k].relative_to(images).with_suffix("").as_posix(): k for k in by_id}
+    by_stem = {s: by_id[k] for s, k in key_of_stem.items()}
+    plain = keyed(files, name_pattern(DEFAULT_RULE, ""), rois, "")
+    rules = affix_rules(by_id[min(by_id)].stem, by_stem, plain, images, rois)
+    if rules is None:
+        return {}
+    log.info("the regions of interest in %s are named as their images with text added: "
+             "paired by '%s'", rois, rules[1])  # fmt: skip
+    found = keyed(files, name_pattern(rules[1], ""), rois, "data.roi_dir")
+    return {key_of_stem[s]: path for s, path in found.items() if s in key_of_stem}
 
 
 def beside(files: list[Path], folder: Path, naming: Naming) -> tuple[list[Path], list[Path]]:

@@ -29,6 +29,7 @@ from segnet.data.image_pairs import (  # noqa: F401 (read through here)
     Pair,
     find_pairs,
     further_channels,
+    unwrapped,
 )
 from segnet.data.mask_codes import COLOUR, code_text, is_colour  # noqa: F401 (read through here)
 

@@ -422,7 +422,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         check_batch(batch_size, patches_per_epoch, steps_per_epoch)
         scale, size = check_sampling(max_patch, foreground_ratio, scale, intensity, patch_size)
         check_normalization(mean, std)
-        self.root, self.csv = (Path(root).expanduser() if root else None), csv
+        self.root, self.csv = img.unwrapped(Path(root).expanduser() if root else None), csv
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
         self.set_classes(palette, class_names=class_names, label_values=label_values,
                          ignore_values=ignore_values, regions=regions, instance_masks=instance_masks,
@@ -578,13 +578,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if self._class_names is None:
             every = list(range(len(self.pairs)))
             counts, _ = self._count_codes(every, keep=False)
-            if self._assume_two_classes(counts):
-                return self.describe()
-            raise ValueError(
-                f"data.class_names is not set for {self.where()}: name one class per mask "
-                f"value. Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
-                f"{self._suggested(counts, every)}."
-            )
+            if not self._assume_two_classes(counts):
+                raise ValueError(self._unnamed_message(counts, every))
         held = self.splits["all"] if self.mean is None else self.splits[self.split]
         check_memory(self.where(), [headers[i] for i in held], img.channel_count(mode))
         if self.mean is None:  # training: the masks are checked before anything else
@@ -645,6 +640,13 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             patch_size=list(patch),
             regions=self.regions,
             regions_class_order=self.regions_class_order,
+        )
+
+    def _unnamed_message(self, counts: dict[int, int], every: list[int]) -> str:
+        return (
+            f"data.class_names is not set for {self.where()}: name one class per mask value. "
+            f"Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
+            f"{self._suggested(counts, every)}."
         )
 
     def _assume_two_classes(self, counts: dict[int, int]) -> bool:

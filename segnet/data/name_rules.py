@@ -71,19 +71,26 @@ def unpaired_message(
         )
     hint = ""
     rules = affix_rules(image, by_id, masks, images, labels)
-    head = re.match(r"^(.*?)([_\-. ])", image)
     if rules:
         hint = f" To pair them: 'data.label_name={rules[1]}'."
-    elif head and mask.startswith(head[0]):
-        key, sep = head[1], head[2]
-        rules = (f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}")
-        if key and pairs_made(rules, by_id, masks, images, labels):
-            hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
+    elif (rules := head_rules(image, mask)) and pairs_made(rules, by_id, masks, images, labels):
+        hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
     return (
         f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
         f"{mask}): data.image_name and data.label_name are the rule, patterns with one {{id}} "
         f"for the part image and mask share.{hint}"
     )
+
+
+def head_rules(image: str, mask: str) -> tuple[str, str] | None:
+    """The rules where image and mask share the part of their names before the first
+    separator and each has its own text after it (``21_training`` and ``21_manual1``:
+    ``{id}_training`` and ``{id}_manual1``); None where they share no such part."""
+    head = re.match(r"^(.*?)([_\-. ])", image)
+    if not head or not head[1] or not mask.startswith(head[0]):
+        return None
+    sep = head[2]
+    return f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}"
 
 
 def affix_rules(
@@ -158,14 +165,16 @@ def strip_affix(stem: str, affix: str, after: bool) -> str | None:
     return None
 
 
-def inferred_label_name(
+def inferred_rules(
     by_id: dict[str, Path], masks: dict[str, Path], images: Path, labels: Path
-) -> str | None:
-    """Where no image pairs with a mask by the same name: the mask rule (the image's name
-    with text added, ``{id}_L``) that pairs every image with a mask and every mask with an
-    image; None where none does (the refusal then shows the rule that pairs the most)."""
-    rules = affix_rules(by_id[min(by_id)].stem, by_id, masks, images, labels)
-    if rules is None:
-        return None
-    pairs = pairs_made(rules, by_id, masks, images, labels)
-    return rules[1] if pairs == len(by_id) == len(masks) else None
+) -> tuple[str, str] | None:
+    """Where no image pairs with a mask by the same name: the rules (image, mask) that
+    pair every image with a mask and every mask with an image, the mask named as its image
+    with text added (``{id}_L``) or both with their own text after the part they share
+    (``{id}_training`` and ``{id}_manual1``); None where none does (the refusal then shows
+    the rule that pairs the most)."""
+    image, mask = by_id[min(by_id)].stem, masks[min(masks)].stem
+    for rules in (affix_rules(image, by_id, masks, images, labels), head_rules(image, mask)):
+        if rules and pairs_made(rules, by_id, masks, images, labels) == len(by_id) == len(masks):
+            return rules
+    return None

@@ -438,7 +438,7 @@ def test_split_folders_with_their_masks_beside_them_carvana_and_camvid_style(tmp
         f"train/car{k}_01.jpg" for k in range(4)
     ]
     assert "test has no mask folder beside it" in caplog.text
-    assert "paired by 'data.label_name={id}_mask'" in caplog.text
+    assert "by 'data.label_name={id}_mask', the one rule" in caplog.text
     assert prepared(carvana, label_name="{id}_mask", **TWO).split_names() == dm.split_names()
     write_pair(carvana / "train" / "car9_01.jpg", carvana / "elsewhere" / "x.png", 9)
     with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'"):

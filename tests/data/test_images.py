@@ -160,21 +160,24 @@ def test_ignore_values_are_void_in_loss_and_metrics(tmp_path):
     assert set(np.unique(train_labels(dm))) == {0, 1}  # 1: void for a single class
 
 
-def test_names_that_differ_pair_by_a_rule_across_formats(tmp_path):
+def test_names_that_differ_pair_by_a_rule_across_formats(tmp_path, caplog):
     root = make_folder(
         tmp_path / "d", image_name="{}_training", label_name="{}_manual1",
         image_ext=".tif", label_ext=".gif",
     )  # fmt: skip
     rule = "'data.image_name={id}_training' 'data.label_name={id}_manual1'"
-    with pytest.raises(ImageDataError, match="no image in .* pairs with a mask") as caught:
-        prepared(root, class_names=["background", "disc"], label_values=[0, 255])
-    assert rule in str(caught.value)
-    dm = prepared(
-        root, class_names=["background", "disc"], label_values=[0, 255],
-        image_name="{id}_training", label_name="{id}_manual1",
-    )  # fmt: skip
+    two = {"class_names": ["background", "disc"], "label_values": [0, 255]}
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        found = prepared(root, **two)  # the one rule that pairs every file: used, and said
+    assert rule in caplog.text
+    dm = prepared(root, image_name="{id}_training", label_name="{id}_manual1", **two)
     assert sorted(p.name for p in dm.pairs)[0] == "0_training.tif"
+    assert [p.label for p in dm.pairs] == [p.label for p in found.pairs]
     assert set(np.unique(train_labels(dm))) == {0, 1}
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(root / "images" / "99_training.tif")
+    with pytest.raises(ImageDataError, match="no image in .* pairs with a mask") as caught:
+        prepared(root, **two)  # a rule that pairs only some: nothing guessed, the rule shown
+    assert rule in str(caught.value)
 
 
 def test_a_csv_with_relative_paths_and_a_region_of_interest(tmp_path):

@@ -1,0 +1,166 @@
+"""Folders whose names are not the layouts' own (``images/``, ``labels/``) but say what
+they hold, as public datasets ship them: ``Image/`` and ``Mask/``, ISIC's ``_Input/`` and
+``_GroundTruth/`` per split, DRIVE's ``1st_manual/`` beside its field-of-view ``mask/``,
+LoveDA's folder per domain, ``annotations/trimaps/``, a zip's lone folder; and masks of 0
+and one other value with no class named."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segnet.data.folder_roles import role_of, split_of
+from segnet.data.image_pairs import ImageDataError
+from tests.data.test_image_layouts import write_pair
+from tests.data.test_images import prepared, train_labels
+
+TWO = dict(class_names=["background", "disc"], label_values=[0, 255])
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "split"),
+    [
+        ("Image", "images", None),
+        ("masks_png", "labels", None),
+        ("label_images_semantic", "labels", None),  # a word of masks wins
+        ("ISIC2018_Task1-2_Training_Input", "images", "train"),
+        ("ISIC2018_Task1_Validation_GroundTruth", "labels", "val"),
+        ("1st_manual", "labels", None),
+        ("trainannot", "labels", "train"),
+        ("ann_dir", "labels", None),
+        ("JPEGImages", "images", None),
+        ("fov", "roi", None),
+        ("Urban", None, None),
+        ("lightning_logs", None, None),
+        ("train", None, "train"),
+    ],
+)
+def test_what_a_folder_holds_is_read_from_the_words_of_its_name(name, role, split):
+    assert (role_of(name), split_of(name)) == (role, split)
+
+
+def test_image_and_mask_folders_named_in_other_words(tmp_path, caplog):
+    root = tmp_path / "flood"
+    for k in range(6):
+        write_pair(root / "Image" / f"{k}.jpg", root / "Mask" / f"{k}.png", k)
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(root, **TWO)
+    assert len(dm.pairs) == 6 and dm.pairs[0].label.parent.name == "Mask"
+    assert "data.image_dir=Image data.label_dir=Mask" in caplog.text
+    (root / "Masks_old").mkdir()
+    write_pair(root / "images_png" / "0.png", root / "Masks_old" / "0.png", 0)
+    with pytest.raises(FileNotFoundError, match="expected an image folder"):
+        prepared(root, **TWO)  # two of each kind: nothing is guessed
+
+
+def test_split_folders_named_for_their_split_and_what_they_hold_isic_style(tmp_path):
+    root = tmp_path / "ISIC2018"
+    for split, n in (("Training", 5), ("Validation", 2)):
+        for k in range(n):
+            write_pair(root / f"ISIC2018_Task1-2_{split}_Input" / f"ISIC_{split}{k}.jpg",
+                       root / f"ISIC2018_Task1_{split}_GroundTruth" / f"ISIC_{split}{k}_segmentation.png",
+                       k)  # fmt: skip
+    names = prepared(root, **TWO).split_names()
+    assert len(names["train"]) + len(names["val"]) == 7 and len(names["val"]) >= 2
+    assert "val/ISIC_Validation0.jpg" in names["val"]
+
+
+def drive(root, test_manual: bool = True):
+    """DRIVE: images/21_training.tif, 1st_manual/21_manual1.gif, mask/21_training_mask.gif,
+    the mask a field of view (white inside a disc), the manual masks the vessels."""
+    for split, ids in (("training", range(21, 27)), ("test", range(1, 3))):
+        for i in ids:
+            write_pair(root / split / "images" / f"{i:02d}_{split}.tif",
+                       root / split / "1st_manual" / f"{i:02d}_manual1.gif", i)  # fmt: skip
+            fov = np.zeros((24, 32), np.uint8)
+            fov[2:-2, 2:-2] = 255
+            (root / split / "mask").mkdir(exist_ok=True)
+            Image.fromarray(fov).save(root / split / "mask" / f"{i:02d}_{split}_mask.gif")
+        if split == "test" and not test_manual:
+            for f in (root / split / "1st_manual").iterdir():
+                f.unlink()
+            (root / split / "1st_manual").rmdir()
+    return root
+
+
+def test_drive_reads_its_hand_drawn_masks_and_its_field_of_view(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(drive(tmp_path / "DRIVE"), **TWO)
+    pair = next(p for p in dm.pairs if p.name.endswith("21_training.tif"))
+    assert pair.label.name == "21_manual1.gif" and pair.roi.name == "21_training_mask.gif"
+    assert all(p.roi is not None for p in dm.pairs)
+    assert "'data.image_name={id}_training' 'data.label_name={id}_manual1'" in caplog.text
+    names = dm.split_names()
+    assert [p.split("/")[0] for p in names["test"]] == ["test", "test"]
+
+
+def test_drive_without_test_masks_leaves_the_test_images_out_not_scored_on_their_fov(
+    tmp_path, caplog
+):
+    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
+        dm = prepared(drive(tmp_path / "DRIVE", test_manual=False), **TWO)
+    assert all(p.label.parent.name == "1st_manual" for p in dm.pairs)
+    assert dm.split_names()["test"] == [] and "test has images and no mask folder" in caplog.text
+
+
+def test_a_folder_per_domain_each_with_its_image_and_mask_folders_loveda_style(tmp_path, caplog):
+    root = tmp_path / "LoveDA"
+    for split in ("Train", "Val"):
+        for domain in ("Urban", "Rural"):
+            for k in range(3):
+                write_pair(root / split / domain / "images_png" / f"{k}.png",
+                           root / split / domain / "masks_png" / f"{k}.png", k)  # fmt: skip
+    write_pair(root / "Test" / "Urban" / "images_png" / "9.png", tmp_path / "x.png", 9)
+    with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
+        dm = prepared(root, **TWO)
+    names = dm.split_names()
+    assert sorted(names["val"]) == [
+        f"val/{d}/{k}.png" for d in ("Rural", "Urban") for k in range(3)
+    ]
+    assert {p.group for p in dm.pairs} == {"Urban", "Rural"}  # a name occurs in each
+    assert names["test"] == [] and "Test has images and no mask folder" in caplog.text
+
+
+def test_a_lone_folder_is_read_through_and_a_mask_folder_of_one_mask_folder(tmp_path, caplog):
+    root = tmp_path / "roads"
+    for k in range(4):
+        write_pair(
+            root / "tiff" / "train" / f"{k}.tiff", root / "tiff" / "train_labels" / f"{k}.tif", k
+        )
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        assert len(prepared(root, **TWO).pairs) == 4
+    assert "holds one folder alone" in caplog.text
+    pets = tmp_path / "pets"
+    for k in range(4):
+        write_pair(
+            pets / "images" / f"cat_{k}.jpg", pets / "annotations" / "trimaps" / f"cat_{k}.png", k
+        )
+    (pets / "annotations" / "xmls").mkdir()
+    dm = prepared(pets, **TWO)
+    assert dm.pairs[0].label.parent.name == "trimaps" and not dm.pairs[0].class_masks
+
+
+def test_binary_jpeg_masks_with_no_class_named_train_as_background_and_foreground(tmp_path):
+    """Kvasir-SEG keeps its masks as JPEGs: 0 and 255 with compression noise between."""
+    root = tmp_path / "Kvasir-SEG"
+    for k in range(6):
+        write_pair(root / "images" / f"{k}.jpg", root / "masks" / f"{k}.png", k, size=(96, 128))
+        mask = Image.open(root / "masks" / f"{k}.png").convert("RGB")
+        (root / "masks" / f"{k}.png").unlink()
+        mask.save(root / "masks" / f"{k}.jpg", quality=80)
+    dm = prepared(root)
+    assert dm.info().class_names == ["background", "foreground"]
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_two_annotators_beside_the_images_are_refused_not_guessed(tmp_path):
+    root = tmp_path / "CHASEDB1"
+    for k in range(3):
+        write_pair(root / f"Image_0{k}L.jpg", root / f"Image_0{k}L_1stHO.png", k)
+        write_pair(root / f"x{k}.jpg", root / f"Image_0{k}L_2ndHO.png", k)
+        (root / f"x{k}.jpg").unlink()
+    with pytest.raises((ImageDataError, FileNotFoundError)):
+        prepared(root, **TWO)
