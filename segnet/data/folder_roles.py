@@ -15,7 +15,6 @@ SPLIT_FOLDERS = {
     "val": ("val", "valid", "validation"),
     "test": ("test", "testing"),
 }
-# A word of masks wins over one of images: label_images_semantic/ holds masks.
 MASK_WORDS = frozenset(
     [
         "label",
@@ -58,7 +57,8 @@ IMAGE_WORDS = frozenset(
         "sat",
     ]
 )
-ROLES = {"labels": MASK_WORDS, "roi": ROI_WORDS, "images": IMAGE_WORDS}
+# A region of interest's words first (roi_masks/), then a mask's (label_images_semantic/)
+ROLES = {"roi": ROI_WORDS, "labels": MASK_WORDS, "images": IMAGE_WORDS}
 _SPLIT_BY_NAME = {name: split for split, names in SPLIT_FOLDERS.items() for name in names}
 
 

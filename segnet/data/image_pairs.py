@@ -542,7 +542,9 @@ def named_by_words(
     found = {"image": images, "label": labels, "roi": rois}
     given = dict(zip(found, dirs, strict=True))
     by_role: dict[str, list[Path]] = {"images": [], "labels": [], "roi": []}
-    for d in visible_folders(root) if root.is_dir() else ():
+    # listed only where a folder is missing: a folder of the layouts' own names costs nothing
+    missing = any(found[w] is None and not given[w] for w in ("image", "label"))
+    for d in visible_folders(root) if root.is_dir() and missing else ():
         role = role_of(d.name)
         if role and not split_of(d.name) and (image_files(d) or files_below(d)):
             by_role[role].append(d)

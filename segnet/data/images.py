@@ -599,18 +599,25 @@ def values_that_count(counts: dict[int, int]) -> list[int]:
 
 
 def background_and_foreground(counts: dict[int, int]) -> tuple[int, int] | None:
-    """Grey masks of two values, one 0 (with their compression noise or smoothed edges):
-    0 and the other value, the background and the foreground; None for any other masks."""
-    codes = values_that_count(counts)
-    if len(codes) == 2 and codes[0] == 0 and not is_colour(codes[1]):
-        return 0, codes[1]
-    return None
+    """Grey masks of two values, one 0, with their compression noise or smoothed edges:
+    0 and the other value, the background and the foreground, where they are the two
+    values that hold the most pixels and every other value lies near one of them
+    (:meth:`LabelMapping.near_values`, and none of :meth:`LabelMapping.far_values`: a rare
+    value far from both may be a class); None for any other masks."""
+    top = sorted(counts, key=lambda c: (-counts[c], c))[:2]
+    if len(top) < 2 or 0 not in top or any(map(is_colour, counts)):
+        return None
+    values = (0, max(top))
+    reading = LabelMapping(["background", "foreground"], list(values), [], nearest=True)
+    others = {c for c in counts if c not in values}
+    near = set(reading.near_values(counts)) == others and not reading.far_values(counts)
+    return values if near else None
 
 
 def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
     """The settings that would map the values counted over the training masks (those of
     :func:`values_that_count`)."""
-    codes = values_that_count(counts)
+    codes = list(background_and_foreground(counts) or values_that_count(counts))
     colour = any(is_colour(c) for c in codes)
     names = list(class_names or [])
     objects = [c for c in codes if c != 0]  # noise and edges left out: values that count

@@ -164,3 +164,24 @@ def test_two_annotators_beside_the_images_are_refused_not_guessed(tmp_path):
         (root / f"x{k}.jpg").unlink()
     with pytest.raises((ImageDataError, FileNotFoundError)):
         prepared(root, **TWO)
+
+
+@pytest.mark.parametrize(
+    ("counts", "values"),
+    [
+        ({0: 800, 255: 200}, (0, 255)),
+        ({0: 900, 1: 100}, (0, 1)),
+        # thin structures as JPEGs: many noise values near 0 and 255, each over 0.5%
+        ({255: 6650, 0: 1240, 253: 121, 254: 114, 252: 107, 1: 100, 2: 90, 250: 90}, (0, 255)),
+        ({0: 7400, 255: 1950, 254: 41, 1: 37, 128: 30}, None),  # a rare value far from both
+        ({0: 900, 1: 60, 2: 40}, None),  # class numbers
+        ({0: 800, 7: 30, 8: 28, 9: 27, 10: 25}, None),  # instance masks
+        ({200: 800, 255: 200}, None),  # no 0: which is the background is not guessed
+    ],
+)
+def test_two_values_are_background_and_foreground_only_where_nothing_else_may_be_a_class(
+    counts, values
+):
+    from segnet.data.images import background_and_foreground
+
+    assert background_and_foreground(counts) == values
