@@ -72,7 +72,10 @@ def isic(pairs, out: Path) -> None:
             stem = f"ISIC_{i:07d}"
             save(Image.open(image).convert("RGB"), out / f"ISIC2018_Task1-2_{split}_Input" / f"{stem}.jpg",
                  quality=95)  # fmt: skip
-            save(white(mask), out / f"ISIC2018_Task1_{split}_GroundTruth" / f"{stem}_segmentation.png")
+            save(
+                white(mask),
+                out / f"ISIC2018_Task1_{split}_GroundTruth" / f"{stem}_segmentation.png",
+            )
 
 
 def kvasir(pairs, out: Path) -> None:

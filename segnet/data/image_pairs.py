@@ -506,13 +506,20 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     images, labels, rois = named_by_words(root, dirs, images, labels, rois)
     unplaced = images is None and labels is None and rois is None and not any(dirs)
     if unplaced and not naming.rules_given:  # masks beside their images, by one rule
-        rule = beside_rule(image_files(root) or files_below(root))
-        if rule:
+        found = beside_rule(image_files(root) or files_below(root))
+        if found:
+            rule, others = found
             log.info(
                 "%s holds images with their masks beside them, named as them with text "
                 "added: read as data.image_dir=. data.label_dir=. 'data.label_name=%s'",
                 root, rule,
             )  # fmt: skip
+            if others:
+                log.warning(
+                    "%s: the masks named by %s beside them (another observer's) are not "
+                    "read; 'data.label_name=%s' reads them instead", root,
+                    ", ".join(f"'{r}'" for r in others), others[0],
+                )  # fmt: skip
             return paired(root, root, None, naming._replace(label_name=rule), split)
     if unplaced and (groups := grouped_folders(root)):
         return group_pairs(groups, naming, split)
@@ -835,7 +842,28 @@ def beside(files: list[Path], folder: Path, naming: Naming) -> tuple[list[Path],
         return fits_mask and (mask_first or not fits_image)
 
     masks = [f for f in files if is_mask(f)]
-    return [f for f in files if f not in set(masks)], masks
+    others = [f for f in files if f not in set(masks)]
+    # the files named as an image with text added that are not its mask (a second
+    # observer's masks, _2ndHO beside _1stHO) and have no mask of their own: not images
+    ids = {(m.parent, label_re.match(m.stem)["id"]) for m in masks}
+
+    def own_id(f: Path) -> str | None:
+        found = image_re.match(f.stem)
+        return found["id"] if found else None
+
+    extra = [
+        f for f in others
+        if (f.parent, own_id(f)) not in ids
+        and any((f.parent, f.stem[:n]) in ids and re.search("[A-Za-z]", f.stem[n:])
+                for n in range(1, len(f.stem)))
+    ]  # fmt: skip
+    if extra:
+        log.warning(
+            "%s: %d file(s) named as an image with text added are neither images nor their "
+            "masks by data.label_name=%r (e.g. %s): not read", folder, len(extra),
+            naming.label_name, extra[0].name,
+        )  # fmt: skip
+    return [f for f in others if f not in set(extra)], masks
 
 
 def note_unread_subfolders(images: Path) -> None:

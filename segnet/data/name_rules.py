@@ -12,6 +12,7 @@ import re
 from pathlib import Path, PurePosixPath
 
 from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import MASK_WORDS, name_words
 
 DEFAULT_RULE = "{id}"
 log = logging.getLogger(__name__)
@@ -128,15 +129,17 @@ def affixed(stem: str, affix: str, after: bool) -> str:
     return stem + affix if after else affix + stem
 
 
-def beside_rule(files: list[Path]) -> str | None:
-    """The mask rule of files that are images and their masks in one folder (or one per
-    patient), where one rule alone fits them all: every file an image, or the mask named as
-    an image of its folder with text added after it (``scan_1`` and ``scan_1_mask``) or
-    before it (``mask_scan_1``), text that holds a letter (``1`` beside ``10`` is two
-    images). None where no rule, or more than one, fits."""
+def beside_rules(files: list[Path]) -> list[str]:
+    """The mask rules of files that are images and their masks in one folder (or one per
+    patient): the mask named as an image of its folder with text added after it
+    (``scan_1`` and ``scan_1_mask``) or before it (``mask_scan_1``), text that holds a
+    letter (``1`` beside ``10`` is two images). Each rule returned gives every image (a
+    file that is no other file's name with such text added) one mask; two or more where
+    each image has a mask by each (two observers: ``_1stHO`` and ``_2ndHO``), in order of
+    preference (:func:`preferred_rule`). Empty where no rule pairs every file."""
     stems = {(f.parent, f.stem) for f in files}
-    if len(stems) != len(files) or len(files) < 2 or len(files) % 2:
-        return None
+    if len(stems) != len(files) or len(files) < 2:
+        return []
     folder, shortest = min(stems, key=lambda s: (len(s[1]), s[1], str(s[0])))
     candidates = set()
     for parent, stem in stems:
@@ -146,14 +149,38 @@ def beside_rule(files: list[Path]) -> str | None:
             affix = stem[len(shortest) :] if after else stem[: -len(shortest)]
             if re.search("[A-Za-z]", affix):
                 candidates.add((affix, after))
-    fits = []
-    for affix, after in sorted(candidates):
-        masks = {(p, s) for p, s in stems if (p, strip_affix(s, affix, after)) in stems}
-        images = stems - masks
-        if len(images) == len(masks) and all((p, affixed(s, affix, after)) in masks
-                                             for p, s in images):  # fmt: skip
-            fits.append(affixed(DEFAULT_RULE, affix, after))
-    return fits[0] if len(fits) == 1 else None
+    masks_of = {
+        c: {(p, s) for p, s in stems if (p, strip_affix(s, *c)) in stems} for c in candidates
+    }
+    images = stems - set().union(set(), *masks_of.values())
+    fits = [
+        affixed(DEFAULT_RULE, *c)
+        for c in sorted(candidates)
+        if len(masks_of[c]) == len(images)
+        and all((p, affixed(s, *c)) in masks_of[c] for p, s in images)  # fmt: skip
+    ]
+    if len(images) * (len(fits) + 1) != len(stems):
+        return []  # some file is neither an image nor a mask by these rules
+    return sorted(fits, key=preferred_rule)
+
+
+def preferred_rule(rule: str) -> tuple:
+    """Which of several mask rules is read first: one whose text says mask (``_mask``,
+    ``_gt``, ``_label``), then the first observer's (``_1stHO`` before ``_2ndHO``)."""
+    says_mask = bool(name_words(rule.replace(DEFAULT_RULE, "")) & MASK_WORDS)
+    return (not says_mask, rule)
+
+
+def beside_rule(files: list[Path]) -> tuple[str, list[str]] | None:
+    """The mask rule of images with their masks beside them (:func:`beside_rules`), and the
+    rules of other sets of masks beside them, not read; None where no rule fits, or where
+    several do and none is preferred by what it says (then nothing is guessed)."""
+    rules = beside_rules(files)
+    if len(rules) > 1 and preferred_rule(rules[0])[0] == preferred_rule(rules[1])[0]:
+        ordinal = [re.search(r"\d+", r) for r in rules[:2]]
+        if not all(ordinal) or ordinal[0][0] == ordinal[1][0]:
+            return None  # two sets alike (_mask and _gt): the user chooses
+    return (rules[0], rules[1:]) if rules else None
 
 
 def strip_affix(stem: str, affix: str, after: bool) -> str | None:

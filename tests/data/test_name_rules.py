@@ -34,7 +34,23 @@ def files(*stems: str, folder: str = "d") -> list[Path]:
     ],
 )
 def test_the_rule_of_masks_beside_their_images_is_found_only_where_one_fits_all(stems, rule):
-    assert beside_rule(files(*stems)) == rule
+    assert beside_rule(files(*stems)) == ((rule, []) if rule else None)
+
+
+@pytest.mark.parametrize(
+    ("stems", "found"),
+    [
+        # two observers: the first one's read, the second's said
+        (("a", "a_1stHO", "a_2ndHO", "b", "b_1stHO", "b_2ndHO"), ("{id}_1stHO", ["{id}_2ndHO"])),
+        # masks and weight maps: the rule whose text says mask
+        (("a", "a_mask", "a_weight", "b", "b_mask", "b_weight"), ("{id}_mask", ["{id}_weight"])),
+        (("a", "a_mask", "a_gt", "b", "b_mask", "b_gt"), None),  # two kinds of mask: not guessed
+    ],
+)
+def test_where_several_sets_of_masks_lie_beside_the_images_one_is_read_only_if_preferred(
+    stems, found
+):
+    assert beside_rule(files(*stems)) == found
 
 
 def test_masks_in_other_folders_of_a_patient_do_not_pair_across_folders():

@@ -13,7 +13,6 @@ import pytest
 from PIL import Image
 
 from segnet.data.folder_roles import role_of, split_of
-from segnet.data.image_pairs import ImageDataError
 from tests.data.test_image_layouts import write_pair
 from tests.data.test_images import prepared, train_labels
 
@@ -156,14 +155,21 @@ def test_binary_jpeg_masks_with_no_class_named_train_as_background_and_foregroun
     assert set(np.unique(train_labels(dm))) == {0, 1}
 
 
-def test_two_annotators_beside_the_images_are_refused_not_guessed(tmp_path):
+def test_two_observers_beside_the_images_the_first_is_read_chasedb1_style(tmp_path, caplog):
     root = tmp_path / "CHASEDB1"
-    for k in range(3):
+    for k in range(4):
         write_pair(root / f"Image_0{k}L.jpg", root / f"Image_0{k}L_1stHO.png", k)
         write_pair(root / f"x{k}.jpg", root / f"Image_0{k}L_2ndHO.png", k)
         (root / f"x{k}.jpg").unlink()
-    with pytest.raises((ImageDataError, FileNotFoundError)):
-        prepared(root, **TWO)
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(root, **TWO)
+    assert sorted((p.image.name, p.label.name) for p in dm.pairs)[0] == (
+        "Image_00L.jpg",
+        "Image_00L_1stHO.png",
+    )
+    assert len(dm.pairs) == 4 and "'data.label_name={id}_2ndHO' reads them instead" in caplog.text
+    second = prepared(root, image_dir=".", label_dir=".", label_name="{id}_2ndHO", **TWO)
+    assert {p.label.name for p in second.pairs} == {f"Image_0{k}L_2ndHO.png" for k in range(4)}
 
 
 @pytest.mark.parametrize(
