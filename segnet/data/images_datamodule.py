@@ -727,6 +727,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """The classes a dataset.json beside the images names (nnU-Net's layout), or a
         class list shipped with them (:mod:`segnet.data.class_files`)."""
         root = Path(data_cfg["root"]).expanduser() if data_cfg.get("root") else None
+        root = img.unwrapped(root)
         nnunet = nnunet_root(root, data_cfg.get("csv"))
         found = indexed_classes(nnunet, img.ImageDataError)
         if found is not None:
