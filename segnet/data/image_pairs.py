@@ -137,8 +137,8 @@ def image_files(folder: Path) -> list[Path]:
 def without_side_arrays(files: list[Path]) -> list[Path]:
     """``files`` without their NumPy arrays where pictures are among them: an array beside
     pictures is something kept with them (features, a cache), not an image."""
-    arrays = [f for f in files if f.suffix.lower() == ".npy"]
-    return [f for f in files if f not in set(arrays)] if len(arrays) < len(files) else files
+    arrays = {f for f in files if f.suffix.lower() == ".npy"}
+    return [f for f in files if f not in arrays] if len(arrays) < len(files) else files
 
 
 def visible_folders(folder: Path) -> list[Path]:
@@ -195,19 +195,21 @@ def only_split_folders(folder: Path) -> dict[str, Path]:
     return splits
 
 
-def unwrapped(root: Path | None) -> Path | None:
-    """``root``, or where it holds no image and one folder alone that is no image, mask or
-    split folder (``massachusetts-roads/tiff/``, a zip's extra folder), the folder inside,
-    said: what the data's layout is read from."""
-    inner = root
-    while inner is not None and inner.is_dir() and not image_files(inner):
+def unwrapped(root: Path | None, say: bool = True) -> Path | None:
+    """``root``, or where it holds no file and one folder alone that holds no image itself
+    and is no split folder (``massachusetts-roads/tiff/``, a zip's extra level such as
+    ``Kvasir-SEG/``), the folder inside, said: what the data's layout is read from. Only
+    where no folder setting is given (those are relative to ``root``)."""
+    inner, seen = root, set()
+    while inner is not None and inner.is_dir() and inner.resolve() not in seen:
+        seen.add(inner.resolve())
         folders = visible_folders(inner)
         files = [f for f in inner.iterdir() if f.is_file() and not f.name.startswith(HIDDEN)]
         lone = folders[0] if len(folders) == 1 and not files else None
-        if lone is None or role_of(lone.name) or split_named(lone.name):
+        if lone is None or split_named(lone.name) or image_files(lone):
             break
         inner = lone
-    if inner != root:
+    if inner != root and say:
         log.info("%s holds one folder alone: its data is read from %s", root, inner)
     return inner
 
@@ -557,7 +559,8 @@ def named_by_words(
             by_role[role].append(d)
     manual = hand_drawn(root)
     read: dict[str, Path] = {}
-    if manual and not given["label"] and labels not in manual:
+    drive = labels is None or labels.name.lower() == "mask"  # DRIVE's names, none other
+    if manual and not given["label"] and labels not in manual and drive:
         if (
             labels is not None
             and labels.name.lower() == "mask"
@@ -571,6 +574,8 @@ def named_by_words(
         unset = found[what] is None and not given[what] and what not in read
         if unset and alone is not None and alone not in read.values():
             read[what] = alone
+    if read.get("image", images) is None or read.get("label", labels) is None:
+        read = {}  # half a pair by words: the masks may lie beside the images instead
     label_folder = read.get("label", labels)
     if label_folder is not None and not given["label"] and not image_files(label_folder):
         inner = [d for d in visible_folders(label_folder) if image_files(d)]
@@ -586,11 +591,13 @@ def named_by_words(
 
 
 def role_folders(root: Path) -> list[Path]:
-    """The folders in ``root`` and in its subfolders whose names say they hold images,
-    masks or regions of interest (:mod:`segnet.data.folder_roles`) and that hold images."""
-    found = []
-    for d in visible_folders(root):
-        found += [d] if role_of(d.name) else [s for s in visible_folders(d) if role_of(s.name)]
+    """The folders in the group folders of ``root`` (LoveDA's ``Test/Urban/``) whose names
+    say they hold images, masks or regions of interest (:mod:`segnet.data.folder_roles`)
+    and that hold images; none where a folder of ``root`` itself says what it holds."""
+    groups = visible_folders(root)
+    if any(role_of(d.name) for d in groups):
+        return []
+    found = [s for d in groups for s in visible_folders(d) if role_of(s.name)]
     return [d for d in found if image_files(d) or files_below(d)]
 
 
@@ -842,7 +849,8 @@ def beside(files: list[Path], folder: Path, naming: Naming) -> tuple[list[Path],
         return fits_mask and (mask_first or not fits_image)
 
     masks = [f for f in files if is_mask(f)]
-    others = [f for f in files if f not in set(masks)]
+    mask_set = set(masks)
+    others = [f for f in files if f not in mask_set]
     # the files named as an image with text added that are not its mask (a second
     # observer's masks, _2ndHO beside _1stHO) and have no mask of their own: not images
     ids = {(m.parent, label_re.match(m.stem)["id"]) for m in masks}
@@ -863,7 +871,8 @@ def beside(files: list[Path], folder: Path, naming: Naming) -> tuple[list[Path],
             "masks by data.label_name=%r (e.g. %s): not read", folder, len(extra),
             naming.label_name, extra[0].name,
         )  # fmt: skip
-    return [f for f in others if f not in set(extra)], masks
+    left_out = set(extra)
+    return [f for f in others if f not in left_out], masks
 
 
 def note_unread_subfolders(images: Path) -> None:

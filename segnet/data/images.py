@@ -603,7 +603,8 @@ def background_and_foreground(counts: dict[int, int]) -> tuple[int, int] | None:
     0 and the other value, the background and the foreground, where they are the two
     values that hold the most pixels and every other value lies near one of them
     (:meth:`LabelMapping.near_values`, and none of :meth:`LabelMapping.far_values`: a rare
-    value far from both may be a class); None for any other masks."""
+    value far from both may be a class) and holds few pixels beside theirs; None for any
+    other masks."""
     top = sorted(counts, key=lambda c: (-counts[c], c))[:2]
     if len(top) < 2 or 0 not in top or any(map(is_colour, counts)):
         return None
@@ -611,7 +612,10 @@ def background_and_foreground(counts: dict[int, int]) -> tuple[int, int] | None:
     reading = LabelMapping(["background", "foreground"], list(values), [], nearest=True)
     others = {c for c in counts if c not in values}
     near = set(reading.near_values(counts)) == others and not reading.far_values(counts)
-    return values if near else None
+    # noise spreads thin: a value holding a quarter of the smaller class's pixels or more is
+    # a convention of its own (masks of 0/1 beside masks of 0/255), not noise
+    thin = all(4 * counts[c] < min(counts[v] for v in values) for c in others)
+    return values if near and thin else None
 
 
 def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:

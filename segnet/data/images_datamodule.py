@@ -422,8 +422,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         check_batch(batch_size, patches_per_epoch, steps_per_epoch)
         scale, size = check_sampling(max_patch, foreground_ratio, scale, intensity, patch_size)
         check_normalization(mean, std)
-        self.root, self.csv = img.unwrapped(Path(root).expanduser() if root else None), csv
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
+        self.root, self.csv = read_from(root, csv, self.layout), csv
         self.set_classes(palette, class_names=class_names, label_values=label_values,
                          ignore_values=ignore_values, regions=regions, instance_masks=instance_masks,
                          regions_class_order=regions_class_order)  # fmt: skip
@@ -576,10 +576,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)
         train = self.splits["train"]
         if self._class_names is None:
-            every = list(range(len(self.pairs)))
-            counts, _ = self._count_codes(every, keep=False)
+            counts = self._counts_as_shown()
             if not self._assume_two_classes(counts):
-                raise ValueError(self._unnamed_message(counts, every))
+                raise ValueError(self._unnamed_message(counts))
         held = self.splits["all"] if self.mean is None else self.splits[self.split]
         check_memory(self.where(), [headers[i] for i in held], img.channel_count(mode))
         if self.mean is None:  # training: the masks are checked before anything else
@@ -642,11 +641,23 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions_class_order=self.regions_class_order,
         )
 
-    def _unnamed_message(self, counts: dict[int, int], every: list[int]) -> str:
+    def _counts_as_shown(self) -> dict[int, int]:
+        """The values of every mask, counted as a viewer shows them (1-bit white as 255,
+        palette files by colour where some masks are colour masks): decoded once, twice
+        where colour masks are among them."""
+        every = list(range(len(self.pairs)))
+        shown = {"one_bit_white": 255, "palette_colours": False}
+        counts, _ = self._count_codes(every, keep=False, reading=shown)
+        if any(map(img.is_colour, counts)):
+            shown["palette_colours"] = True
+            counts, _ = self._count_codes(every, keep=False, reading=shown)
+        return counts
+
+    def _unnamed_message(self, counts: dict[int, int]) -> str:
         return (
             f"data.class_names is not set for {self.where()}: name one class per mask value. "
             f"Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
-            f"{self._suggested(counts, every)}."
+            f"{img.suggestion(counts, self._class_names)}."
         )
 
     def _assume_two_classes(self, counts: dict[int, int]) -> bool:
@@ -657,9 +668,6 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         settings that fit)."""
         if self.instance_masks or self.regions_given:
             return False
-        shown = {"one_bit_white": 255, "palette_colours": False}
-        if shown != self.reading():
-            counts, _ = self._count_codes(range(len(self.pairs)), keep=False, reading=shown)
         values = img.background_and_foreground(counts)
         if values is None:
             return False
@@ -727,7 +735,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """The classes a dataset.json beside the images names (nnU-Net's layout), or a
         class list shipped with them (:mod:`segnet.data.class_files`)."""
         root = Path(data_cfg["root"]).expanduser() if data_cfg.get("root") else None
-        root = img.unwrapped(root)
+        if not any(data_cfg.get(k) for k in ("csv", "image_dir", "label_dir", "roi_dir")):
+            root = img.unwrapped(root, say=False)
         nnunet = nnunet_root(root, data_cfg.get("csv"))
         found = indexed_classes(nnunet, img.ImageDataError)
         if found is not None:
@@ -1174,6 +1183,15 @@ def check_counts_and_choices(
             "(C channels, as a checkpoint of multi-band images records), or null (from the "
             "images)."
         )
+
+
+def read_from(root: str | None, csv: str | None, layout: dict[str, Any]) -> Path | None:
+    """The folder the data is read from: ``root``, or the one folder in it where it holds
+    that alone (:func:`img.unwrapped`), unless a CSV or folder setting is given (those
+    name folders of ``root`` itself)."""
+    folder = Path(root).expanduser() if root else None
+    named = any(layout.get(k) for k in ("image_dir", "label_dir", "roi_dir"))
+    return folder if csv or named else img.unwrapped(folder)
 
 
 def layout(

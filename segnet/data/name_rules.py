@@ -152,16 +152,29 @@ def beside_rules(files: list[Path]) -> list[str]:
     masks_of = {
         c: {(p, s) for p, s in stems if (p, strip_affix(s, *c)) in stems} for c in candidates
     }
-    images = stems - set().union(set(), *masks_of.values())
-    fits = [
-        affixed(DEFAULT_RULE, *c)
-        for c in sorted(candidates)
-        if len(masks_of[c]) == len(images)
-        and all((p, affixed(s, *c)) in masks_of[c] for p, s in images)  # fmt: skip
+
+    def pairs_all(c: tuple, images: set) -> bool:
+        return len(masks_of[c]) == len(images) and all(
+            (p, affixed(s, *c)) in masks_of[c] for p, s in images
+        )
+
+    # one set of masks: the rest are images (img1_aug beside img1 is an image too)
+    single = [
+        affixed(DEFAULT_RULE, *c) for c in sorted(candidates) if pairs_all(c, stems - masks_of[c])
     ]
-    if len(images) * (len(fits) + 1) != len(stems):
+    if single:
+        return single if len(single) == 1 else []
+    # several sets, each pairing every image: the images are what no set names
+    fits = set(candidates)
+    while True:
+        images = stems - set().union(set(), *(masks_of[c] for c in fits))
+        kept = {c for c in fits if pairs_all(c, images)}
+        if kept == fits:
+            break
+        fits = kept
+    if len(fits) < 2 or len(images) * (len(fits) + 1) != len(stems):
         return []  # some file is neither an image nor a mask by these rules
-    return sorted(fits, key=preferred_rule)
+    return sorted((affixed(DEFAULT_RULE, *c) for c in fits), key=preferred_rule)
 
 
 def preferred_rule(rule: str) -> tuple:

@@ -191,3 +191,65 @@ def test_two_values_are_background_and_foreground_only_where_nothing_else_may_be
     from segnet.data.images import background_and_foreground
 
     assert background_and_foreground(counts) == values
+
+
+def test_folders_named_by_the_layouts_or_the_user_are_not_read_otherwise(tmp_path):
+    """Where the layouts' own names or settings place the folders, nothing is read by
+    words: a folder with "manual" in its name beside labels/ is not the masks, a lone
+    folder given by data.image_dir is not entered, a mask-named folder beside images that
+    have their masks beside them is no mask folder."""
+    root = tmp_path / "own"
+    for k in range(3):
+        write_pair(root / "images" / f"{k}.png", root / "labels" / f"{k}.png", k)
+        write_pair(root / "x" / f"{k}.png", root / "manual_corrections" / f"{k}.png", k)
+    assert {p.label.parent.name for p in prepared(root, **TWO).pairs} == {"labels"}
+    nested = tmp_path / "nested"
+    for k in range(3):
+        write_pair(
+            nested / "dataset" / "scans" / f"{k}.png", nested / "dataset" / "segs" / f"{k}.png", k
+        )
+    dm = prepared(nested, image_dir="dataset/scans", label_dir="dataset/segs", **TWO)
+    assert len(dm.pairs) == 3
+    beside = tmp_path / "beside"
+    for k in range(3):
+        write_pair(beside / f"s{k}.png", beside / f"s{k}_mask.png", k)
+    write_pair(beside / "overlays_masks" / "s0.png", tmp_path / "y.png", 0)
+    assert {p.label.name for p in prepared(beside, **TWO).pairs} == {
+        f"s{k}_mask.png" for k in range(3)
+    }
+
+
+def test_patient_folders_named_with_an_image_word_keep_their_masks_beside(tmp_path):
+    root = tmp_path / "lgg"
+    for split in ("train", "val"):
+        for k in range(3):
+            write_pair(
+                root / split / f"img_00{k}" / "a.png", root / split / f"img_00{k}" / "a_mask.png", k
+            )
+    names = prepared(root, **TWO).split_names()
+    assert len(names["train"]) == 3 and len(names["val"]) == 3
+
+
+def test_an_image_named_as_another_with_text_added_is_an_image_beside_its_mask(tmp_path):
+    root = tmp_path / "aug"
+    for stem in ("img1", "img1_aug", "img2", "img2_aug"):
+        write_pair(root / f"{stem}.png", root / f"{stem}_mask.png", len(stem))
+    assert len(prepared(root, **TWO).pairs) == 4
+
+
+def test_a_lone_folder_named_with_a_mask_word_is_entered_kvasir_style(tmp_path):
+    root = tmp_path / "download"
+    for k in range(3):
+        write_pair(
+            root / "Kvasir-SEG" / "images" / f"{k}.jpg",
+            root / "Kvasir-SEG" / "masks" / f"{k}.png",
+            k,
+        )
+    assert len(prepared(root, **TWO).pairs) == 3
+
+
+def test_masks_of_0_1_beside_masks_of_0_255_are_refused_not_read_as_noise(tmp_path):
+    from segnet.data.images import background_and_foreground
+
+    assert background_and_foreground({0: 6000, 255: 2000, 1: 2000}) is None
+    assert background_and_foreground({0: 6000, 255: 3000, 40: 1000}) is None
