@@ -281,11 +281,16 @@ def sibling_split_folders(root: Path) -> dict[str, tuple[Path, Path | None]]:
     named: dict[str, dict[str, list[Path]]] = {
         s: {"images": [], "labels": []} for s in SPLIT_FOLDERS
     }
+    unsplit: dict[str, list[Path]] = {"images": [], "labels": []}
     for d in visible_folders(root) if root.is_dir() else ():
         split = split_of(d.name)
         role = "images" if split_named(d.name) else role_of(d.name)
-        if split and role in ("images", "labels") and image_files(d):
-            named[split][role].append(d)
+        if role in ("images", "labels") and image_files(d):
+            (named[split] if split else unsplit)[role].append(d)
+    # Image/ and Mask/ beside Test_Image/ and Test_Mask/: the unnamed pair is train
+    others = any(roles["images"] for roles in named.values())
+    if others and not any(named["train"].values()) and all(len(v) == 1 for v in unsplit.values()):
+        named["train"] = unsplit
     found: dict[str, tuple[Path, Path | None]] = {}
     for split, roles in named.items():
         images, masks = roles["images"], roles["labels"]

@@ -253,3 +253,14 @@ def test_masks_of_0_1_beside_masks_of_0_255_are_refused_not_read_as_noise(tmp_pa
 
     assert background_and_foreground({0: 6000, 255: 2000, 1: 2000}) is None
     assert background_and_foreground({0: 6000, 255: 3000, 40: 1000}) is None
+
+
+def test_an_image_and_mask_folder_beside_test_folders_are_the_training_pair(tmp_path):
+    root = tmp_path / "kaggle"
+    for k in range(4):
+        write_pair(root / "Image" / f"{k}.jpg", root / "Mask" / f"{k}.png", k)
+    for k in range(2):
+        write_pair(root / "Test_Image" / f"t{k}.jpg", root / "Test_Mask" / f"t{k}.png", k)
+    names = prepared(root, **TWO).split_names()
+    assert names["test"] == ["test/t0.jpg", "test/t1.jpg"]
+    assert sorted(names["train"] + names["val"]) == [f"train/{k}.jpg" for k in range(4)]
