@@ -91,11 +91,6 @@ def split_of(name: str) -> str | None:
     return splits.pop() if len(splits) == 1 else None
 
 
-def is_split_name(name: str) -> bool:
-    """``name`` is a split's folder name alone (``train``, ``Validation``)."""
-    return name.lower() in _SPLIT_BY_NAME
-
-
 def split_named(name: str) -> str | None:
     """The split whose folder ``name`` alone is (``Validation``: val); None otherwise."""
     return _SPLIT_BY_NAME.get(name.lower())

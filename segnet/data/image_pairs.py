@@ -483,10 +483,11 @@ def root_split_pairs(root: Path, dirs: tuple, naming: Naming) -> list[Pair]:
     pairs = []
     splits = split_folders(root)
     # DRIVE: where a split has hand-drawn masks (1st_manual/), a mask/ alone is a field of view
-    manual = not label_dir and any(hand_drawn(folder) for folder in splits.values())
+    drawn = {split: hand_drawn(folder) for split, folder in splits.items()}
+    manual = not label_dir and any(drawn.values())
     for split, folder in splits.items():
         images = find_folder(folder, image_dir, IMAGE_DIRS)
-        masks = hand_drawn(folder) if manual else find_folder(folder, label_dir, LABEL_DIRS)
+        masks = drawn[split] if manual else find_folder(folder, label_dir, LABEL_DIRS)
         named = {role_of(d.name) for d in role_folders(folder)} if not any(dirs) else set()
         if (images is not None and not masks) or named == {"images"}:
             log.warning(
@@ -564,14 +565,9 @@ def named_by_words(
             by_role[role].append(d)
     manual = hand_drawn(root)
     read: dict[str, Path] = {}
-    drive = labels is None or labels.name.lower() == "mask"  # DRIVE's names, none other
-    if manual and not given["label"] and labels not in manual and drive:
-        if (
-            labels is not None
-            and labels.name.lower() == "mask"
-            and not given["roi"]
-            and rois is None
-        ):
+    fov = labels is not None and labels.name.lower() == "mask"  # DRIVE's names, none other
+    if manual and not given["label"] and (labels is None or fov):
+        if fov and not given["roi"] and rois is None:
             read["roi"] = labels  # DRIVE: mask/ is the field of view of the manual masks
         read["label"] = manual[0]  # 1st_manual/ before 2nd_manual/: the first observer's
     for what, role in (("image", "images"), ("label", "labels"), ("roi", "roi")):

@@ -11,7 +11,7 @@ value the settings do not map stops the run, naming the file and suggesting sett
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -734,9 +734,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def class_names_in_data(cls, data_cfg: Any) -> list[str] | None:
         """The classes a dataset.json beside the images names (nnU-Net's layout), or a
         class list shipped with them (:mod:`segnet.data.class_files`)."""
-        root = Path(data_cfg["root"]).expanduser() if data_cfg.get("root") else None
-        if not any(data_cfg.get(k) for k in ("csv", "image_dir", "label_dir", "roi_dir")):
-            root = img.unwrapped(root, say=False)
+        root = read_from(data_cfg.get("root"), data_cfg.get("csv"), data_cfg, say=False)
         nnunet = nnunet_root(root, data_cfg.get("csv"))
         found = indexed_classes(nnunet, img.ImageDataError)
         if found is not None:
@@ -1185,13 +1183,15 @@ def check_counts_and_choices(
         )
 
 
-def read_from(root: str | None, csv: str | None, layout: dict[str, Any]) -> Path | None:
+def read_from(
+    root: str | None, csv: str | None, layout: Mapping[str, Any], say: bool = True
+) -> Path | None:
     """The folder the data is read from: ``root``, or the one folder in it where it holds
     that alone (:func:`img.unwrapped`), unless a CSV or folder setting is given (those
     name folders of ``root`` itself)."""
     folder = Path(root).expanduser() if root else None
     named = any(layout.get(k) for k in ("image_dir", "label_dir", "roi_dir"))
-    return folder if csv or named else img.unwrapped(folder)
+    return folder if csv or named else img.unwrapped(folder, say)
 
 
 def layout(
