@@ -42,6 +42,7 @@ from segnet.data.folder_roles import SPLIT_FOLDERS, name_words, role_of, split_n
 from segnet.data.image_sets import ImageSets, image_sets
 from segnet.data.name_rules import (
     DEFAULT_RULE,
+    BesideRules,
     affix_rules,
     beside_rule,
     inferred_rules,
@@ -485,10 +486,17 @@ def root_split_pairs(root: Path, dirs: tuple, naming: Naming) -> list[Pair]:
     # DRIVE: where a split has hand-drawn masks (1st_manual/), a mask/ alone is a field of view
     drawn = {split: hand_drawn(folder) for split, folder in splits.items()}
     manual = not label_dir and any(drawn.values())
+    beside = None if any(dirs) or naming.rules_given else rules_beside(splits.values())
     for split, folder in splits.items():
         images = find_folder(folder, image_dir, IMAGE_DIRS)
         masks = drawn[split] if manual else find_folder(folder, label_dir, LABEL_DIRS)
         named = {role_of(d.name) for d in role_folders(folder)} if not any(dirs) else set()
+        if beside is not None and images_alone(folder, beside):
+            log.warning(
+                "%s holds images and no mask beside them (named %r): it is left out; python "
+                "-m segnet.predict segments its images.", folder, beside.label,
+            )  # fmt: skip
+            continue
         if (images is not None and not masks) or named == {"images"}:
             log.warning(
                 "%s has images and no mask folder (%s): it is left out; python -m "
@@ -501,6 +509,30 @@ def root_split_pairs(root: Path, dirs: tuple, naming: Naming) -> list[Pair]:
     if not pairs:
         raise ImageDataError(f"{root}: none of its split folders holds masks.")
     return pairs
+
+
+def rules_beside(folders) -> BesideRules | None:
+    """The rules of the first of ``folders`` that holds images with their masks beside
+    them (:func:`segnet.data.name_rules.beside_rule`), if any does."""
+    for folder in folders:
+        files = image_files(folder)
+        found = beside_rule(files) if files and not visible_folders(folder) else None
+        if found is not None:
+            return found
+    return None
+
+
+def images_alone(folder: Path, rules: BesideRules) -> bool:
+    """Whether ``folder`` holds files alone, each named as an image by ``rules`` and none
+    as a mask: an unlabelled split beside a split of images with their masks beside them
+    (DeepGlobe's ``valid/`` of ``_sat.jpg`` files beside ``train/``)."""
+    files = image_files(folder)
+    image_re, label_re = (name_pattern(r, "") for r in (rules.image, rules.label))
+    return (
+        bool(files)
+        and not visible_folders(folder)
+        and all(image_re.match(f.stem) and not label_re.match(f.stem) for f in files)
+    )
 
 
 def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = None) -> list[Pair]:
@@ -516,19 +548,7 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     if unplaced and not naming.rules_given:  # masks beside their images, by one rule
         found = beside_rule(image_files(root) or files_below(root))
         if found:
-            rule, others = found
-            log.info(
-                "%s holds images with their masks beside them, named as them with text "
-                "added: read as data.image_dir=. data.label_dir=. 'data.label_name=%s'",
-                root, rule,
-            )  # fmt: skip
-            if others:
-                log.warning(
-                    "%s: the masks named by %s beside them (another observer's) are not "
-                    "read; 'data.label_name=%s' reads them instead", root,
-                    ", ".join(f"'{r}'" for r in others), others[0],
-                )  # fmt: skip
-            return paired(root, root, None, naming._replace(label_name=rule), split)
+            return paired(root, root, None, beside_naming(root, found, naming), split)
     if unplaced and (groups := grouped_folders(root)):
         return group_pairs(groups, naming, split)
     if images is None or labels is None:
@@ -537,6 +557,22 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     if inner:
         return inner_split_pairs(inner, labels, rois, naming)
     return paired(images, labels, rois, naming, split)
+
+
+def beside_naming(root: Path, found: BesideRules, naming: Naming) -> Naming:
+    """``naming`` with the rules of the masks beside their images in ``root``, said."""
+    rules = f"'data.label_name={found.label}'"
+    if found.image != DEFAULT_RULE:
+        rules = f"'data.image_name={found.image}' {rules}"
+    log.info("%s holds images with their masks beside them: read as data.image_dir=. "
+             "data.label_dir=. %s", root, rules)  # fmt: skip
+    if found.others:
+        log.warning(
+            "%s: the masks named by %s beside them (another observer's) are not read; "
+            "'data.label_name=%s' reads them instead", root,
+            ", ".join(f"'{r}'" for r in found.others), found.others[0],
+        )  # fmt: skip
+    return naming._replace(image_name=found.image, label_name=found.label)
 
 
 def named_by_words(

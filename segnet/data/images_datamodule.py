@@ -761,7 +761,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def _draw_splits(self) -> dict[str, list[int]]:
         return given_or_drawn(
             [p.name for p in self.pairs], [p.split for p in self.pairs], self.where(),
-            [p.group for p in self.pairs], **self.split_args,
+            [p.group for p in self.pairs], groups_of_folders=not self.csv, **self.split_args,
         )  # fmt: skip
 
     def reading(self) -> dict[str, Any]:

@@ -10,12 +10,22 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import MASK_WORDS, name_words
+from segnet.data.folder_roles import MASK_WORDS, name_words, role_of
 
 DEFAULT_RULE = "{id}"
 log = logging.getLogger(__name__)
+
+
+class BesideRules(NamedTuple):
+    """The rules of images with their masks beside them in one folder: the image's, the
+    mask's, and those of other sets of masks beside them that are not read."""
+
+    image: str
+    label: str
+    others: list[str]
 
 
 def name_pattern(pattern: str, setting: str) -> re.Pattern:
@@ -158,9 +168,16 @@ def beside_rules(files: list[Path]) -> list[str]:
             (p, affixed(s, *c)) in masks_of[c] for p, s in images
         )
 
-    # one set of masks: the rest are images (img1_aug beside img1 is an image too)
+    def further(c: tuple) -> set:  # BUSI's a_mask_1 beside a_mask: another mask of a
+        return {(p, s) for p, s in stems - masks_of[c]
+                if any((p, s[:n]) in masks_of[c] for n in range(1, len(s)))}  # fmt: skip
+
+    # one set of masks: the rest are images (img1_aug beside img1 is an image too), but
+    # for further masks of some images (left out by beside(), said)
     single = [
-        affixed(DEFAULT_RULE, *c) for c in sorted(candidates) if pairs_all(c, stems - masks_of[c])
+        affixed(DEFAULT_RULE, *c)
+        for c in sorted(candidates)
+        if pairs_all(c, stems - masks_of[c] - further(c))
     ]
     if single:
         return single if len(single) == 1 else []
@@ -184,16 +201,43 @@ def preferred_rule(rule: str) -> tuple:
     return (not says_mask, rule)
 
 
-def beside_rule(files: list[Path]) -> tuple[str, list[str]] | None:
-    """The mask rule of images with their masks beside them (:func:`beside_rules`), and the
-    rules of other sets of masks beside them, not read; None where no rule fits, or where
-    several do and none is preferred by what it says (then nothing is guessed)."""
+def beside_rule(files: list[Path]) -> BesideRules | None:
+    """The rules of images with their masks beside them: a mask named as its image with
+    text added (:func:`beside_rules`), with the rules of other sets of masks beside them,
+    not read; else both named with their own text (:func:`tail_rules`). None where no rule
+    fits, or where several do and none is preferred by what it says (then nothing is
+    guessed)."""
     rules = beside_rules(files)
     if len(rules) > 1 and preferred_rule(rules[0])[0] == preferred_rule(rules[1])[0]:
         ordinal = [re.search(r"\d+", r) for r in rules[:2]]
         if not all(ordinal) or ordinal[0][0] == ordinal[1][0]:
             return None  # two sets alike (_mask and _gt): the user chooses
-    return (rules[0], rules[1:]) if rules else None
+    if rules:
+        return BesideRules(DEFAULT_RULE, rules[0], rules[1:])
+    both = tail_rules(files)
+    return BesideRules(*both, []) if both else None
+
+
+def tail_rules(files: list[Path]) -> tuple[str, str] | None:
+    """The rules (image, mask) of images and masks beside each other, each named with its
+    own text after the part they share (DeepGlobe's ``119_sat.jpg`` beside
+    ``119_mask.png``: ``{id}_sat`` and ``{id}_mask``): every name ends in one of two
+    texts after its last separator, the one says mask (:mod:`segnet.data.folder_roles`)
+    and the other does not, and each image has its mask. None otherwise."""
+    kinds: dict[str, set] = {}
+    for f in files:
+        found = re.match(r"^(.+?)([_\-. ][^_\-. ]+)$", f.stem)
+        if found is None:
+            return None
+        kinds.setdefault(found[2], set()).add((f.parent, found[1]))
+    roles = {tail: role_of(tail[1:]) for tail in kinds}
+    masks = [tail for tail, role in roles.items() if role == "labels"]
+    if len(kinds) != 2 or len(masks) != 1:
+        return None
+    image = next(tail for tail in kinds if tail != masks[0])
+    if kinds[image] != kinds[masks[0]]:
+        return None
+    return DEFAULT_RULE + image, DEFAULT_RULE + masks[0]
 
 
 def strip_affix(stem: str, affix: str, after: bool) -> str | None:

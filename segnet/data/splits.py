@@ -111,6 +111,7 @@ def given_or_drawn(
     given: Sequence[str | None],
     where: str,
     case_groups: Sequence[str | None] | None = None,
+    groups_of_folders: bool = False,
     **split_args,
 ) -> dict[str, list[int]]:
     """The splits of cases whose list may give each its split (a ``split`` column, split
@@ -119,14 +120,17 @@ def given_or_drawn(
     (or the fold). Some given and others not is refused, naming ``where``. Where
     ``case_groups`` names each case's group (a patient, a subfolder), a drawn split takes whole
     groups (:func:`split_groups`); ``data.groups`` (in ``split_args``) false draws case
-    by case, and a pattern reads each case's group from its name instead."""
+    by case, and a pattern reads each case's group from its name instead. Groups read
+    from folders (``groups_of_folders``, not a CSV's column nor a pattern) too few for a
+    split asked for are drawn case by case (:func:`split_groups`)."""
     setting = split_args.pop("groups", True)
     groups = None if setting is False else case_groups
     if isinstance(setting, str):
         groups = groups_by_name(names, setting)
         where += f", data.groups={setting!r}"
+    few_case_by_case = groups_of_folders and setting is True
     if not any(given):
-        return split_groups(names, groups, where, **split_args)
+        return split_groups(names, groups, where, few_case_by_case, **split_args)
     if not all(given):
         raise ValueError(
             f"{where}: some cases name a split and others do not; give every case a split "
@@ -140,6 +144,7 @@ def given_or_drawn(
             [names[i] for i in train],
             [groups[i] for i in train] if groups else None,
             f"the train split of {where}",
+            few_case_by_case,
             **{**split_args, "test_fraction": 0.0},
         )
         splits["val"] = [train[i] for i in drawn["val"]]
@@ -149,13 +154,19 @@ def given_or_drawn(
 
 
 def split_groups(
-    names: Sequence[str], groups: Sequence[str | None] | None, where: str = "", **split_args
+    names: Sequence[str],
+    groups: Sequence[str | None] | None,
+    where: str = "",
+    few_case_by_case: bool = False,
+    **split_args,
 ) -> dict[str, list[int]]:
     """:func:`split_cases` over groups rather than cases where ``groups`` gives two or more:
     the images of one patient (or one subfolder) land in one split, so no score is made on
     a neighbour of what was trained on. The fractions and folds count groups, drawn in the
     order of their names; said in the log, with a warning where a split a fraction asks
-    for gets no group (too few of them)."""
+    for gets no group (too few of them). With ``few_case_by_case``, so few groups are
+    drawn case by case instead (a folder per class or per domain: BUSI's ``benign/``,
+    ``malignant/``, ``normal/``, whose whole val would be one class), warned."""
     keys = group_keys(names, groups)
     if keys is None:
         if groups and len(set(groups)) == 1 and None not in groups:
@@ -166,6 +177,17 @@ def split_groups(
         return split_cases(names, **split_args)
     unique = sorted(set(keys))
     drawn = split_cases(unique, **split_args, unit="group")
+    missing = split_args.get("test_fraction") and not drawn["test"]
+    if missing and few_case_by_case:
+        log.warning(
+            "%s has %d folders of images (%s): too few to draw val and test each by whole "
+            "folders, so they are drawn image by image and the images of one folder are in "
+            "several splits. Where a folder's images are near copies (one patient's), give "
+            "the splits as folders (train/, val/, test/) or in a CSV's split column; "
+            "data.groups=false draws image by image unsaid.",
+            where, len(unique), ", ".join(k for k in unique[:5] if not k.startswith("\0")),
+        )  # fmt: skip
+        return split_cases(names, **split_args)
     counts = {split: len(drawn[split]) for split in SPLITS}
     log.info(
         "splits of %s drawn by group (an image's first subfolder, a CSV's group column, or "

@@ -281,10 +281,29 @@ def test_the_group_is_the_first_subfolder(tmp_path):
     assert [p.group for p in pairs][:4] == ["patient0"] * 4 and len(pairs) == 8
 
 
-def test_too_few_groups_for_a_test_split_is_said(tmp_path, caplog):
-    root = patient_folders(tmp_path / "d", patients=3, slices=2)
+def test_too_few_folders_for_a_test_split_are_drawn_image_by_image(tmp_path, caplog):
+    """Three folders (BUSI's benign/ malignant/ normal/): drawn whole, val would be one of
+    them and test none; so they are drawn image by image, warned."""
+    root = patient_folders(tmp_path / "d", patients=3, slices=4)
     with caplog.at_level(logging.INFO, logger="segnet.data.splits"):
-        dm = prepared(root, **TWO)  # 0.15 of 3 groups: none to test on
+        dm = prepared(root, **TWO)
+    names = dm.split_names()
+    assert [len(names[s]) for s in ("train", "val", "test")] == [8, 2, 2]
+    assert "3 folders of images (p0, p1, p2): too few" in caplog.text
+    assert "drawn by group" not in caplog.text
+
+
+def test_too_few_groups_of_a_csv_column_are_kept_whole_and_said(tmp_path, caplog):
+    """A CSV's group column is the user's word: its groups stay whole, however few."""
+    rows = ["image,label,group"]
+    for k in range(3):
+        for n in range(2):
+            image, mask = tmp_path / f"i{k}_{n}.png", tmp_path / f"m{k}_{n}.png"
+            write_pair(image, mask, seed=10 * k + n)
+            rows.append(f"{image.name},{mask.name},patient{k}")
+    (tmp_path / "cases.csv").write_text("\n".join(rows) + "\n")
+    with caplog.at_level(logging.INFO, logger="segnet.data.splits"):
+        dm = prepared(None, csv=str(tmp_path / "cases.csv"), **TWO)  # 0.15 of 3: none to test
     assert dm.split_names()["test"] == [] and len(dm.split_names()["val"]) == 2
     assert "1 val, 0 test of 3 groups" in caplog.text
     assert "no test split (the run tests on val" in caplog.text

@@ -31,19 +31,46 @@ def files(*stems: str, folder: str = "d") -> list[Path]:
         (("a", "a_mask", "b"), None),  # an image without its mask: not this layout
         (("a", "a_mask", "b", "b_gt"), None),  # two rules, each fitting half
         (("a", "b", "c", "d"), None),
+        # further masks of some images (BUSI's a_mask_1 beside a_mask): the set is found
+        (("a", "a_mask", "a_mask_1", "b", "b_mask"), "{id}_mask"),
+        (("a", "a_mask", "b", "c_mask_1"), None),  # c_mask_1 is no further mask of a mask
     ],
 )
 def test_the_rule_of_masks_beside_their_images_is_found_only_where_one_fits_all(stems, rule):
-    assert beside_rule(files(*stems)) == ((rule, []) if rule else None)
+    assert beside_rule(files(*stems)) == (("{id}", rule, []) if rule else None)
+
+
+@pytest.mark.parametrize(
+    ("stems", "rules"),
+    [
+        (("119_sat", "119_mask", "120_sat", "120_mask"), ("{id}_sat", "{id}_mask")),  # DeepGlobe
+        (("a_b_img", "a_b_gt", "c_img", "c_gt"), ("{id}_img", "{id}_gt")),  # last separator
+        (("a-img", "a-label", "b-img", "b-label"), ("{id}-img", "{id}-label")),
+        (("1_sat", "1_mask", "2_sat"), None),  # an image without its mask
+        (("a_x", "a_y", "b_x", "b_y"), None),  # neither says mask
+        (("a_mask", "a_gt", "b_mask", "b_gt"), None),  # both say mask
+        (("a_sat", "a_mask", "a_weight", "b_sat", "b_mask", "b_weight"), None),  # three kinds
+        (("a_sat", "a_mask", "b_sat", "c_mask"), None),  # the ids differ
+    ],
+)
+def test_images_and_masks_each_named_with_their_own_text_pair_where_one_says_mask(stems, rules):
+    found = beside_rule(files(*stems))
+    assert found == ((*rules, []) if rules else None)
 
 
 @pytest.mark.parametrize(
     ("stems", "found"),
     [
         # two observers: the first one's read, the second's said
-        (("a", "a_1stHO", "a_2ndHO", "b", "b_1stHO", "b_2ndHO"), ("{id}_1stHO", ["{id}_2ndHO"])),
+        (
+            ("a", "a_1stHO", "a_2ndHO", "b", "b_1stHO", "b_2ndHO"),
+            ("{id}", "{id}_1stHO", ["{id}_2ndHO"]),
+        ),  # fmt: skip
         # masks and weight maps: the rule whose text says mask
-        (("a", "a_mask", "a_weight", "b", "b_mask", "b_weight"), ("{id}_mask", ["{id}_weight"])),
+        (
+            ("a", "a_mask", "a_weight", "b", "b_mask", "b_weight"),
+            ("{id}", "{id}_mask", ["{id}_weight"]),
+        ),  # fmt: skip
         (("a", "a_mask", "a_gt", "b", "b_mask", "b_gt"), None),  # two kinds of mask: not guessed
     ],
 )

@@ -264,3 +264,51 @@ def test_an_image_and_mask_folder_beside_test_folders_are_the_training_pair(tmp_
     names = prepared(root, **TWO).split_names()
     assert names["test"] == ["test/t0.jpg", "test/t1.jpg"]
     assert sorted(names["train"] + names["val"]) == [f"train/{k}.jpg" for k in range(4)]
+
+
+def test_split_folders_of_images_beside_masks_each_named_with_its_own_text_deepglobe_style(
+    tmp_path, caplog
+):
+    """train/ of 119_sat.jpg beside 119_mask.png (colours named by class_dict.csv), and
+    valid/ of images alone: train pairs by {id}_sat and {id}_mask; valid is left out."""
+    root = tmp_path / "DeepGlobe"
+    colours = np.array([[0, 255, 255], [255, 255, 0]], np.uint8)  # urban, agriculture
+    for k in range(6):
+        write_pair(root / "train" / f"{100 + k}_sat.jpg", root / "train" / f"{100 + k}_mask.png", k)
+        grey = np.asarray(Image.open(root / "train" / f"{100 + k}_mask.png")) // 255
+        Image.fromarray(colours[grey]).save(root / "train" / f"{100 + k}_mask.png")
+    write_pair(root / "valid" / "200_sat.jpg", tmp_path / "x.png", 0)
+    (root / "class_dict.csv").write_text(
+        "name,r,g,b\nurban_land,0,255,255\nagriculture_land,255,255,0\n"
+    )
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(root)
+    assert dm.info().class_names == ["urban_land", "agriculture_land"]
+    assert {(p.image.name[:3], p.label.name[:3]) for p in dm.pairs} == {
+        (str(100 + k), str(100 + k)) for k in range(6)
+    }
+    assert sorted(len(v) for s, v in dm.split_names().items() if s != "all") == [0, 1, 5]
+    assert "'data.image_name={id}_sat' 'data.label_name={id}_mask'" in caplog.text
+    assert "valid holds images and no mask beside them" in caplog.text
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_a_folder_per_class_of_images_beside_their_masks_busi_style(tmp_path, caplog):
+    """benign/, malignant/, normal/ of 'benign (1).png' beside 'benign (1)_mask.png', a
+    second lesion's mask beside as 'benign (1)_mask_1.png': read with no setting, the
+    further mask left out and said, and the three folders drawn image by image (whole, val
+    would be one class)."""
+    root = tmp_path / "Dataset_BUSI_with_GT"
+    for c, kind in enumerate(("benign", "malignant", "normal")):
+        for k in range(1, 5):
+            stem = root / kind / f"{kind} ({k})"
+            write_pair(stem.with_name(stem.name + ".png"), stem.with_name(stem.name + "_mask.png"),
+                       10 * c + k)  # fmt: skip
+    write_pair(tmp_path / "x.png", root / "benign" / "benign (1)_mask_1.png", 0)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    assert len(dm.pairs) == 12 and {p.label.stem[-5:] for p in dm.pairs} == {"_mask"}
+    assert "1 file(s) named as an image with text added" in caplog.text
+    names = dm.split_names()
+    assert [len(names[s]) for s in ("train", "val", "test")] == [8, 2, 2]
+    assert "3 folders of images (benign, malignant, normal): too few" in caplog.text
