@@ -11,7 +11,13 @@ with no settings. Splits are a seeded draw (70/15/15 where the layout has three)
 * ``kvasir``: Kvasir-SEG: ``images/<n>.jpg`` with ``masks/<n>.jpg``, masks kept as JPEGs
   (0 and 255 with compression noise between);
 * ``loveda``: LoveDA: ``Train/`` and ``Val/``, each with a folder per domain (``Urban/``,
-  ``Rural/``) of ``images_png/`` and ``masks_png/``, and an unlabelled ``Test/``.
+  ``Rural/``) of ``images_png/`` and ``masks_png/``, and an unlabelled ``Test/``;
+* ``deepglobe``: DeepGlobe land cover: ``train/<n>_sat.jpg`` beside ``train/<n>_mask.png``,
+  colour masks (white mask pixels urban land, the rest agriculture) named by
+  ``class_dict.csv``, and unlabelled ``valid/`` and ``test/``;
+* ``busi``: BUSI: a folder per class (``benign/``, ``malignant/``, ``normal/``, images dealt
+  in turn) of ``benign (<n>).png`` beside ``benign (<n>)_mask.png``, and for every tenth
+  image a second lesion's mask ``benign (<n>)_mask_1.png`` (its mask's left half).
 
     python benchmarks/public_layouts.py drive ../shared/data/membrane /tmp/DRIVE
     python train.py experiment=images_quick data.root=/tmp/DRIVE train_minutes=3
@@ -96,7 +102,51 @@ def loveda(pairs, out: Path) -> None:
                 save(white(mask) // 255 + 1, out / split / domain / "masks_png" / f"{k}.png")
 
 
-LAYOUTS = {"drive": drive, "isic": isic, "kvasir": kvasir, "loveda": loveda}
+DEEPGLOBE_CLASSES = """name,r,g,b
+urban_land,0,255,255
+agriculture_land,255,255,0
+rangeland,255,0,255
+forest_land,0,255,0
+water,0,0,255
+barren_land,255,255,255
+unknown,0,0,0
+"""
+
+
+def deepglobe(pairs, out: Path) -> None:
+    out.mkdir(parents=True)
+    (out / "class_dict.csv").write_text(DEEPGLOBE_CLASSES)
+    colours = np.array([[255, 255, 0], [0, 255, 255]], np.uint8)  # agriculture, urban
+    splits = drawn(len(pairs), ("train", "valid", "test"), (0.15, 0.15))
+    for split, indices in splits.items():
+        for i in indices:
+            image, mask = pairs[i]
+            save(Image.open(image).convert("RGB"), out / split / f"{i}_sat.jpg", quality=95)
+            if split == "train":  # DeepGlobe withholds its valid and test masks
+                save(colours[white(mask) // 255], out / split / f"{i}_mask.png")
+
+
+def busi(pairs, out: Path) -> None:
+    kinds = ("benign", "malignant", "normal")
+    for i, (image, mask) in enumerate(pairs):
+        kind = kinds[i % 3]
+        stem = f"{kind} ({i // 3 + 1})"
+        save(Image.open(image).convert("RGB"), out / kind / f"{stem}.png")
+        save(white(mask), out / kind / f"{stem}_mask.png")
+        if i % 10 == 0:
+            second = white(mask)
+            second[:, second.shape[1] // 2 :] = 0
+            save(second, out / kind / f"{stem}_mask_1.png")
+
+
+LAYOUTS = {
+    "drive": drive,
+    "isic": isic,
+    "kvasir": kvasir,
+    "loveda": loveda,
+    "deepglobe": deepglobe,
+    "busi": busi,
+}
 
 
 def main():

@@ -26,6 +26,20 @@ def label_palette(num_classes: int) -> list[tuple[int, int, int]]:
     return [base[i % len(base)] for i in range(num_classes)]
 
 
+def with_void_colour(palette: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """``palette`` with a colour for void after its classes: black where no class is
+    black (CamVid's void), else Pascal VOC's void colour, so void never looks like a class
+    (a background painted black).
+
+    Example:
+        >>> with_void_colour([(0, 0, 0), (230, 25, 75)])[-1]
+        (224, 224, 192)
+    """
+    colours = [tuple(int(v) for v in c) for c in palette]
+    void = next(c for c in ((0, 0, 0), (224, 224, 192), (255, 255, 255)) if c not in colours)
+    return colours + [void]
+
+
 def colorize(label: np.ndarray | torch.Tensor, palette: Sequence[Sequence[int]]) -> np.ndarray:
     """(H, W) class indices -> (H, W, 3) uint8 colours; values past the palette are black.
 

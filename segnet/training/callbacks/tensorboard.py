@@ -15,6 +15,7 @@ import lightning as L
 import numpy as np
 import torch
 
+from segnet.data.palette import with_void_colour
 from segnet.training.callbacks.budget import CostBudget, is_last_epoch
 from segnet.training.callbacks.render import prediction_grid, sample_panels, volume_panels
 from segnet.training.callbacks.trackers import trackers
@@ -83,17 +84,18 @@ class PredictionImages(_Budgeted):
             return
         start = time.perf_counter()
         info = pl_module.data_info
+        names, palette = list(info.class_names), info.palette
+        if info.ignore_index is not None and info.ignore_index == len(names):
+            names.append("void (not scored)")  # its colour in the truth column
+            palette = with_void_colour(palette[: len(info.class_names)])
         rows = []
         for i in sorted(self._rows):
             image, label, pred = self._rows[i]
             if label.ndim == 2:
-                rows.append(sample_panels(image, label, pred, info.palette))
+                rows.append(sample_panels(image, label, pred, palette))
             else:
-                rows.extend(volume_panels(image, label, pred, info.palette))
-        names = list(info.class_names)
-        if info.ignore_index is not None and info.ignore_index == len(names):
-            names.append("void (not scored)")  # its colour in the truth column
-        picture = prediction_grid(rows, names, info.palette)
+                rows.extend(volume_panels(image, label, pred, palette))
+        picture = prediction_grid(rows, names, palette)
         for tracker in trackers(trainer):
             tracker.image("val/predictions", picture, trainer.global_step)
         self._rows = {}
