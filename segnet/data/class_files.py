@@ -126,6 +126,22 @@ class ShippedClasses:
             "ignore_values": void or None,
         }
 
+    @property
+    def has_colours(self) -> bool:
+        """Whether some class has a colour no grey file can hold (not r = g = b)."""
+        return self.by_colour and any(len(set(c)) > 1 for c in self.codes)
+
+    def by_row(self) -> ShippedClasses:
+        """The list read by row, for masks that hold class numbers, not colours: each
+        class's mask value the number of its row, 0 first (Semantic Drone's grey
+        ``label_images_semantic/`` beside its colour ``class_dict_seg.csv``)."""
+        return replace(
+            self,
+            source=f"{self.source}, by row (the masks hold one channel: row k is value k)",
+            codes=tuple(range(len(self.names))),
+            by_colour=False,
+        )
+
     def same_classes(self, other: ShippedClasses) -> bool:
         """The same classes, whichever file lists them."""
         return replace(other, source=self.source) == self

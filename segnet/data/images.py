@@ -332,6 +332,25 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
     return np.where((r == g) & (g == b), r, COLOUR + r * 65536 + g * 256 + b)
 
 
+def one_channel_masks(paths: Sequence[Path]) -> bool:
+    """Whether every mask file holds one channel of values and no colours (grey or 16-bit
+    files, arrays of two axes): class numbers, where a list of colours names the classes
+    (Semantic Drone's ``label_images_semantic/`` beside ``class_dict_seg.csv``). Headers
+    only; a file that cannot be read is no such mask (reading it later says why)."""
+    for path in paths:
+        try:
+            if bands.is_array_file(path):
+                if np.load(path, mmap_mode="r").ndim != 2:
+                    return False
+                continue
+            with Image.open(path) as im:
+                if im.mode not in ("L", "1", *WIDE_MODES):
+                    return False
+        except (OSError, ValueError, UnidentifiedImageError):
+            return False
+    return bool(paths)
+
+
 def read_codes(pair: Pair, reading: dict[str, Any], ignore: Sequence[int] = ()) -> np.ndarray:
     """The mask codes of a pair: its mask read as ``reading`` says (:func:`read_mask`), or
     its masks per class combined into one label map of bits (:mod:`segnet.data.class_masks`;

@@ -424,9 +424,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         check_normalization(mean, std)
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
         self.root, self.csv = read_from(root, csv, self.layout), csv
-        self.set_classes(palette, class_names=class_names, label_values=label_values,
-                         ignore_values=ignore_values, regions=regions, instance_masks=instance_masks,
-                         regions_class_order=regions_class_order)  # fmt: skip
+        self._class_settings = dict(
+            palette=palette, class_names=class_names, label_values=label_values,
+            ignore_values=ignore_values, regions=regions, instance_masks=instance_masks,
+            regions_class_order=regions_class_order,
+        )  # fmt: skip
+        self.set_classes(**self._class_settings)
         names = self._class_names
         check_class_weights(class_weights, len(names) if names else None, class_weights_power)
         self.mean, self.std = (list(v) if v is not None else None for v in (mean, std))
@@ -516,10 +519,13 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             void = 2 ** len(self.mask_classes)
             self.set_combinations(sorted({0, *(c for c in counts if c != void)}))
 
-    def set_classes(self, palette: Sequence[Sequence[int]] | None, **given: Any) -> None:
+    def set_classes(
+        self, palette: Sequence[Sequence[int]] | None, by_row: bool = False, **given: Any
+    ) -> None:
         """The classes as given (``class_names``, ``label_values``, ``ignore_values``,
-        ``regions``, ``regions_class_order``), else as a dataset.json beside the data names
-        them, else None (found in the masks); and how mask values map to them."""
+        ``regions``, ``regions_class_order``), else as a dataset.json or a class list beside
+        the data names them (a list of colours read by row where ``by_row``), else None
+        (found in the masks); and how mask values map to them."""
         nnunet = nnunet_root(self.root, self.csv)
         given = with_index_classes(nnunet, **given)
         # a class list shipped with the data, and the class settings read from it, which
@@ -530,6 +536,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         overriding = class_files.classes_given({**given, "palette": palette})
         if nnunet is None and not self.csv and not overriding:
             shipped = class_files.shipped_classes(self.root, own_layout(self.layout))
+            shipped = shipped.by_row() if shipped and by_row else shipped
             given = class_files.with_shipped_classes(shipped, palette=palette, **given)
             palette = given.pop("palette")
             self.class_list = shipped
@@ -571,6 +578,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout)
         if self.pairs and self.pairs[0].class_masks:
             self.use_class_masks()
+        elif self.class_list is not None and self.class_list.has_colours:
+            # masks of one channel cannot hold the list's colours: they hold class numbers
+            labels = [p.label for p in self.pairs if p.label is not None]
+            if img.one_channel_masks(labels):
+                self.set_classes(by_row=True, **self._class_settings)
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)

@@ -240,3 +240,25 @@ def test_masks_given_one_per_class_leave_a_class_list_beside_them_unread(tmp_pat
     (root / "labelmap.txt").write_text("background:0,0,0::\nvessel:255,255,255::\n")
     info = prepared(root).info()
     assert info.regions == {"artery": [1, 3], "vessel": [2, 3]}
+
+
+def test_grey_masks_beside_a_list_of_colours_hold_its_row_numbers_semantic_drone_style(
+    tmp_path, caplog
+):
+    """label_images_semantic/ of class numbers beside class_dict_seg.csv's colours: a grey
+    file holds no colour, so value k is the class of row k (row 0 unlabeled: void), and
+    the run records it so; a list of greys alone is still read by colour."""
+    root = value_folder(tmp_path / "d", value=2)
+    (root / "class_dict_seg.csv").write_text(
+        "name, r, g, b\nunlabeled, 0, 0, 0\nroof, 70, 70, 70\npaved-area, 128, 64, 128\n"
+    )
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    assert dm.info().class_names == ["roof", "paved-area"]
+    labels = train_labels(dm)
+    assert set(np.unique(labels)) == {1, dm.info().ignore_index}  # value 2: row 2
+    assert "by row (the masks hold one channel: row k is value k)" in caplog.text
+    assert dm.settings_found()["label_values"] == [1, 2]
+    assert np.array_equal(train_labels(prepared(root, **dm.settings_found())), labels)
+    (root / "class_dict_seg.csv").write_text("name,r,g,b\nbackground,0,0,0\nwhite,2,2,2\n")
+    assert set(np.unique(train_labels(prepared(root)))) == {0, 1}  # greys: read by colour
