@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from segnet.data.errors import DataError
-from segnet.data.image_sets import LISTS, list_files, listed_ids
+from segnet.data.image_sets import LISTS, PET_LIST_NAMES, PET_LISTS, list_files, listed_ids
 
 # names a class list gives the pixels nobody labelled (CamVid's Void, Cityscapes'
 # unlabeled, DeepGlobe's unknown, labelme's __ignore__, nnU-Net's ignore)
@@ -189,7 +189,23 @@ def shipped_classes(root: Path | None, own_layout: bool = True) -> ShippedClasse
             )
     if found or not own_layout:
         return found[0] if found else None
-    return voc_classes(root) or cityscapes_classes(root)
+    return voc_classes(root) or cityscapes_classes(root) or pet_classes(root)
+
+
+def pet_classes(root: Path | None) -> ShippedClasses | None:
+    """Oxford-IIIT Pet's trimap classes (1 the pet, 2 the background, 3 the border between
+    them, a class as its benchmark scores it) where ``root`` is laid out as Oxford-IIIT
+    Pet (``annotations/trimaps/`` with its ``trainval.txt`` or ``test.txt``); None for any
+    other folder."""
+    if root is None or not (root / PET_LISTS / "trimaps").is_dir():
+        return None
+    if not any((root / PET_LISTS / name).is_file() for name in PET_LIST_NAMES):
+        return None
+    return ShippedClasses(
+        f"Oxford-IIIT Pet's trimaps in {root} (for the border as void: "
+        "'data.class_names=[background,pet]' 'data.label_values=[2,1]' 'data.ignore_values=[3]')",
+        ("pet", "background", "border"), (1, 2, 3), by_colour=False,
+    )  # fmt: skip
 
 
 def is_cityscapes_layout(root: Path | None) -> bool:

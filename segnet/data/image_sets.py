@@ -1,11 +1,14 @@
-"""Pascal VOC's lists of images (``ImageSets/Segmentation/train.txt``, ``val.txt``; CVAT
-writes ``default.txt``): which images of the folder are read, and the split a list names.
+"""Lists of images: Pascal VOC's (``ImageSets/Segmentation/train.txt``, ``val.txt``; CVAT
+writes ``default.txt``) and Oxford-IIIT Pet's (``annotations/trainval.txt`` and
+``test.txt`` beside ``annotations/trimaps/``): which images of the folder are read, and
+the split a list names.
 
 A list named for a split gives its images that split (``train``, ``val``, ``test`` and
 their other names; ``trainaug``, the train list of VOC with SBD's masks, is train too);
-any other list (``trainval``, ``default``) names images without a split. Images that no
-list names are left out (VOC's ``JPEGImages/`` holds some 17,000, 2,913 of them with
-masks), and said.
+``trainval`` is train where no list is named for train or val (Oxford-IIIT Pet's: val is
+then drawn from it); any other list (VOC's ``trainval`` beside its ``train`` and ``val``,
+``default``) names images without a split. Images that no list names are left out (VOC's
+``JPEGImages/`` holds some 17,000, 2,913 of them with masks), and said.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from pathlib import Path
 from segnet.data.errors import ImageDataError
 
 LISTS = Path("ImageSets") / "Segmentation"
+# Oxford-IIIT Pet's lists, beside its masks (annotations/trimaps/)
+PET_LISTS = Path("annotations")
+PET_LIST_NAMES = ("trainval.txt", "test.txt")
 SPLIT_LISTS = {
     "train": ("train", "training"),
     "val": ("val", "valid", "validation"),
@@ -66,22 +72,33 @@ def split_of_list(stem: str) -> str | None:
 
 def listed_ids(path: Path) -> list[str]:
     """The image ids a list names, one a line; a line may carry more than the id (VOC's
-    classification lists: ``2008_000002  1``)."""
-    return [line.split()[0] for line in path.read_text().splitlines() if line.strip()]
+    classification lists: ``2008_000002  1``; Oxford-IIIT Pet's ``Abyssinian_100 1 1 1``)
+    and ``#`` starts a comment line."""
+    lines = path.read_text().splitlines()
+    return [line.split()[0] for line in lines if line.strip() and not line.startswith("#")]
 
 
 def list_files(root: Path) -> list[Path]:
-    """The lists in ``root/ImageSets/Segmentation``, in the order of their names."""
+    """The lists in ``root/ImageSets/Segmentation``, else Oxford-IIIT Pet's in
+    ``root/annotations`` (where ``annotations/trimaps/`` holds its masks), in the order of
+    their names."""
     folder = root / LISTS
-    return sorted(folder.glob("*.txt")) if folder.is_dir() else []
+    if folder.is_dir():
+        return sorted(folder.glob("*.txt"))
+    pets = root / PET_LISTS
+    if (pets / "trimaps").is_dir():
+        return sorted(pets / name for name in PET_LIST_NAMES if (pets / name).is_file())
+    return []
 
 
 def image_sets(root: Path) -> ImageSets | None:
-    """The lists in ``root/ImageSets/Segmentation``; None where it has none. An image two
+    """The lists of ``root`` (:func:`list_files`); None where it has none. An image two
     split lists name is refused, naming both."""
-    files, folder = list_files(root), root / LISTS
+    files = list_files(root)
     if not files:
         return None
+    folder = files[0].parent
+    named = {split_of_list(f.stem) for f in files}
     listed: set[str] = set()
     split_of: dict[str, str] = {}
     named_by: dict[str, Path] = {}
@@ -89,6 +106,8 @@ def image_sets(root: Path) -> ImageSets | None:
     for path in files:
         ids = listed_ids(path)
         split = split_of_list(path.stem)
+        if split is None and path.stem.lower() == "trainval" and not named & {"train", "val"}:
+            split = "train"  # Oxford-IIIT Pet's: val is drawn from it
         listed.update(ids)
         counts.append(f"{path.name} {len(ids)}" + (f" ({split})" if split else ""))
         for i in ids if split else ():

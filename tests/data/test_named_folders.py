@@ -312,3 +312,31 @@ def test_a_folder_per_class_of_images_beside_their_masks_busi_style(tmp_path, ca
     names = dm.split_names()
     assert [len(names[s]) for s in ("train", "val", "test")] == [8, 2, 2]
     assert "3 folders of images (benign, malignant, normal): too few" in caplog.text
+
+
+def test_oxford_iiit_pet_reads_its_lists_and_trimap_classes_with_no_setting(tmp_path, caplog):
+    """images/ with annotations/trimaps/ (1 pet, 2 background, 3 border) and the lists
+    annotations/trainval.txt and test.txt: test is the test list, val is drawn from
+    trainval, and an image in no list is left out."""
+    root = tmp_path / "oxford-iiit-pet"
+    for k in range(9):
+        write_pair(
+            root / "images" / f"cat_{k}.jpg", root / "annotations" / "trimaps" / f"cat_{k}.png", k
+        )
+        trimap = np.asarray(Image.open(root / "annotations" / "trimaps" / f"cat_{k}.png")) // 255
+        trimap = np.where(trimap == 1, 1, 2).astype(np.uint8)
+        trimap[0] = 3  # a border row
+        Image.fromarray(trimap).save(root / "annotations" / "trimaps" / f"cat_{k}.png")
+    (root / "annotations" / "trainval.txt").write_text(
+        "".join(f"cat_{k} 1 1 1\n" for k in range(6))
+    )
+    (root / "annotations" / "test.txt").write_text("cat_6 1 1 1\ncat_7 1 1 1\n")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    assert dm.info().class_names == ["background", "pet", "border"]
+    names = dm.split_names()
+    assert sorted(names["test"]) == ["cat_6.jpg", "cat_7.jpg"]
+    assert len(names["train"]) + len(names["val"]) == 6 and len(names["val"]) == 1
+    assert "cat_8" not in str(dm.pairs)  # in no list: left out
+    assert set(np.unique(train_labels(dm))) == {0, 1, 2}
+    assert "trainval.txt 6 (train)" in caplog.text
