@@ -34,10 +34,10 @@ from segnet.data.errors import DataError
 from segnet.data.image_sets import LISTS, PET_LIST_NAMES, PET_LISTS, list_files, listed_ids
 
 # names a class list gives the pixels nobody labelled (CamVid's Void, Cityscapes'
-# unlabeled, DeepGlobe's unknown, labelme's __ignore__, nnU-Net's ignore)
+# unlabeled, DeepGlobe's unknown, labelme's __ignore__, nnU-Net's ignore, LoveDA's no-data)
 VOID_NAMES = frozenset(
     {"void", "ignore", "ignored", "__ignore__", "unlabelled", "unlabeled", "unknown",
-     "dontcare", "don't care", "dont care"}
+     "dontcare", "don't care", "dont care", "no-data", "no data", "nodata"}
 )  # fmt: skip
 LABELME_BACKGROUND = "_background_"
 # Pascal VOC's classes, by mask value, and its void (the outlines of objects, 255): what
@@ -68,6 +68,9 @@ CITYSCAPES_CLASSES = (
 )  # fmt: skip
 CITYSCAPES_IDS = 34
 CITYSCAPES_FOLDERS = (Path("leftImg8bit"), Path("gtFine"))
+# LoveDA's classes by mask value from 1 (0 is no data: void), and its domain folders
+LOVEDA_CLASSES = ("background", "building", "road", "water", "barren", "forest", "agriculture")
+LOVEDA_DOMAINS = ("Urban", "Rural")
 # ADE20K's class list (ADEChallengeData2016/objectInfo150.txt; the devkit's .csv): its
 # mask value 0 is "other objects", which its benchmark does not score
 ADE_LISTS = ("objectinfo150.txt", "objectinfo150.csv")
@@ -189,7 +192,24 @@ def shipped_classes(root: Path | None, own_layout: bool = True) -> ShippedClasse
             )
     if found or not own_layout:
         return found[0] if found else None
-    return voc_classes(root) or cityscapes_classes(root) or pet_classes(root)
+    return (
+        voc_classes(root) or cityscapes_classes(root) or pet_classes(root) or loveda_classes(root)
+    )
+
+
+def loveda_classes(root: Path | None) -> ShippedClasses | None:
+    """LoveDA's seven land covers by mask value, 0 (no data) void, as its benchmark scores
+    them, where ``root`` is laid out as LoveDA (``Urban/`` or ``Rural/`` holding
+    ``masks_png/``, in ``root`` or in its split folders); None for any other folder."""
+    if root is None or not root.is_dir():
+        return None
+    places = [root, *(d for d in root.iterdir() if d.is_dir())]
+    if not any((d / domain / "masks_png").is_dir() for d in places for domain in LOVEDA_DOMAINS):
+        return None
+    return ShippedClasses(
+        f"LoveDA's layout in {root} (its 7 classes, 0 no data; give data.class_names for others)",
+        ("no-data", *LOVEDA_CLASSES), (0, *range(1, len(LOVEDA_CLASSES) + 1)), by_colour=False,
+    )  # fmt: skip
 
 
 def pet_classes(root: Path | None) -> ShippedClasses | None:

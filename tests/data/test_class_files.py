@@ -262,3 +262,18 @@ def test_grey_masks_beside_a_list_of_colours_hold_its_row_numbers_semantic_drone
     assert np.array_equal(train_labels(prepared(root, **dm.settings_found())), labels)
     (root / "class_dict_seg.csv").write_text("name,r,g,b\nbackground,0,0,0\nwhite,2,2,2\n")
     assert set(np.unique(train_labels(prepared(root)))) == {0, 1}  # greys: read by colour
+
+
+def test_loveda_layout_has_its_seven_classes_and_no_data_void(tmp_path, caplog):
+    root = tmp_path / "LoveDA"
+    for domain in ("Urban", "Rural"):
+        folder = value_folder(root / "Train" / domain, n=3, value=3)  # 0 no data, 3 road
+        (folder / "images").rename(folder / "images_png")
+        (folder / "labels").rename(folder / "masks_png")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    info = dm.info()
+    assert info.class_names[:3] == ["background", "building", "road"] and len(info.class_names) == 7
+    assert set(np.unique(train_labels(dm))) == {2, info.ignore_index}
+    assert "void (neither trained nor scored): no-data" in caplog.text
+    assert shipped_classes(tmp_path / "elsewhere") is None
