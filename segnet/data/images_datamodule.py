@@ -424,11 +424,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         check_normalization(mean, std)
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
         self.root, self.csv = read_from(root, csv, self.layout), csv
-        self._class_settings = dict(
-            palette=palette, class_names=class_names, label_values=label_values,
+        self._class_settings = dict(palette=palette, class_names=class_names, label_values=label_values,
             ignore_values=ignore_values, regions=regions, instance_masks=instance_masks,
-            regions_class_order=regions_class_order,
-        )  # fmt: skip
+            regions_class_order=regions_class_order)  # fmt: skip
         self.set_classes(**self._class_settings)
         names = self._class_names
         check_class_weights(class_weights, len(names) if names else None, class_weights_power)
@@ -578,11 +576,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout)
         if self.pairs and self.pairs[0].class_masks:
             self.use_class_masks()
-        elif self.class_list is not None and self.class_list.has_colours:
-            # masks of one channel cannot hold the list's colours: they hold class numbers
-            labels = [p.label for p in self.pairs if p.label is not None]
-            if img.one_channel_masks(labels):
-                self.set_classes(by_row=True, **self._class_settings)
+        else:
+            self._read_colour_list_by_row()
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)
@@ -652,6 +647,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions=self.regions,
             regions_class_order=self.regions_class_order,
         )
+
+    def _read_colour_list_by_row(self) -> None:
+        """Where the class list read has colours and every mask is a file of one channel,
+        which cannot hold them, the masks hold class numbers: the list is read by row."""
+        if self.class_list is not None and self.class_list.has_colours:
+            labels = [p.label for p in self.pairs if p.label is not None]
+            if img.one_channel_masks(labels):
+                self.set_classes(by_row=True, **self._class_settings)
 
     def _counts_as_shown(self) -> dict[int, int]:
         """The values of every mask, counted as a viewer shows them (1-bit white as 255,
