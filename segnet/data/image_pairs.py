@@ -523,16 +523,15 @@ def rules_beside(folders) -> BesideRules | None:
 
 
 def images_alone(folder: Path, rules: BesideRules) -> bool:
-    """Whether ``folder`` holds files alone, each named as an image by ``rules`` and none
-    as a mask: an unlabelled split beside a split of images with their masks beside them
-    (DeepGlobe's ``valid/`` of ``_sat.jpg`` files beside ``train/``)."""
+    """Whether ``folder`` holds files alone with no masks beside them, where another split
+    folder's ``rules`` found some: no rule of its own pairs them, every name fits the
+    image rule and none the mask rule (DeepGlobe's ``valid/`` of ``_sat.jpg`` files beside
+    ``train/``)."""
     files = image_files(folder)
+    if not files or visible_folders(folder) or beside_rule(files) is not None:
+        return False
     image_re, label_re = (name_pattern(r, "") for r in (rules.image, rules.label))
-    return (
-        bool(files)
-        and not visible_folders(folder)
-        and all(image_re.match(f.stem) and not label_re.match(f.stem) for f in files)
-    )
+    return all(image_re.match(f.stem) and not label_re.match(f.stem) for f in files)
 
 
 def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = None) -> list[Pair]:

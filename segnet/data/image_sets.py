@@ -5,8 +5,8 @@ the split a list names.
 
 A list named for a split gives its images that split (``train``, ``val``, ``test`` and
 their other names; ``trainaug``, the train list of VOC with SBD's masks, is train too);
-``trainval`` is train where no list is named for train or val (Oxford-IIIT Pet's: val is
-then drawn from it); any other list (VOC's ``trainval`` beside its ``train`` and ``val``,
+``trainval`` beside a ``test`` list is train where no list is named for train or val
+(Oxford-IIIT Pet's: val is then drawn from it); any other list (VOC's ``trainval`` beside its ``train`` and ``val``,
 ``default``) names images without a split. Images that no list names are left out (VOC's
 ``JPEGImages/`` holds some 17,000, 2,913 of them with masks), and said.
 """
@@ -106,7 +106,7 @@ def image_sets(root: Path) -> ImageSets | None:
     for path in files:
         ids = listed_ids(path)
         split = split_of_list(path.stem)
-        if split is None and path.stem.lower() == "trainval" and not named & {"train", "val"}:
+        if path.stem.lower() == "trainval" and "test" in named and not named & {"train", "val"}:
             split = "train"  # Oxford-IIIT Pet's: val is drawn from it
         listed.update(ids)
         counts.append(f"{path.name} {len(ids)}" + (f" ({split})" if split else ""))

@@ -650,11 +650,19 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
 
     def _read_colour_list_by_row(self) -> None:
         """Where the class list read has colours and every mask is a file of one channel,
-        which cannot hold them, the masks hold class numbers: the list is read by row."""
-        if self.class_list is not None and self.class_list.has_colours:
-            labels = [p.label for p in self.pairs if p.label is not None]
-            if img.one_channel_masks(labels):
-                self.set_classes(by_row=True, **self._class_settings)
+        which cannot hold them, and the values of the first masks are row numbers of the
+        list, not all the levels of its grey colours, the masks hold class numbers: the
+        list is read by row."""
+        shipped = self.class_list
+        if shipped is None or not shipped.has_colours:
+            return
+        labels = [p.label for p in self.pairs if p.label is not None]
+        if not img.one_channel_masks(labels):
+            return
+        seen = set().union(*(np.unique(img.read_mask(m)).tolist() for m in labels[:8]))
+        greys = {c[0] for c in shipped.codes if len(set(c)) == 1}
+        if max(seen, default=0) < len(shipped.names) and not seen <= greys:
+            self.set_classes(by_row=True, **self._class_settings)
 
     def _counts_as_shown(self) -> dict[int, int]:
         """The values of every mask, counted as a viewer shows them (1-bit white as 255,

@@ -169,7 +169,10 @@ def beside_rules(files: list[Path]) -> list[str]:
         )
 
     def further(c: tuple) -> set:  # BUSI's a_mask_1 beside a_mask: another mask of a
-        return {(p, s) for p, s in stems - masks_of[c]
+        rest = stems - masks_of[c]
+        if len(rest) > 2 * len(masks_of[c]):  # more files than an image and a further
+            return set()  # mask for each mask: not one set of masks (and quick)
+        return {(p, s) for p, s in rest
                 if any((p, s[:n]) in masks_of[c] for n in range(1, len(s)))}  # fmt: skip
 
     # one set of masks: the rest are images (img1_aug beside img1 is an image too), but
@@ -222,8 +225,8 @@ def tail_rules(files: list[Path]) -> tuple[str, str] | None:
     """The rules (image, mask) of images and masks beside each other, each named with its
     own text after the part they share (DeepGlobe's ``119_sat.jpg`` beside
     ``119_mask.png``: ``{id}_sat`` and ``{id}_mask``): every name ends in one of two
-    texts after its last separator, the one says mask (:mod:`segnet.data.folder_roles`)
-    and the other does not, and each image has its mask. None otherwise."""
+    texts after its last separator, the one says mask and the other image
+    (:mod:`segnet.data.folder_roles`), and each image has its mask. None otherwise."""
     kinds: dict[str, set] = {}
     for f in files:
         found = re.match(r"^(.+?)([_\-. ][^_\-. ]+)$", f.stem)
@@ -235,7 +238,8 @@ def tail_rules(files: list[Path]) -> tuple[str, str] | None:
     if len(kinds) != 2 or len(masks) != 1:
         return None
     image = next(tail for tail in kinds if tail != masks[0])
-    if kinds[image] != kinds[masks[0]]:
+    # the other text must say image (_sat, _img): _roi or _pred beside _gt is no image
+    if roles[image] != "images" or kinds[image] != kinds[masks[0]]:
         return None
     return DEFAULT_RULE + image, DEFAULT_RULE + masks[0]
 

@@ -36,7 +36,9 @@ def with_void_colour(palette: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
         (224, 224, 192)
     """
     colours = [tuple(int(v) for v in c) for c in palette]
-    void = next(c for c in ((0, 0, 0), (224, 224, 192), (255, 255, 255)) if c not in colours)
+    greys = ((v, v, v) for v in range(256))  # past these three, the first grey no class has
+    choices = ((0, 0, 0), (224, 224, 192), (255, 255, 255), *greys)
+    void = next((c for c in choices if c not in colours), (0, 0, 0))
     return colours + [void]
 
 

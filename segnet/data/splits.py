@@ -122,7 +122,7 @@ def given_or_drawn(
     groups (:func:`split_groups`); ``data.groups`` (in ``split_args``) false draws case
     by case, and a pattern reads each case's group from its name instead. Groups read
     from folders (``groups_of_folders``, not a CSV's column nor a pattern) too few for a
-    split asked for are drawn case by case (:func:`split_groups`)."""
+    split's fraction are drawn case by case (:func:`split_groups`)."""
     setting = split_args.pop("groups", True)
     groups = None if setting is False else case_groups
     if isinstance(setting, str):
@@ -164,8 +164,8 @@ def split_groups(
     the images of one patient (or one subfolder) land in one split, so no score is made on
     a neighbour of what was trained on. The fractions and folds count groups, drawn in the
     order of their names; said in the log, with a warning where a split a fraction asks
-    for gets no group (too few of them). With ``few_case_by_case``, so few groups are
-    drawn case by case instead (a folder per class or per domain: BUSI's ``benign/``,
+    for gets no group (too few of them). With ``few_case_by_case``, groups too few for a
+    split's fraction (:func:`too_few_groups`) are drawn case by case instead (a folder per class or per domain: BUSI's ``benign/``,
     ``malignant/``, ``normal/``, whose whole val would be one class), warned."""
     keys = group_keys(names, groups)
     if keys is None:
@@ -177,15 +177,15 @@ def split_groups(
         return split_cases(names, **split_args)
     unique = sorted(set(keys))
     drawn = split_cases(unique, **split_args, unit="group")
-    missing = split_args.get("test_fraction") and not drawn["test"]
-    if missing and few_case_by_case:
+    if few_case_by_case and (too_few := too_few_groups(drawn, len(unique), split_args)):
         log.warning(
-            "%s has %d folders of images (%s): too few to draw val and test each by whole "
-            "folders, so they are drawn image by image and the images of one folder are in "
-            "several splits. Where a folder's images are near copies (one patient's), give "
-            "the splits as folders (train/, val/, test/) or in a CSV's split column; "
+            "%s has %d folders of images (%s): too few to draw %s by whole folders, so the "
+            "splits are drawn image by image and the images of one folder are in several "
+            "splits. Where a folder's images are near copies (one patient's), give the "
+            "splits as folders (train/, val/, test/) or in a CSV's split column; "
             "data.groups=false draws image by image unsaid.",
             where, len(unique), ", ".join(k for k in unique[:5] if not k.startswith("\0")),
+            too_few,
         )  # fmt: skip
         return split_cases(names, **split_args)
     counts = {split: len(drawn[split]) for split in SPLITS}
@@ -205,6 +205,18 @@ def split_groups(
     split_of = {unique[i]: split for split in SPLITS for i in drawn[split]}
     splits = {split: [i for i, k in enumerate(keys) if split_of[k] == split] for split in SPLITS}
     return {**splits, "all": list(range(len(names)))}
+
+
+def too_few_groups(drawn: dict[str, list[int]], groups: int, split_args: dict) -> str | None:
+    """The split a fraction asks for that whole groups cannot give: one that gets no group,
+    or over twice its fraction of them (val one of three folders at 0.15); None where
+    every split asked for gets its share."""
+    for split in ("test", "val"):
+        fraction = split_args.get(f"{split}_fraction") or 0
+        asked = split_args.get("fold") is None and fraction > 0
+        if asked and (not drawn[split] or len(drawn[split]) > 2 * fraction * groups):
+            return split
+    return None
 
 
 def group_keys(names: Sequence[str], groups: Sequence[str | None] | None) -> list[str] | None:

@@ -277,3 +277,15 @@ def test_loveda_layout_has_its_seven_classes_and_no_data_void(tmp_path, caplog):
     assert set(np.unique(train_labels(dm))) == {2, info.ignore_index}
     assert "void (neither trained nor scored): no-data" in caplog.text
     assert shipped_classes(tmp_path / "elsewhere") is None
+
+
+def test_grey_masks_of_the_lists_grey_levels_are_still_read_by_colour(tmp_path):
+    """0/255 grey masks beside black, white and red: the masks show black and white, so
+    they are read by colour, not by row (where 255 is no row)."""
+    root = value_folder(tmp_path / "d", value=255)
+    (root / "class_dict.csv").write_text(
+        "name,r,g,b\nbackground,0,0,0\nbuilding,255,255,255\nroad,255,0,0\n"
+    )
+    dm = prepared(root)
+    assert dm.info().class_names == ["background", "building", "road"]
+    assert set(np.unique(train_labels(dm))) == {0, 1}

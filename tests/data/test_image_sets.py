@@ -177,3 +177,11 @@ def test_an_image_listed_outside_every_split_list_is_refused_naming_the_lists(tm
     root = voc(tmp_path / "v", lists={"train": range(4), "val": [4, 5], "default": range(8)})
     with pytest.raises(ImageDataError, match=r"2007_000006.jpg .* none of its split lists"):
         find_pairs(root, None)
+
+
+def test_a_trainval_list_alone_names_images_without_a_split_so_test_is_drawn(tmp_path):
+    """trainval is train only beside a test list (Oxford-IIIT Pet's): alone it names the
+    images read, and val and test are drawn from them."""
+    root = voc(tmp_path / "VOC2012", 10, 10, lists={"trainval": range(10)})
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert [len(dm.split_names()[s]) for s in ("train", "val", "test")] == [6, 2, 2]

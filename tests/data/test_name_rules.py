@@ -51,6 +51,8 @@ def test_the_rule_of_masks_beside_their_images_is_found_only_where_one_fits_all(
         (("a_mask", "a_gt", "b_mask", "b_gt"), None),  # both say mask
         (("a_sat", "a_mask", "a_weight", "b_sat", "b_mask", "b_weight"), None),  # three kinds
         (("a_sat", "a_mask", "b_sat", "c_mask"), None),  # the ids differ
+        (("0_roi", "0_mask", "1_roi", "1_mask"), None),  # a region of interest is no image
+        (("0_pred", "0_gt", "1_pred", "1_gt"), None),  # nor is a text that does not say so
     ],
 )
 def test_images_and_masks_each_named_with_their_own_text_pair_where_one_says_mask(stems, rules):

@@ -340,3 +340,27 @@ def test_oxford_iiit_pet_reads_its_lists_and_trimap_classes_with_no_setting(tmp_
     assert "cat_8" not in str(dm.pairs)  # in no list: left out
     assert set(np.unique(train_labels(dm))) == {0, 1, 2}
     assert "trainval.txt 6 (train)" in caplog.text
+
+
+def test_a_split_of_masks_named_otherwise_beside_the_images_is_read_not_left_out(tmp_path):
+    root = tmp_path / "d"
+    for k in range(5):
+        write_pair(root / "train" / f"a{k}.png", root / "train" / f"a{k}_mask.png", k)
+    for k in range(2):
+        write_pair(root / "val" / f"b{k}.png", root / "val" / f"b{k}_label.png", k)
+    names = prepared(root, **TWO).split_names()
+    assert sorted(names["val"]) == ["val/b0.png", "val/b1.png"]
+
+
+def test_few_folders_in_a_given_train_split_are_drawn_image_by_image_for_val(tmp_path, caplog):
+    """train/{benign,malignant,normal}/ beside test/: val drawn whole would be one class."""
+    root = tmp_path / "d"
+    for kind in ("benign", "malignant", "normal"):
+        for k in range(4):
+            write_pair(root / "train" / "images" / kind / f"{k}.png",
+                       root / "train" / "masks" / kind / f"{k}.png", k)  # fmt: skip
+    write_pair(root / "test" / "images" / "t.png", root / "test" / "masks" / "t.png", 9)
+    with caplog.at_level(logging.WARNING, logger="segnet.data.splits"):
+        names = prepared(root, **TWO).split_names()
+    assert len({n.split("/")[1] for n in names["train"]}) == 3  # every folder trains
+    assert "too few to draw val by whole folders" in caplog.text

@@ -27,3 +27,5 @@ def test_void_is_not_painted_as_a_black_background():
     colours = [tuple(c) for c in truth[0].tolist()]
     assert len(set(colours)) == 3 and colours[2] == (224, 224, 192)
     assert with_void_colour([(255, 0, 0), (0, 200, 0)])[-1] == (0, 0, 0)
+    taken = [(0, 0, 0), (224, 224, 192), (255, 255, 255)]
+    assert with_void_colour(taken)[-1] == (1, 1, 1)  # some colour no class has
