@@ -136,16 +136,21 @@ def test_two_folders_for_one_split_are_refused(tmp_path):
         find_pairs(tmp_path, None)
 
 
-def test_a_csv_group_column_keeps_each_group_whole(tmp_path):
+def csv_of_groups(folder, groups: int, per_group: int) -> str:
+    """A CSV of pairs ``i<k>_<n>.png`` with ``m<k>_<n>.png``, in group ``patient<k>``."""
     rows = ["image,label,group"]
-    for k in range(5):
-        for n in range(3):
-            image, mask = tmp_path / f"i{k}_{n}.png", tmp_path / f"m{k}_{n}.png"
+    for k in range(groups):
+        for n in range(per_group):
+            image, mask = folder / f"i{k}_{n}.png", folder / f"m{k}_{n}.png"
             write_pair(image, mask, seed=10 * k + n)
             rows.append(f"{image.name},{mask.name},patient{k}")
-    (tmp_path / "cases.csv").write_text("\n".join(rows) + "\n")
-    dm = prepared(None, csv=str(tmp_path / "cases.csv"), val_fraction=0.2, test_fraction=0.2,
-                  **TWO)  # fmt: skip
+    (folder / "cases.csv").write_text("\n".join(rows) + "\n")
+    return str(folder / "cases.csv")
+
+
+def test_a_csv_group_column_keeps_each_group_whole(tmp_path):
+    csv = csv_of_groups(tmp_path, groups=5, per_group=3)
+    dm = prepared(None, csv=csv, val_fraction=0.2, test_fraction=0.2, **TWO)
     names = dm.split_names()
     group_of = {f"i{k}_{n}.png": k for k in range(5) for n in range(3)}
     held = [{group_of[n] for n in names[s]} for s in ("train", "val", "test")]
@@ -295,15 +300,9 @@ def test_too_few_folders_for_a_test_split_are_drawn_image_by_image(tmp_path, cap
 
 def test_too_few_groups_of_a_csv_column_are_kept_whole_and_said(tmp_path, caplog):
     """A CSV's group column is the user's word: its groups stay whole, however few."""
-    rows = ["image,label,group"]
-    for k in range(3):
-        for n in range(2):
-            image, mask = tmp_path / f"i{k}_{n}.png", tmp_path / f"m{k}_{n}.png"
-            write_pair(image, mask, seed=10 * k + n)
-            rows.append(f"{image.name},{mask.name},patient{k}")
-    (tmp_path / "cases.csv").write_text("\n".join(rows) + "\n")
+    csv = csv_of_groups(tmp_path, groups=3, per_group=2)
     with caplog.at_level(logging.INFO, logger="segnet.data.splits"):
-        dm = prepared(None, csv=str(tmp_path / "cases.csv"), **TWO)  # 0.15 of 3: none to test
+        dm = prepared(None, csv=csv, **TWO)  # 0.15 of 3: none to test
     assert dm.split_names()["test"] == [] and len(dm.split_names()["val"]) == 2
     assert "1 val, 0 test of 3 groups" in caplog.text
     assert "no test split (the run tests on val" in caplog.text
