@@ -7,6 +7,7 @@ where no rule fits, the message that shows one of each and the rule that pairs t
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from pathlib import Path, PurePosixPath
@@ -209,15 +210,21 @@ def beside_rule(files: list[Path]) -> BesideRules | None:
     text added (:func:`beside_rules`), with the rules of other sets of masks beside them,
     not read; else both named with their own text (:func:`tail_rules`). None where no rule
     fits, or where several do and none is preferred by what it says (then nothing is
-    guessed)."""
-    rules = beside_rules(files)
+    guessed). Kept for the last few lists of files: split folders are judged by it, then
+    read by it."""
+    return _beside_rule(tuple(files))
+
+
+@functools.lru_cache(maxsize=8)
+def _beside_rule(files: tuple[Path, ...]) -> BesideRules | None:
+    rules = beside_rules(list(files))
     if len(rules) > 1 and preferred_rule(rules[0])[0] == preferred_rule(rules[1])[0]:
         ordinal = [re.search(r"\d+", r) for r in rules[:2]]
         if not all(ordinal) or ordinal[0][0] == ordinal[1][0]:
             return None  # two sets alike (_mask and _gt): the user chooses
     if rules:
         return BesideRules(DEFAULT_RULE, rules[0], rules[1:])
-    both = tail_rules(files)
+    both = tail_rules(list(files))
     return BesideRules(*both, []) if both else None
 
 
