@@ -3,11 +3,14 @@ layouts name them (``images/``, ``labels/``): images (``Image/``, ``images_png/`
 ``original_images/``, ``ISIC2018_Task1-2_Training_Input/``), masks (``Mask/``,
 ``label_images_semantic/``, ``ISIC2018_Task1_Training_GroundTruth/``, ``1st_manual/``,
 ``trimaps/``, mmsegmentation's ``ann_dir/``) or regions of interest (``fov/``), and the split a name gives
-(``Training``, ``Validation``, ``test``)."""
+(``Training``, ``Validation``, ``test``), or the split that the first word of a file's name
+gives (GlaS's ``train_1.bmp`` and ``testA_1.bmp``)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from pathlib import PurePosixPath
 
 # a split's folder by its common names (ADE20K's training/ and validation/)
 SPLIT_FOLDERS = {
@@ -94,3 +97,20 @@ def split_of(name: str) -> str | None:
 def split_named(name: str) -> str | None:
     """The split whose folder ``name`` alone is (``Validation``: val); None otherwise."""
     return _SPLIT_BY_NAME.get(name.lower())
+
+
+def split_of_file(name: str) -> str | None:
+    """The split the first word of a file's name gives (``testA_12.bmp``: test,
+    ``train-003.png``: train); None where that word gives none."""
+    stem = PurePosixPath(name).stem
+    return split_of(re.split(r"[_\-. ]", stem, maxsplit=1)[0])
+
+
+def splits_of_file_names(names: Sequence[str]) -> list[str] | None:
+    """The split of each file that its name's first word gives, where every name gives
+    one and they give train and another split (GlaS: ``train_``, ``testA_``, ``testB_``);
+    None otherwise: names that all begin with ``train`` say nothing of a split."""
+    splits = [split_of_file(n) for n in names]
+    if None in splits or "train" not in splits or len(set(splits)) < 2:
+        return None
+    return splits  # type: ignore[return-value]

@@ -38,7 +38,14 @@ from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import SPLIT_FOLDERS, name_words, role_of, split_named, split_of
+from segnet.data.folder_roles import (
+    SPLIT_FOLDERS,
+    name_words,
+    role_of,
+    split_named,
+    split_of,
+    splits_of_file_names,
+)
 from segnet.data.image_sets import ImageSets, image_sets
 from segnet.data.name_rules import (
     DEFAULT_RULE,
@@ -264,9 +271,25 @@ def find_pairs(
     elif lists := image_sets(root):  # Pascal VOC's, CVAT's: the images read, their splits
         pairs = lists.check_splits(folder_pairs(root, dirs, naming._replace(lists=lists)))
     else:
-        pairs = folder_pairs(root, dirs, naming)
+        pairs = splits_of_names(folder_pairs(root, dirs, naming), root)
     check_pairs(pairs)
     return pairs
+
+
+def splits_of_names(pairs: list[Pair], root: Path) -> list[Pair]:
+    """``pairs`` each in the split its image's name begins with, where none has a split
+    yet and every name begins with one, train and another among them (GlaS's ``train_1``,
+    ``testA_1``; :func:`~segnet.data.folder_roles.splits_of_file_names`); said."""
+    splits = None if any(p.split for p in pairs) else splits_of_file_names([p.name for p in pairs])
+    if splits is None:
+        return pairs
+    counts = {s: splits.count(s) for s in SPLIT_FOLDERS if s in splits}
+    log.info(
+        "the names of the images in %s begin with their split (%s): read as given splits%s",
+        root, ", ".join(f"{s} {n}" for s, n in counts.items()),
+        "" if "val" in counts else "; val is drawn from train",
+    )  # fmt: skip
+    return [replace(p, split=s) for p, s in zip(pairs, splits, strict=True)]
 
 
 def sibling_split_folders(root: Path) -> dict[str, tuple[Path, Path | None]]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from segnet.data.folder_roles import role_of, split_of
+from segnet.data.folder_roles import role_of, split_of, split_of_file
 from tests.data.test_image_layouts import write_pair
 from tests.data.test_images import prepared, train_labels
 
@@ -39,6 +39,47 @@ TWO = dict(class_names=["background", "disc"], label_values=[0, 255])
 )
 def test_what_a_folder_holds_is_read_from_the_words_of_its_name(name, role, split):
     assert (role_of(name), split_of(name)) == (role, split)
+
+
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [
+        ("testA_12.bmp", "test"),
+        ("train-003.png", "train"),
+        ("Validation_7.png", "val"),
+        ("trainee_1.png", None),  # a word that begins with a split's name is not one
+        ("trainval_1.png", None),
+        ("1_train.png", None),  # the first word alone
+    ],
+)
+def test_the_split_a_file_names_is_its_first_word(name, split):
+    assert split_of_file(name) == split
+
+
+def test_images_whose_names_begin_with_their_split_are_in_it_glas_style(tmp_path, caplog):
+    """train_<n>.bmp, testA_<n>.bmp and testB_<n>.bmp beside their _anno masks: train and
+    test as named, val drawn from train."""
+    root = tmp_path / "GlaS"
+    for prefix, count in (("train", 8), ("testA", 3), ("testB", 2)):
+        for k in range(1, count + 1):
+            write_pair(root / f"{prefix}_{k}.bmp", root / f"{prefix}_{k}_anno.bmp", 10 * k + count)
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(root, **TWO)
+    names = dm.split_names()
+    assert sorted(names["test"]) == sorted(
+        [f"testA_{k}.bmp" for k in (1, 2, 3)] + ["testB_1.bmp", "testB_2.bmp"]
+    )
+    assert len(names["val"]) >= 1 and len(names["train"]) + len(names["val"]) == 8
+    assert all(n.startswith("train_") for n in names["train"] + names["val"])
+    assert "begin with their split (train 8, test 5)" in caplog.text
+
+
+def test_names_that_all_begin_with_one_split_leave_the_splits_drawn(tmp_path):
+    root = tmp_path / "scans"
+    for k in range(10):
+        write_pair(root / "images" / f"train_{k}.png", root / "masks" / f"train_{k}.png", k)
+    names = prepared(root, **TWO).split_names()
+    assert all(len(names[s]) >= 1 for s in ("train", "val", "test"))
 
 
 def test_image_and_mask_folders_named_in_other_words(tmp_path, caplog):
