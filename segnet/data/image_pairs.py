@@ -73,6 +73,8 @@ NNUNET_FOLDERS = {"train": ("imagesTr", "labelsTr"), "test": ("imagesTs", "label
 NNUNET_CHANNEL = re.compile(r"^(?P<case>.+)_(?P<channel>\d{4})$")
 # Cityscapes' name rules of a frame and of its mask of label ids
 CITYSCAPES_NAMES = ("{id}_leftImg8bit", "{id}_gtFine_labelIds")
+# a further mask of an image: its mask's name with a number added (BUSI's ``_mask_1``)
+FURTHER_MASK = re.compile(r"^(?P<mask>.+?)[ _-]?\(?(?P<number>\d+)\)?$")
 log = logging.getLogger(__name__)
 
 
@@ -93,6 +95,9 @@ class Pair:
     # nnU-Net's further channel files of the image (``<case>_0001.png`` ...), in order:
     # ``image`` is channel 0000, and each file one grey channel
     channels: tuple[Path, ...] = ()
+    # further masks of the image beside ``label``, numbered after its name (BUSI's
+    # ``_mask_1`` of a second lesion): their objects are laid over ``label``'s
+    further_masks: tuple[Path, ...] = ()
 
     @property
     def image_files(self) -> tuple[Path, ...]:
@@ -111,7 +116,9 @@ class Pair:
     @property
     def masks(self) -> tuple[Path, ...]:
         """The mask file(s) of this image."""
-        return tuple(p for _, p in self.class_masks) or ((self.label,) if self.label else ())
+        if self.class_masks:
+            return tuple(p for _, p in self.class_masks)
+        return (self.label, *self.further_masks) if self.label else ()
 
 
 class Naming(NamedTuple):
@@ -766,7 +773,7 @@ def paired(
     nested = not image_files(images)  # a folder per patient or city
     if images.resolve() == labels.resolve():
         labels = images  # one folder, however spelled: keys relative to one path
-    found, mask_files = listing(images, labels, rois, nested, naming)
+    found, mask_files, further = listing(images, labels, rois, nested, naming)
     by_id = keyed(found, image_re, images, "data.image_name")
     listed = naming.lists.listed if naming.lists else None
     if listed is not None:
@@ -800,7 +807,7 @@ def paired(
         # a split folder's split, else the one a list of images gives by the image's id
         in_split = split or (naming.lists.split_of.get(key) if naming.lists else None)
         return Pair(prefix + name.as_posix(), by_id[key], label, roi_masks.get(key), in_split,
-                    masks, group)  # fmt: skip
+                    masks, group, further_masks=further.get(label, ()))  # fmt: skip
 
     ids = sorted(by_id, key=lambda k: by_id[k].relative_to(images).as_posix())
     if class_dirs:  # one mask per class: a folder of masks for each class
@@ -835,11 +842,12 @@ def only_listed(by_id: dict[str, Path], listed: frozenset[str], images: Path) ->
 
 def listing(
     images: Path, labels: Path, rois: Path | None, nested: bool, naming: Naming
-) -> tuple[list[Path], list[Path]]:
+) -> tuple[list[Path], list[Path], dict[Path, tuple[Path, ...]]]:
     """The image files and the mask files to pair: those directly in their folders, and
     where the images are nested those below too (a mask folder's own files included, to
     be named if they pair with nothing); the mask and region-of-interest folders are not
-    image folders, where they lie inside the image folder (``data.image_dir=.``)."""
+    image folders, where they lie inside the image folder (``data.image_dir=.``). And the
+    further masks of masks beside their images, by mask (:func:`beside`)."""
 
     def listed(folder: Path) -> list[Path]:
         return image_files(folder) + (files_below(folder) if nested else [])
@@ -850,7 +858,7 @@ def listing(
         note_unread_subfolders(images)
     others = [d.resolve() for d in (labels, rois) if d is not None]
     found = [f for f in listed(images) if not any(d in f.resolve().parents for d in others)]
-    return found, listed(labels)
+    return found, listed(labels), {}
 
 
 def regions_of_interest(
@@ -890,10 +898,13 @@ def rois_named_with_text_added(
     return {key_of_stem[s]: path for s, path in found.items() if s in key_of_stem}
 
 
-def beside(files: list[Path], folder: Path, naming: Naming) -> tuple[list[Path], list[Path]]:
-    """The images and the masks of one folder holding both. A file only one rule fits is
-    what that rule names; one both fit (``scan_1_mask`` fits ``{id}`` and ``{id}_mask``)
-    is what the more particular rule names (more fixed text: a mask here)."""
+def beside(
+    files: list[Path], folder: Path, naming: Naming
+) -> tuple[list[Path], list[Path], dict[Path, tuple[Path, ...]]]:
+    """The images and the masks of one folder holding both, and the further masks of
+    some masks (:func:`further_masks`). A file only one rule fits is what that rule names;
+    one both fit (``scan_1_mask`` fits ``{id}`` and ``{id}_mask``) is what the more
+    particular rule names (more fixed text: a mask here)."""
     if naming.image_name == naming.label_name:
         raise ImageDataError(
             f"{folder} holds the images and the masks: set data.label_name to the rule that "
@@ -924,14 +935,40 @@ def beside(files: list[Path], folder: Path, naming: Naming) -> tuple[list[Path],
         and any((f.parent, f.stem[:n]) in ids and re.search("[A-Za-z]", f.stem[n:])
                 for n in range(1, len(f.stem)))
     ]  # fmt: skip
+    further = further_masks(extra, masks, folder)
+    extra = [f for f in extra if f not in set().union(*further.values())]
     if extra:
         log.warning(
             "%s: %d file(s) named as an image with text added are neither images nor their "
             "masks by data.label_name=%r (e.g. %s): not read", folder, len(extra),
             naming.label_name, extra[0].name,
         )  # fmt: skip
-    left_out = set(extra)
-    return [f for f in others if f not in left_out], masks
+    left_out = set(extra) | set().union(*further.values())
+    return [f for f in others if f not in left_out], masks, further
+
+
+def further_masks(
+    files: list[Path], masks: list[Path], folder: Path
+) -> dict[Path, tuple[Path, ...]]:
+    """Of ``files``, those named as a mask with a number added (BUSI's ``benign
+    (4)_mask_1.png`` of a second lesion beside ``benign (4)_mask.png``), by that mask, in
+    the order of their numbers; said. Their objects are laid over the mask's."""
+    by_stem = {(m.parent, m.stem): m for m in masks}
+    found: dict[Path, list[tuple[int, Path]]] = {}
+    for f in files:
+        numbered = FURTHER_MASK.match(f.stem)
+        mask = by_stem.get((f.parent, numbered["mask"])) if numbered else None
+        if mask is not None:
+            found.setdefault(mask, []).append((int(numbered["number"]), f))
+    if found:
+        count = sum(map(len, found.values()))
+        example = next(iter(found.values()))[0][1]
+        log.info(
+            "%s: %d further mask(s) named as a mask with a number added (e.g. %s), of %d "
+            "image(s): each is laid over its image's mask (its pixels that are not 0)",
+            folder, count, example.name, len(found),
+        )  # fmt: skip
+    return {m: tuple(f for _, f in sorted(fs)) for m, fs in found.items()}
 
 
 def note_unread_subfolders(images: Path) -> None:

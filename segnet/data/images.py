@@ -358,7 +358,7 @@ def read_codes(pair: Pair, reading: dict[str, Any], ignore: Sequence[int] = ()) 
     (instance masks: one value per object), every value but 0 is 1, the object."""
     if not pair.class_masks:
         how = {k: v for k, v in reading.items() if k != "instances"}
-        codes = read_mask(pair.label, **how)
+        codes = with_further_masks(read_mask(pair.label, **how), pair, how)
         if reading.get("instances"):
             if (codes >= COLOUR).any():
                 raise ImageDataError(
@@ -370,6 +370,20 @@ def read_codes(pair: Pair, reading: dict[str, Any], ignore: Sequence[int] = ()) 
     names = [c for c, _ in pair.class_masks]
     masks = [read_mask(p, one_bit_white=255, palette_colours=True) for p in pair.masks]
     return class_masks.combine(masks, pair.masks, names, ignore)
+
+
+def with_further_masks(codes: np.ndarray, pair: Pair, how: dict[str, Any]) -> np.ndarray:
+    """``codes``, the codes of ``pair``'s mask, with the pixels of its further masks that
+    are not 0 laid over them, in order (BUSI's second lesion of ``_mask_1``)."""
+    for path in pair.further_masks:
+        further = read_mask(path, **how)
+        if further.shape != codes.shape:
+            raise ImageDataError(
+                f"mask {path} is {further.shape[1]}x{further.shape[0]} and {pair.label}, the "
+                f"mask it is laid over, is {codes.shape[1]}x{codes.shape[0]}: give them one size."
+            )
+        codes = np.where(further != 0, further, codes)
+    return codes
 
 
 def order_class_masks(

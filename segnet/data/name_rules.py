@@ -177,7 +177,7 @@ def beside_rules(files: list[Path]) -> list[str]:
                 if any((p, s[:n]) in masks_of[c] for n in range(1, len(s)))}  # fmt: skip
 
     # one set of masks: the rest are images (img1_aug beside img1 is an image too), but
-    # for further masks of some images (left out by beside(), said)
+    # for further masks of some images (laid over their image's mask: image_pairs.beside())
     single = [
         affixed(DEFAULT_RULE, *c)
         for c in sorted(candidates)

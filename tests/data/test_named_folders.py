@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from segnet.data import images as img
 from segnet.data.folder_roles import role_of, split_of, split_of_file
 from tests.data.test_image_layouts import write_pair
 from tests.data.test_images import prepared, train_labels
@@ -337,22 +338,39 @@ def test_split_folders_of_images_beside_masks_each_named_with_its_own_text_deepg
 def test_a_folder_per_class_of_images_beside_their_masks_busi_style(tmp_path, caplog):
     """benign/, malignant/, normal/ of 'benign (1).png' beside 'benign (1)_mask.png', a
     second lesion's mask beside as 'benign (1)_mask_1.png': read with no setting, the
-    further mask left out and said, and the three folders drawn image by image (whole, val
-    would be one class)."""
+    further mask laid over its image's mask and said, and the three folders drawn image by
+    image (whole, val would be one class)."""
     root = tmp_path / "Dataset_BUSI_with_GT"
     for c, kind in enumerate(("benign", "malignant", "normal")):
         for k in range(1, 5):
             stem = root / kind / f"{kind} ({k})"
             write_pair(stem.with_name(stem.name + ".png"), stem.with_name(stem.name + "_mask.png"),
                        10 * c + k)  # fmt: skip
-    write_pair(tmp_path / "x.png", root / "benign" / "benign (1)_mask_1.png", 0)
+    second = root / "benign" / "benign (1)_mask_1.png"
+    write_pair(tmp_path / "x.png", second, 0)
     with caplog.at_level(logging.INFO):
         dm = prepared(root)
     assert len(dm.pairs) == 12 and {p.label.stem[-5:] for p in dm.pairs} == {"_mask"}
-    assert "1 file(s) named as an image with text added" in caplog.text
+    assert "1 further mask(s) named as a mask with a number added" in caplog.text
+    assert "neither images nor their masks" not in caplog.text
+    (first,) = [p for p in dm.pairs if p.further_masks]
+    assert first.image.name == "benign (1).png" and first.further_masks == (second,)
+    one, two = (np.asarray(Image.open(m)) > 0 for m in (first.label, second))
+    assert (one != two).any()  # the lesions differ: the union is neither mask
+    codes = img.read_codes(first, dm.reading())
+    assert np.array_equal(codes != 0, one | two)
     names = dm.split_names()
     assert [len(names[s]) for s in ("train", "val", "test")] == [8, 2, 2]
     assert "3 folders of images (benign, malignant, normal): too few" in caplog.text
+
+
+def test_a_further_mask_of_another_size_is_refused_naming_both(tmp_path):
+    root = tmp_path / "lesions"
+    for k in range(6):
+        write_pair(root / f"scan {k}.png", root / f"scan {k}_mask.png", k)
+    write_pair(tmp_path / "x.png", root / "scan 2_mask_1.png", 9, size=(20, 32))
+    with pytest.raises(img.ImageDataError, match=r"scan 2_mask_1.png is 32x20 and .*scan 2_mask"):
+        train_labels(prepared(root))
 
 
 def test_oxford_iiit_pet_reads_its_lists_and_trimap_classes_with_no_setting(tmp_path, caplog):
