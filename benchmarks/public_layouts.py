@@ -17,7 +17,8 @@ with no settings. Splits are a seeded draw (70/15/15 where the layout has three)
   ``class_dict.csv``, and unlabelled ``valid/`` and ``test/``;
 * ``busi``: BUSI: a folder per class (``benign/``, ``malignant/``, ``normal/``, images dealt
   in turn) of ``benign (<n>).png`` beside ``benign (<n>)_mask.png``, and for every tenth
-  image a second lesion's mask ``benign (<n>)_mask_1.png`` (its mask's left half).
+  image the mask in two: its left half in ``_mask.png``, its right half in a second lesion's
+  mask ``benign (<n>)_mask_1.png``, so that only both together are the whole mask.
 
     python benchmarks/public_layouts.py drive ../shared/data/membrane /tmp/DRIVE
     python train.py experiment=images_quick data.root=/tmp/DRIVE train_minutes=3
@@ -132,11 +133,12 @@ def busi(pairs, out: Path) -> None:
         kind = kinds[i % 3]
         stem = f"{kind} ({i // 3 + 1})"
         save(Image.open(image).convert("RGB"), out / kind / f"{stem}.png")
-        save(white(mask), out / kind / f"{stem}_mask.png")
-        if i % 10 == 0:
-            second = white(mask)
-            second[:, second.shape[1] // 2 :] = 0
+        first, second = white(mask), white(mask)
+        if i % 10 == 0:  # two lesions: the mask's left half in _mask, its right in _mask_1
+            half = first.shape[1] // 2
+            first[:, half:], second[:, :half] = 0, 0
             save(second, out / kind / f"{stem}_mask_1.png")
+        save(first, out / kind / f"{stem}_mask.png")
 
 
 LAYOUTS = {

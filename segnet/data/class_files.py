@@ -393,13 +393,20 @@ def classes_given(given: dict[str, Any]) -> list[str]:
 
 def with_shipped_classes(found: ShippedClasses | None, **given: Any) -> dict[str, Any]:
     """The class settings ``given`` (``ignore_values``, ``regions``, ... but none of
-    :func:`classes_given`), with what ``found`` lists; said in the log."""
+    :func:`classes_given`), with what ``found`` lists (said by :func:`say_classes`, once
+    the masks have shown how the list is read)."""
     if found is None:
         return given
     shipped = found.settings()
     out = {**given, **{k: v for k, v in shipped.items() if k != "ignore_values"}}
     void = [*(given.get("ignore_values") or []), *(shipped["ignore_values"] or [])]
     out["ignore_values"] = [v for k, v in enumerate(void) if v not in void[:k]] or None
+    return out
+
+
+def say_classes(found: ShippedClasses) -> None:
+    """The classes a list gives, each with its mask value or colour, and its void ones."""
+    shipped = found.settings()
     codes = shipped["palette"] or shipped["label_values"] or range(len(found.class_names))
     log.info(
         "classes from %s: %s%s", found.source,
@@ -407,4 +414,3 @@ def with_shipped_classes(found: ShippedClasses | None, **given: Any) -> dict[str
         f"; void (neither trained nor scored): {', '.join(found.void_names)}"
         if found.void_names else "",
     )  # fmt: skip
-    return out

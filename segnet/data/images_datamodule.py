@@ -578,6 +578,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self.use_class_masks()
         else:
             self._read_colour_list_by_row()
+        if self.class_list is not None:  # said once how the masks read it
+            class_files.say_classes(self.class_list)
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)

@@ -258,6 +258,8 @@ def test_grey_masks_beside_a_list_of_colours_hold_its_row_numbers_semantic_drone
     labels = train_labels(dm)
     assert set(np.unique(labels)) == {1, dm.info().ignore_index}  # value 2: row 2
     assert "by row (the masks hold one channel: row k is value k)" in caplog.text
+    said = [r.message for r in caplog.records if r.message.startswith("classes from")]
+    assert len(said) == 1 and "1 roof, 2 paved-area" in said[0]  # once, never as colours
     assert dm.settings_found()["label_values"] == [1, 2]
     assert np.array_equal(train_labels(prepared(root, **dm.settings_found())), labels)
     (root / "class_dict_seg.csv").write_text("name,r,g,b\nbackground,0,0,0\nwhite,2,2,2\n")

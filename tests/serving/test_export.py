@@ -64,10 +64,11 @@ def test_space_to_depth_round_trips_at_odd_and_even_sizes(fmt, tmp_path):
         "segnet", out_channels=4, features=(4, 8, 8), convs=(2, 1, 2), space_to_depth=2
     ).eval()
     path = export.WRITERS[fmt](net, tmp_path / f"model{export.SUFFIX[fmt]}")
+    loaded = export.LOADERS[fmt](path)
     for size in ((21, 21), (22, 24), (23, 30)):
         x = torch.randn(2, 3, *size)
         with torch.no_grad():
-            torch.testing.assert_close(export.LOADERS[fmt](path)(x), net(x), rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(loaded(x), net(x), rtol=1e-4, atol=1e-4)
 
 
 def test_safetensors_loads_without_hydra_or_lightning(tmp_path):
