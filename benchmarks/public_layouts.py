@@ -18,12 +18,16 @@ with no settings. Splits are a seeded draw (70/15/15 where the layout has three)
 * ``busi``: BUSI: a folder per class (``benign/``, ``malignant/``, ``normal/``, images dealt
   in turn) of ``benign (<n>).png`` beside ``benign (<n>)_mask.png``, and for every tenth
   image the mask in two: its left half in ``_mask.png``, its right half in a second lesion's
-  mask ``benign (<n>)_mask_1.png``, so that only both together are the whole mask.
+  mask ``benign (<n>)_mask_1.png``, so that only both together are the whole mask;
+* ``dsb``: the 2018 Data Science Bowl: a folder per image, named by a hash, holding
+  ``images/<hash>.png`` and ``masks/<hash>.png``, a mask per object (each connected part of
+  the mask), so that only all of them together are the image's mask.
 
     python benchmarks/public_layouts.py drive ../shared/data/membrane /tmp/DRIVE
     python train.py experiment=images_quick data.root=/tmp/DRIVE train_minutes=3
 """
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -141,6 +145,18 @@ def busi(pairs, out: Path) -> None:
         save(first, out / kind / f"{stem}_mask.png")
 
 
+def dsb(pairs, out: Path) -> None:
+    from scipy import ndimage
+
+    for image, mask in pairs:
+        case = hashlib.sha1(image.stem.encode()).hexdigest()[:16]
+        save(Image.open(image).convert("RGBA"), out / case / "images" / f"{case}.png")
+        objects, count = ndimage.label(white(mask) > 0)
+        for k in range(1, count + 1):
+            name = hashlib.sha1(f"{case}{k}".encode()).hexdigest()[:16]
+            save(((objects == k) * 255).astype(np.uint8), out / case / "masks" / f"{name}.png")
+
+
 LAYOUTS = {
     "drive": drive,
     "isic": isic,
@@ -148,6 +164,7 @@ LAYOUTS = {
     "loveda": loveda,
     "deepglobe": deepglobe,
     "busi": busi,
+    "dsb": dsb,
 }
 
 

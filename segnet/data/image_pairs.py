@@ -686,16 +686,49 @@ def group_pairs(
     groups: dict[str, tuple[Path, Path]], naming: Naming, split: str | None
 ) -> list[Pair]:
     """The pairs of each group's image and mask folders (:func:`grouped_folders`), named
-    and grouped by their group (``Urban/1366.png``), so that a name may occur in each."""
-    log.info("%s holds a folder of images and masks per group (%s): each read, its images named "
-             "after it", next(iter(groups.values()))[0].parent.parent, ", ".join(groups))  # fmt: skip
+    and grouped by their group (``Urban/1366.png``), so that a name may occur in each; a
+    group of one image beside the masks of its objects (:func:`object_masks`) is that
+    image with all of them."""
+    names = list(groups)
+    log.info("%s holds a folder of images and masks per group (%d: %s): each read, its images "
+             "named after it", next(iter(groups.values()))[0].parent.parent, len(names),
+             ", ".join(names[:5]) + (", ..." if len(names) > 5 else ""))  # fmt: skip
     prefix = f"{split}/" if split else ""
-    pairs = []
+    pairs, of_objects = [], []
     for group, (images, labels) in groups.items():
+        if objects := object_masks(images, labels, naming):
+            image, masks = objects
+            pairs.append(Pair(f"{prefix}{group}/{image.name}", image, masks[0], split=split,
+                              group=group, further_masks=masks[1:]))  # fmt: skip
+            of_objects.append(labels)
+            continue
         for p in paired(images, labels, None, naming, split):
             name = f"{prefix}{group}/{p.name.removeprefix(prefix)}"
             pairs.append(replace(p, name=name, group=group))
+    if of_objects:
+        log.info(
+            "%d of the %d folders hold one image and a folder of masks not named as it, "
+            "one per object (e.g. %s, %d masks): each image's masks are laid over one "
+            "another (their pixels that are not 0)", len(of_objects), len(groups),
+            of_objects[0], len(image_files(of_objects[0])),
+        )  # fmt: skip
     return pairs
+
+
+def object_masks(
+    images: Path, labels: Path, naming: Naming
+) -> tuple[Path, tuple[Path, ...]] | None:
+    """The image of an image folder holding one, and the masks of its mask folder, where
+    none is named as it and no name rule is set: a mask per object of the image (the 2018
+    Data Science Bowl's ``<id>/images/<id>.png`` with ``<id>/masks/<hash>.png``, one per
+    nucleus), in the order of their names; None otherwise."""
+    found = image_files(images)
+    masks = image_files(labels)
+    if naming.rules_given or len(found) != 1 or not masks:
+        return None
+    if any(m.stem == found[0].stem for m in masks):
+        return None
+    return found[0], tuple(sorted(masks))
 
 
 def hand_drawn(root: Path) -> list[Path]:

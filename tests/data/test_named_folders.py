@@ -15,7 +15,7 @@ from PIL import Image
 from segnet.data import images as img
 from segnet.data.folder_roles import role_of, split_of, split_of_file
 from tests.data.test_image_layouts import write_pair
-from tests.data.test_images import prepared, train_labels
+from tests.data.test_images import blob_label, prepared, train_labels
 
 TWO = dict(class_names=["background", "disc"], label_values=[0, 255])
 
@@ -371,6 +371,29 @@ def test_a_further_mask_of_another_size_is_refused_naming_both(tmp_path):
     write_pair(tmp_path / "x.png", root / "scan 2_mask_1.png", 9, size=(20, 32))
     with pytest.raises(img.ImageDataError, match=r"scan 2_mask_1.png is 32x20 and .*scan 2_mask"):
         train_labels(prepared(root))
+
+
+def test_a_folder_per_image_with_a_mask_per_object_data_science_bowl_style(tmp_path, caplog):
+    """<id>/images/<id>.png with <id>/masks/<hash>.png, one mask per nucleus and none named
+    as the image: each image's masks are laid over one another, said."""
+    root = tmp_path / "stage1_train"
+    for k in range(6):
+        case = root / f"c{k:02d}"
+        write_pair(case / "images" / f"c{k:02d}.png", tmp_path / "x.png", k)
+        whole = blob_label(24, 32, k).astype(bool)
+        (case / "masks").mkdir()
+        for n, half in enumerate((slice(0, 16), slice(16, 32))):  # a disc cut in two objects
+            part = np.zeros_like(whole)
+            part[:, half] = whole[:, half]
+            Image.fromarray(part.astype(np.uint8) * 255).save(case / "masks" / f"{9 - n}f.png")
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(root)
+    assert sorted(p.name for p in dm.pairs) == [f"c{k:02d}/c{k:02d}.png" for k in range(6)]
+    first = next(p for p in dm.pairs if p.name == "c00/c00.png")
+    assert (first.label.name, [m.name for m in first.further_masks]) == ("8f.png", ["9f.png"])
+    assert np.array_equal(img.read_codes(first, dm.reading()) != 0, blob_label(24, 32, 0) == 1)
+    assert "6 of the 6 folders hold one image and a folder of masks not named as it" in caplog.text
+    assert dm.info().class_names == ["background", "foreground"]
 
 
 def test_oxford_iiit_pet_reads_its_lists_and_trimap_classes_with_no_setting(tmp_path, caplog):
