@@ -27,6 +27,7 @@ folders come in, with errors that name the folder and the setting.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from collections.abc import Sequence
@@ -640,6 +641,14 @@ def named_by_words(
         unset = found[what] is None and not given[what] and what not in read
         if unset and alone is not None and alone not in read.values():
             read[what] = alone
+    label_folder = read.get("label", labels)
+    no_images = read.get("image", images) is None and not given["image"]
+    if (
+        no_images
+        and label_folder is not None
+        and (other := images_named_as_masks(root, label_folder, quiet))
+    ):
+        read["image"] = other
     if read.get("image", images) is None or read.get("label", labels) is None:
         read = {}  # half a pair by words: the masks may lie beside the images instead
     label_folder = read.get("label", labels)
@@ -654,6 +663,35 @@ def named_by_words(
         )  # fmt: skip
     found.update(read)
     return found["image"], found["label"], found["roi"]
+
+
+def images_named_as_masks(root: Path, labels: Path, quiet: bool = False) -> Path | None:
+    """The one folder of ``root`` whose name says nothing of what it holds, holding images
+    named as masks in ``labels`` are (or in its folders: one per class), or as a part of
+    their names (Montgomery's ``CXR_png/`` beside ``ManualMask/leftMask/``); said. None
+    where no folder, or more than one, does."""
+    masks = image_files(labels) or [f for d in visible_folders(labels) for f in image_files(d)]
+    stems = sorted({m.stem for m in masks})
+
+    def named_as_masks(files: list[Path]) -> bool:
+        return any(
+            stems[i].startswith(f.stem)
+            for f in files[:20]
+            for i in [bisect.bisect_left(stems, f.stem)]
+            if i < len(stems)
+        )
+
+    found = [
+        d for d in visible_folders(root)
+        if d != labels and labels not in d.parents and d not in labels.parents
+        and not role_of(d.name) and not split_of(d.name) and named_as_masks(image_files(d))
+    ]  # fmt: skip
+    if len(found) != 1:
+        return None
+    if not quiet:
+        log.info("%s holds the images, named as the masks in %s are: read as data.image_dir=%s",
+                 found[0], labels, found[0].relative_to(root))  # fmt: skip
+    return found[0]
 
 
 def role_folders(root: Path) -> list[Path]:

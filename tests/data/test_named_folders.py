@@ -7,6 +7,7 @@ and one other value with no class named."""
 from __future__ import annotations
 
 import logging
+import shutil
 
 import numpy as np
 import pytest
@@ -394,6 +395,31 @@ def test_a_folder_per_image_with_a_mask_per_object_data_science_bowl_style(tmp_p
     assert np.array_equal(img.read_codes(first, dm.reading()) != 0, blob_label(24, 32, 0) == 1)
     assert "6 of the 6 folders hold one image and a folder of masks not named as it" in caplog.text
     assert dm.info().class_names == ["background", "foreground"]
+
+
+def test_images_in_a_folder_named_otherwise_beside_masks_named_as_them_montgomery_style(
+    tmp_path, caplog
+):
+    """CXR_png/ beside ManualMask/leftMask/ and ManualMask/rightMask/ (and ClinicalReadings/
+    of text): CXR_png/ holds the images, as its files are named as the masks; one mask per
+    class. A second such folder leaves the images unfound, not guessed."""
+    root = tmp_path / "MontgomerySet"
+    for k in range(6):
+        stem = f"MCUCXR_{k:04d}_{k % 2}"
+        write_pair(
+            root / "CXR_png" / f"{stem}.png", root / "ManualMask" / "leftMask" / f"{stem}.png", k
+        )
+        write_pair(tmp_path / "x.png", root / "ManualMask" / "rightMask" / f"{stem}.png", k + 10)
+        (root / "ClinicalReadings").mkdir(exist_ok=True)
+        (root / "ClinicalReadings" / f"{stem}.txt").write_text("Patient's Sex: M\n")
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(root)
+    assert {p.image.parent.name for p in dm.pairs} == {"CXR_png"} and len(dm.pairs) == 6
+    assert dm.mask_classes == ["leftMask", "rightMask"]
+    assert "read as data.image_dir=CXR_png" in caplog.text
+    shutil.copytree(root / "CXR_png", root / "CXR_copy")
+    with pytest.raises(FileNotFoundError, match="expected an image folder"):
+        prepared(root)
 
 
 def test_oxford_iiit_pet_reads_its_lists_and_trimap_classes_with_no_setting(tmp_path, caplog):
