@@ -27,6 +27,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.dataset_json import indexed_classes
+from segnet.data.folder_roles import name_words
 from segnet.data.image_pairs import is_nnunet_layout
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
@@ -271,6 +272,14 @@ class WholeImageDataset(Dataset):
         return {"image": it.image, "label": it.label.long(), "index": i}
 
 
+def sided_classes(names: Sequence[str]) -> list[str]:
+    """The class names that name a side, left or right, where some name each
+    (``leftMask``, ``rightMask``; ``left kidney``, ``right kidney``); empty otherwise."""
+    sides = {n: name_words(n) & {"left", "right"} for n in names}
+    named = set().union(set(), *sides.values())
+    return [n for n, s in sides.items() if s] if named == {"left", "right"} else []
+
+
 def check_instance_masks(
     instance_masks: Any,
     palette: Any,
@@ -438,6 +447,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
         self.foreground_ratio, self.intensity = foreground_ratio, intensity
         self.flip_axes, self.scale = check_flip(flip, IMAGE_AXES), tuple(scale)
+        self.flip_given = not isinstance(flip, bool)  # axes named: kept as named
         self.class_weights_option, self.class_weights_power = class_weights, class_weights_power
         self.num_workers, self.pin_memory, self.split = num_workers, pin_memory, split
         self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds, groups)
@@ -629,6 +639,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # a convolutional network takes more than its training patch at once: windows of
         # twice its size per axis cover an image in a quarter of the passes
         roi = self.window["roi_size"] or tuple(2 * p for p in patch)
+        self._keep_sides()
         self._log_plan(sizes, mode, patch, roi)
         return DataInfo(
             spatial_dims=2,
@@ -649,6 +660,19 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions=self.regions,
             regions_class_order=self.regions_class_order,
         )
+
+    def _keep_sides(self) -> None:
+        """Where classes name a side (``leftMask`` and ``rightMask``, ``left lung``), a
+        left-right flip would show the one as the other: training (and test-time
+        mirroring) flips up-down alone, said, unless ``data.flip`` names the axes."""
+        sided = sided_classes(list(dict.fromkeys([*self._class_names, *(self.mask_classes or [])])))
+        if sided and 1 in self.flip_axes and not self.flip_given:
+            self.flip_axes = tuple(a for a in self.flip_axes if a != 1)
+            log.info(
+                "the classes %s name a side, which a left-right flip would swap: random "
+                "flips (and test-time mirroring) are up-down only; 'data.flip=[0,1]' flips "
+                "both", ", ".join(sided),
+            )  # fmt: skip
 
     def _read_colour_list_by_row(self) -> None:
         """Where the class list read has colours and every mask is a file of one channel,

@@ -15,6 +15,7 @@ from PIL import Image
 
 from segnet.data import images as img
 from segnet.data.folder_roles import role_of, split_of, split_of_file
+from segnet.data.images_datamodule import sided_classes
 from tests.data.test_image_layouts import write_pair
 from tests.data.test_images import blob_label, prepared, train_labels
 
@@ -420,6 +421,30 @@ def test_images_in_a_folder_named_otherwise_beside_masks_named_as_them_montgomer
     shutil.copytree(root / "CXR_png", root / "CXR_copy")
     with pytest.raises(FileNotFoundError, match="expected an image folder"):
         prepared(root)
+
+
+@pytest.mark.parametrize(
+    ("names", "sided"),
+    [
+        (["background", "leftMask", "rightMask"], ["leftMask", "rightMask"]),
+        (["Left Kidney", "right_kidney", "liver"], ["Left Kidney", "right_kidney"]),
+        (["background", "left lung"], []),  # one side alone is swapped with nothing
+        (["bright", "lefty"], []),
+    ],
+)
+def test_classes_that_name_a_side(names, sided):
+    assert sided_classes(names) == sided
+
+
+@pytest.mark.parametrize(("flip", "axes"), [(True, [0]), ([0, 1], [0, 1])])
+def test_classes_of_both_sides_are_not_flipped_left_right_unless_asked(tmp_path, flip, axes):
+    root = tmp_path / "lungs"
+    for k in range(6):
+        write_pair(root / "images" / f"{k}.png", root / "masks" / f"{k}.png", k)
+    settings = dict(class_names=["background", "right lung"], label_values=[0, 255])
+    assert prepared(root, **settings, flip=flip).info().mirror_axes == [0, 1]
+    settings["class_names"] = ["left lung", "right lung"]
+    assert prepared(root, **settings, flip=flip).info().mirror_axes == axes
 
 
 def test_oxford_iiit_pet_reads_its_lists_and_trimap_classes_with_no_setting(tmp_path, caplog):
