@@ -445,9 +445,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.given_batch, self.batch_pixels = batch_size, batch_pixels
         self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
-        self.foreground_ratio, self.intensity = foreground_ratio, intensity
-        self.flip_axes, self.scale = check_flip(flip, IMAGE_AXES), tuple(scale)
-        self.flip_given = not isinstance(flip, bool)  # axes named: kept as named
+        self.foreground_ratio, self.intensity, self.scale = foreground_ratio, intensity, scale
+        self.flip_axes, self.flip_given = check_flip(flip, IMAGE_AXES), not isinstance(flip, bool)
         self.class_weights_option, self.class_weights_power = class_weights, class_weights_power
         self.num_workers, self.pin_memory, self.split = num_workers, pin_memory, split
         self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds, groups)
@@ -584,12 +583,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         where the normalisation is not given (training), decodes the training images for it,
         and counts their mask values."""
         self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout)
-        if self.pairs and self.pairs[0].class_masks:
-            self.use_class_masks()
-        else:
-            self._read_colour_list_by_row()
-        if self.class_list is not None:  # said once how the masks read it
-            class_files.say_classes(self.class_list)
+        self._settle_class_list()
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)
@@ -660,6 +654,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions=self.regions,
             regions_class_order=self.regions_class_order,
         )
+
+    def _settle_class_list(self) -> None:
+        """How the pairs found read a class list beside them (not at all where masks come
+        one per class; by row where they hold its row numbers), said once."""
+        if self.pairs and self.pairs[0].class_masks:
+            self.use_class_masks()
+        else:
+            self._read_colour_list_by_row()
+        if self.class_list is not None:
+            class_files.say_classes(self.class_list)
 
     def _keep_sides(self) -> None:
         """Where classes name a side (``leftMask`` and ``rightMask``, ``left lung``), a
