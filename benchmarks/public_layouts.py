@@ -21,7 +21,10 @@ with no settings. Splits are a seeded draw (70/15/15 where the layout has three)
   mask ``benign (<n>)_mask_1.png``, so that only both together are the whole mask;
 * ``dsb``: the 2018 Data Science Bowl: a folder per image, named by a hash, holding
   ``images/<hash>.png`` and ``masks/<hash>.png``, a mask per object (each connected part of
-  the mask), so that only all of them together are the image's mask.
+  the mask), so that only all of them together are the image's mask;
+* ``montgomery``: the Montgomery chest X-ray set: ``CXR_png/MCUCXR_<n>_<0|1>.png`` beside
+  ``ManualMask/leftMask/`` and ``ManualMask/rightMask/`` of the same names (the mask's left
+  and right halves: classes a left-right flip would swap), and ``ClinicalReadings/`` of text.
 
     python benchmarks/public_layouts.py drive ../shared/data/membrane /tmp/DRIVE
     python train.py experiment=images_quick data.root=/tmp/DRIVE train_minutes=3
@@ -157,6 +160,19 @@ def dsb(pairs, out: Path) -> None:
             save(((objects == k) * 255).astype(np.uint8), out / case / "masks" / f"{name}.png")
 
 
+def montgomery(pairs, out: Path) -> None:
+    for k, (image, mask) in enumerate(pairs):
+        stem = f"MCUCXR_{k:04d}_{k % 2}"
+        save(Image.open(image).convert("L"), out / "CXR_png" / f"{stem}.png")
+        left, right = white(mask), white(mask)
+        half = left.shape[1] // 2
+        left[:, half:], right[:, :half] = 0, 0  # the image's left half is the left "lung"
+        save(left, out / "ManualMask" / "leftMask" / f"{stem}.png")
+        save(right, out / "ManualMask" / "rightMask" / f"{stem}.png")
+        (out / "ClinicalReadings").mkdir(exist_ok=True)
+        (out / "ClinicalReadings" / f"{stem}.txt").write_text("Patient's Sex: M\n")
+
+
 LAYOUTS = {
     "drive": drive,
     "isic": isic,
@@ -165,6 +181,7 @@ LAYOUTS = {
     "deepglobe": deepglobe,
     "busi": busi,
     "dsb": dsb,
+    "montgomery": montgomery,
 }
 
 
