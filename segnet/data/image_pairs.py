@@ -39,6 +39,7 @@ from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
+from segnet.data.file_kinds import suffix_rules
 from segnet.data.folder_roles import (
     SPLIT_FOLDERS,
     name_words,
@@ -50,17 +51,17 @@ from segnet.data.folder_roles import (
 from segnet.data.image_sets import ImageSets, image_sets
 from segnet.data.name_rules import (
     DEFAULT_RULE,
+    IMAGE_SUFFIXES,
     BesideRules,
     affix_rules,
     beside_rule,
     inferred_rules,
     keyed,
+    name_match,
     name_pattern,
     unpaired_message,
 )
 
-# what Pillow reads, and NumPy arrays (segnet.data.bands)
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".npy")
 IMAGE_DIRS = ("images", "image", "imgs", "img", "JPEGImages")
 # Pascal VOC's mask folder first: a case-blind disk finds its Annotations/ (boxes) as annotations/
 LABEL_DIRS = (
@@ -547,10 +548,17 @@ def rules_beside(folders) -> BesideRules | None:
     them (:func:`segnet.data.name_rules.beside_rule`), if any does."""
     for folder in folders:
         files = image_files(folder)
-        found = beside_rule(files) if files and not visible_folders(folder) else None
+        found = rule_beside(files) if files and not visible_folders(folder) else None
         if found is not None:
             return found
     return None
+
+
+def rule_beside(files: list[Path]) -> BesideRules | None:
+    """The rules of images with their masks beside them: named apart
+    (:func:`~segnet.data.name_rules.beside_rule`), else of one name and two kinds of file
+    (:func:`~segnet.data.file_kinds.suffix_rules`)."""
+    return beside_rule(files) or suffix_rules(files)
 
 
 def images_alone(folder: Path, rules: BesideRules) -> bool:
@@ -559,10 +567,10 @@ def images_alone(folder: Path, rules: BesideRules) -> bool:
     image rule and none the mask rule (DeepGlobe's ``valid/`` of ``_sat.jpg`` files beside
     ``train/``)."""
     files = image_files(folder)
-    if not files or visible_folders(folder) or beside_rule(files) is not None:
+    if not files or visible_folders(folder) or rule_beside(files) is not None:
         return False
     image_re, label_re = (name_pattern(r, "") for r in (rules.image, rules.label))
-    return all(image_re.match(f.stem) and not label_re.match(f.stem) for f in files)
+    return all(name_match(image_re, f) and not name_match(label_re, f) for f in files)
 
 
 def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = None) -> list[Pair]:
@@ -576,7 +584,7 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
     images, labels, rois = named_by_words(root, dirs, images, labels, rois)
     unplaced = images is None and labels is None and rois is None and not any(dirs)
     if unplaced and not naming.rules_given:  # masks beside their images, by one rule
-        found = beside_rule(image_files(root) or files_below(root))
+        found = rule_beside(image_files(root) or files_below(root))
         if found:
             return paired(root, root, None, beside_naming(root, found, naming), split)
     if unplaced and (groups := grouped_folders(root)):
@@ -986,7 +994,7 @@ def beside(
     mask_first = len(naming.label_name) > len(naming.image_name)
 
     def is_mask(f: Path) -> bool:
-        fits_mask, fits_image = bool(label_re.match(f.stem)), bool(image_re.match(f.stem))
+        fits_mask, fits_image = bool(name_match(label_re, f)), bool(name_match(image_re, f))
         return fits_mask and (mask_first or not fits_image)
 
     masks = [f for f in files if is_mask(f)]
@@ -994,10 +1002,10 @@ def beside(
     others = [f for f in files if f not in mask_set]
     # the files named as an image with text added that are not its mask (a second
     # observer's masks, _2ndHO beside _1stHO) and have no mask of their own: not images
-    ids = {(m.parent, label_re.match(m.stem)["id"]) for m in masks}
+    ids = {(m.parent, name_match(label_re, m)["id"]) for m in masks}
 
     def own_id(f: Path) -> str | None:
-        found = image_re.match(f.stem)
+        found = name_match(image_re, f)
         return found["id"] if found else None
 
     extra = [

@@ -17,6 +17,8 @@ from segnet.data.errors import ImageDataError
 from segnet.data.folder_roles import MASK_WORDS, name_words, role_of
 
 DEFAULT_RULE = "{id}"
+# what Pillow reads, and NumPy arrays (segnet.data.bands)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".npy")
 log = logging.getLogger(__name__)
 
 
@@ -30,21 +32,36 @@ class BesideRules(NamedTuple):
 
 
 def name_pattern(pattern: str, setting: str) -> re.Pattern:
-    """``{id}_manual1`` as a regular expression matching a file stem, ``id`` captured."""
+    """``{id}_manual1`` as a regular expression matching a file stem, ``id`` captured; one
+    that ends in an image file's suffix (``{id}.png``) matches the whole name instead,
+    the suffix in any case (:func:`name_match`)."""
     if pattern.count("{id}") != 1:
         raise ValueError(
             f"{setting}={pattern!r}: give a file-name pattern with one {{id}} (the part that "
             "image and mask share), e.g. '{id}_training' and '{id}_manual1'."
         )
     head, tail = pattern.split("{id}")
-    return re.compile(f"^{re.escape(head)}(?P<id>.+?){re.escape(tail)}$")
+    suffix = next((s for s in IMAGE_SUFFIXES if tail.lower().endswith(s)), "")
+    if suffix:
+        tail = tail[: -len(suffix)]
+        end = f"(?P<suffix>(?i:{re.escape(suffix)}))$"
+    else:
+        end = "$"
+    return re.compile(f"^{re.escape(head)}(?P<id>.+?){re.escape(tail)}{end}")
+
+
+def name_match(pattern: re.Pattern, path: Path) -> re.Match | None:
+    """``pattern`` (:func:`name_pattern`) matched against the file's stem, or against its
+    whole name where the rule names a suffix (``{id}.png``: ``0001.jpg`` and ``0001.png``
+    beside each other are told apart by it)."""
+    return pattern.match(path.name if "(?P<suffix>" in pattern.pattern else path.stem)
 
 
 def key_of(path: Path, pattern: re.Pattern, folder: Path) -> str | None:
     """The key ``path`` pairs by: the ``{id}`` of its name after the subfolder of
     ``folder`` it sits in (``aachen/aachen_000000_000019``); None where the rule does not
     match its name."""
-    match = pattern.match(path.stem)
+    match = name_match(pattern, path)
     return path.parent.relative_to(folder).joinpath(match["id"]).as_posix() if match else None
 
 

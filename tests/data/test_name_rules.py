@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from segnet.data.image_pairs import ImageDataError, find_pairs
-from segnet.data.name_rules import beside_rule
+from segnet.data.name_rules import beside_rule, key_of, name_pattern
 from tests.data.test_images import blob_label, prepared
 
 
@@ -141,3 +141,53 @@ def test_a_rule_given_is_kept_even_where_another_would_pair(tmp_path):
     root = mask_folder(tmp_path / "d", ["s0", "s1"])
     with pytest.raises(ImageDataError, match=r"looked for s0_mask\.\*"):
         find_pairs(root, None, label_name="{id}_mask")
+
+
+@pytest.mark.parametrize(
+    ("rule", "name", "key"),
+    [
+        ("{id}.png", "0001.png", "0001"),
+        ("{id}.png", "0001.PNG", "0001"),  # the suffix in any case
+        ("{id}.png", "0001.jpg", None),
+        ("{id}_mask.tif", "a.b_mask.tif", "a.b"),
+        ("{id}_mask", "a_mask.tif", "a"),  # no suffix named: any suffix
+    ],
+)
+def test_a_rule_that_names_a_suffix_matches_whole_file_names(rule, name, key):
+    assert key_of(Path("d") / name, name_pattern(rule, "data.label_name"), Path("d")) == key
+
+
+def write_of_two_kinds(folder: Path, images: str = ".jpg", masks: str = ".png", n: int = 6):
+    for k in range(n):
+        label = blob_label(24, 32, k)
+        picture = label * 120 + 60 + np.random.default_rng(k).normal(0, 10, label.shape)
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(picture.clip(0, 255).astype(np.uint8)).save(folder / f"{k:04d}{images}")
+        Image.fromarray(label * 255).save(folder / f"{k:04d}{masks}")
+
+
+def test_images_and_masks_of_one_name_and_two_kinds_of_file_pair_by_what_they_hold(
+    tmp_path, caplog
+):
+    """0000.jpg beside 0000.png: the PNGs hold two values, the JPEGs many: masks and images."""
+    write_of_two_kinds(tmp_path / "flat")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(tmp_path / "flat")
+    assert {(p.image.suffix, p.label.suffix) for p in dm.pairs} == {(".jpg", ".png")}
+    assert len(dm.pairs) == 6 and dm.info().class_names == ["background", "foreground"]
+    assert "'data.image_name={id}.jpg' 'data.label_name={id}.png'" in caplog.text
+    # the other way round: pictures in PNG files, masks in BMP files
+    write_of_two_kinds(tmp_path / "other", images=".png", masks=".bmp")
+    assert {p.label.suffix for p in prepared(tmp_path / "other").pairs} == {".bmp"}
+
+
+def test_two_kinds_of_file_that_both_hold_pictures_are_not_guessed(tmp_path, caplog):
+    write_of_two_kinds(tmp_path / "flat")
+    for k in range(6):  # the PNGs become pictures too
+        Image.open(tmp_path / "flat" / f"{k:04d}.jpg").save(tmp_path / "flat" / f"{k:04d}.png")
+    with pytest.raises(FileNotFoundError), caplog.at_level(logging.WARNING):
+        prepared(tmp_path / "flat")
+    assert "'data.image_name={id}.jpg' 'data.label_name={id}.png' reads the .png" in caplog.text
+    pairs = find_pairs(tmp_path / "flat", None, image_dir=".", label_dir=".",
+                       image_name="{id}.jpg", label_name="{id}.png")  # fmt: skip
+    assert [(p.image.suffix, p.label.suffix) for p in pairs] == [(".jpg", ".png")] * 6
