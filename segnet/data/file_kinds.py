@@ -33,9 +33,10 @@ def distinct_values(path: Path) -> int | None:
 
 def suffix_rules(files: list[Path]) -> BesideRules | None:
     """The rules of images and masks of one name and two kinds of file beside each other
-    (every name twice, once of each of two suffixes): ``{id}.jpg`` for the pictures,
-    ``{id}.png`` for the masks. None where the files are otherwise, or where what they hold
-    does not say which kind is the masks (then the log says how to name them)."""
+    (two suffixes in all, and most names once of each: a missing mask or image is then
+    named by the pairing): ``{id}.jpg`` for the pictures, ``{id}.png`` for the masks. None
+    where the files are otherwise, or where what they hold does not say which kind is the
+    masks (then the log says how to name them)."""
     return _suffix_rules(tuple(files))
 
 
@@ -44,14 +45,13 @@ def _suffix_rules(files: tuple[Path, ...]) -> BesideRules | None:
     by_name: dict[tuple[Path, str], set[str]] = {}
     for f in files:
         by_name.setdefault((f.parent, f.stem), set()).add(f.suffix.lower())
-    kinds = {frozenset(s) for s in by_name.values()}
-    if len(kinds) != 1 or len(files) != 2 * len(by_name) or len(next(iter(kinds))) != 2:
-        return None
-    suffixes = sorted(next(iter(kinds)))
-    held = {
-        s: [distinct_values(f) for f in sorted(files) if f.suffix.lower() == s][:SAMPLED]
-        for s in suffixes
-    }
+    suffixes = sorted(set().union(*by_name.values()))
+    both = {name for name, kinds in by_name.items() if len(kinds) == 2}
+    if len(suffixes) != 2 or len(files) != len(by_name) + len(both) or 2 * len(both) < len(by_name):
+        return None  # not every file counted by name and kind: two files of one kind and name
+    picked = {s: [f for f in sorted(files) if (f.parent, f.stem) in both
+                  and f.suffix.lower() == s][:SAMPLED] for s in suffixes}  # fmt: skip
+    held = {s: [distinct_values(f) for f in picked[s]] for s in suffixes}
     if any(None in values for values in held.values()):
         return None
     for mask, image in (suffixes, suffixes[::-1]):

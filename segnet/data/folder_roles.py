@@ -108,9 +108,11 @@ def split_of_file(name: str) -> str | None:
 
 def splits_of_file_names(names: Sequence[str]) -> list[str] | None:
     """The split of each file that its name's first word gives, where every name gives
-    one and they give train and another split (GlaS: ``train_``, ``testA_``, ``testB_``);
-    None otherwise: names that all begin with ``train`` say nothing of a split."""
+    one and they give train and test (GlaS: ``train_``, ``testA_``, ``testB_``; val too,
+    or drawn from train); None otherwise: names that all begin with ``train`` say nothing
+    of a split, and names of train and val alone would leave the run no test split (drawn
+    instead, as before)."""
     splits = [split_of_file(n) for n in names]
-    if None in splits or "train" not in splits or len(set(splits)) < 2:
+    if None in splits or not {"train", "test"} <= set(splits):
         return None
     return splits  # type: ignore[return-value]

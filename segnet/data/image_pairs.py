@@ -39,7 +39,7 @@ from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
-from segnet.data.file_kinds import suffix_rules
+from segnet.data.file_kinds import MASK_VALUES, SAMPLED, distinct_values, suffix_rules
 from segnet.data.folder_roles import (
     SPLIT_FOLDERS,
     name_words,
@@ -55,11 +55,13 @@ from segnet.data.name_rules import (
     BesideRules,
     affix_rules,
     beside_rule,
+    file_named,
     inferred_rules,
     keyed,
     name_match,
     name_pattern,
     unpaired_message,
+    without_suffix,
 )
 
 IMAGE_DIRS = ("images", "image", "imgs", "img", "JPEGImages")
@@ -288,15 +290,18 @@ def find_pairs(
 def splits_of_names(pairs: list[Pair], root: Path) -> list[Pair]:
     """``pairs`` each in the split its image's name begins with, where none has a split
     yet and every name begins with one, train and another among them (GlaS's ``train_1``,
-    ``testA_1``; :func:`~segnet.data.folder_roles.splits_of_file_names`); said."""
+    ``testA_1``: train and test at least; :func:`~segnet.data.folder_roles.splits_of_file_names`);
+    said."""
     splits = None if any(p.split for p in pairs) else splits_of_file_names([p.name for p in pairs])
     if splits is None:
         return pairs
     counts = {s: splits.count(s) for s in SPLIT_FOLDERS if s in splits}
     log.info(
-        "the names of the images in %s begin with their split (%s): read as given splits%s",
-        root, ", ".join(f"{s} {n}" for s, n in counts.items()),
-        "" if "val" in counts else "; val is drawn from train",
+        "the names of the images in %s begin with their split (%s): read as given splits, "
+        "so data.test_fraction is not used%s; to draw every split instead, list the images "
+        "in a CSV without a split column (data.csv=)", root,
+        ", ".join(f"{s} {n}" for s, n in counts.items()),
+        "" if "val" in counts else " (val is drawn from train by data.val_fraction)",
     )  # fmt: skip
     return [replace(p, split=s) for p, s in zip(pairs, splits, strict=True)]
 
@@ -674,26 +679,36 @@ def named_by_words(
 
 
 def images_named_as_masks(root: Path, labels: Path, quiet: bool = False) -> Path | None:
-    """The one folder of ``root`` whose name says nothing of what it holds, holding images
-    named as masks in ``labels`` are (or in its folders: one per class), or as a part of
-    their names (Montgomery's ``CXR_png/`` beside ``ManualMask/leftMask/``); said. None
-    where no folder, or more than one, does."""
+    """The one folder of ``root`` whose name says nothing of what it holds, holding
+    pictures (not files of a mask's few values: a copy of the masks) most of which are
+    named as masks in ``labels`` are (or in its folders: one per class), or as the start
+    of their names before a separator (Montgomery's ``CXR_png/`` beside
+    ``ManualMask/leftMask/``); said. None where no folder does; where two do, both are
+    named in a warning and neither is read."""
     masks = image_files(labels) or [f for d in visible_folders(labels) for f in image_files(d)]
     stems = sorted({m.stem for m in masks})
 
+    def has_mask(stem: str) -> bool:
+        i = bisect.bisect_left(stems, stem)
+        return i < len(stems) and (stems[i] == stem or (
+            stems[i].startswith(stem) and not stems[i][len(stem)].isalnum()))  # fmt: skip
+
     def named_as_masks(files: list[Path]) -> bool:
-        return any(
-            stems[i].startswith(f.stem)
-            for f in files[:20]
-            for i in [bisect.bisect_left(stems, f.stem)]
-            if i < len(stems)
-        )
+        sampled = files[:20]
+        return bool(sampled) and 2 * sum(has_mask(f.stem) for f in sampled) > len(sampled)
+
+    def pictures(files: list[Path]) -> bool:
+        return any((distinct_values(f) or 0) > MASK_VALUES for f in files[:SAMPLED])
 
     found = [
         d for d in visible_folders(root)
         if d != labels and labels not in d.parents and d not in labels.parents
-        and not role_of(d.name) and not split_of(d.name) and named_as_masks(image_files(d))
+        and not role_of(d.name) and not split_of(d.name)
+        and named_as_masks(files := image_files(d)) and pictures(files)
     ]  # fmt: skip
+    if len(found) > 1:
+        log.warning("%s and %s both hold images named as the masks in %s: name the image "
+                    "folder with data.image_dir=", found[0], found[1], labels)  # fmt: skip
     if len(found) != 1:
         return None
     if not quiet:
@@ -772,7 +787,7 @@ def object_masks(
     masks = image_files(labels)
     if naming.rules_given or len(found) != 1 or not masks:
         return None
-    if any(m.stem == found[0].stem for m in masks):
+    if any(found[0].stem in m.stem for m in masks):  # a mask named after it: paired by name
         return None
     return found[0], tuple(sorted(masks))
 
@@ -876,7 +891,8 @@ def paired(
                      "pairs every file", labels, images, given)  # fmt: skip
             named = naming._replace(image_name=rules[0], label_name=rules[1])
             return paired(images, labels, rois, named, split)
-    roi_masks = regions_of_interest(rois, by_id, image_re, images) if rois is not None else {}
+    roi_re = name_pattern(without_suffix(naming.image_name), "data.image_name")
+    roi_masks = regions_of_interest(rois, by_id, roi_re, images) if rois is not None else {}
     # under split folders the name keeps its split: train/0.png and test/0.png differ
     prefix = f"{split}/" if split else ""
 
@@ -1015,14 +1031,15 @@ def beside(
                 for n in range(1, len(f.stem)))
     ]  # fmt: skip
     further = further_masks(extra, masks, folder)
-    extra = [f for f in extra if f not in set().union(*further.values())]
+    laid = set().union(*further.values())
+    extra = [f for f in extra if f not in laid]
     if extra:
         log.warning(
             "%s: %d file(s) named as an image with text added are neither images nor their "
             "masks by data.label_name=%r (e.g. %s): not read", folder, len(extra),
             naming.label_name, extra[0].name,
         )  # fmt: skip
-    left_out = set(extra) | set().union(*further.values())
+    left_out = set(extra) | laid
     return [f for f in others if f not in left_out], masks, further
 
 
@@ -1031,7 +1048,9 @@ def further_masks(
 ) -> dict[Path, tuple[Path, ...]]:
     """Of ``files``, those named as a mask with a number added (BUSI's ``benign
     (4)_mask_1.png`` of a second lesion beside ``benign (4)_mask.png``), by that mask, in
-    the order of their numbers; said. Their objects are laid over the mask's."""
+    the order of their numbers; said. Their objects are laid over the mask's. None where
+    half the masks or more have one: that is another set of masks (a second observer's
+    ``_mask2``), not read (:func:`beside` says so)."""
     by_stem = {(m.parent, m.stem): m for m in masks}
     found: dict[Path, list[tuple[int, Path]]] = {}
     for f in files:
@@ -1039,6 +1058,8 @@ def further_masks(
         mask = by_stem.get((f.parent, numbered["mask"])) if numbered else None
         if mask is not None:
             found.setdefault(mask, []).append((int(numbered["number"]), f))
+    if 2 * len(found) >= len(masks):
+        return {}
     if found:
         count = sum(map(len, found.values()))
         example = next(iter(found.values()))[0][1]
@@ -1081,7 +1102,7 @@ def check_paired(
     if lonely_masks:
         raise ImageDataError(
             f"mask {masks[lonely_masks[0]]} has no image in {images} (looked for "
-            f"{naming.image_name.replace('{id}', lonely_masks[0])}.*); {len(lonely_masks)} "
+            f"{file_named(naming.image_name, lonely_masks[0])}); {len(lonely_masks)} "
             "mask(s) in all have none. Add the images, remove the masks, or set "
             "data.image_name / data.label_name to the rule that pairs their names."
         )
@@ -1089,7 +1110,7 @@ def check_paired(
     if unlabelled and not naming.skip_unlabelled:
         raise ImageDataError(
             f"image {by_id[unlabelled[0]]} has no mask in {labels} (looked for "
-            f"{naming.label_name.replace('{id}', unlabelled[0])}.*); {len(unlabelled)} "
+            f"{file_named(naming.label_name, unlabelled[0])}); {len(unlabelled)} "
             "image(s) in all have none. Add the masks, remove the images, or set "
             "data.label_name (e.g. '{id}_mask') to the rule that pairs their names; where "
             "only some images have masks (Pascal VOC's JPEGImages/), "

@@ -41,13 +41,30 @@ def name_pattern(pattern: str, setting: str) -> re.Pattern:
             "image and mask share), e.g. '{id}_training' and '{id}_manual1'."
         )
     head, tail = pattern.split("{id}")
-    suffix = next((s for s in IMAGE_SUFFIXES if tail.lower().endswith(s)), "")
+    suffix = suffix_of(tail)
     if suffix:
         tail = tail[: -len(suffix)]
         end = f"(?P<suffix>(?i:{re.escape(suffix)}))$"
     else:
         end = "$"
     return re.compile(f"^{re.escape(head)}(?P<id>.+?){re.escape(tail)}{end}")
+
+
+def suffix_of(rule: str) -> str:
+    """The image file suffix a name rule ends in (``{id}.png``: ``.png``), else ``""``."""
+    return next((s for s in IMAGE_SUFFIXES if rule.lower().endswith(s)), "")
+
+
+def without_suffix(rule: str) -> str:
+    """The rule without the suffix it names: what files of other kinds (regions of
+    interest beside ``{id}.jpg`` images) are named by."""
+    suffix = suffix_of(rule)
+    return rule[: -len(suffix)] if suffix and rule[: -len(suffix)].count("{id}") == 1 else rule
+
+
+def file_named(rule: str, key: str) -> str:
+    """What ``rule`` names the file of ``key`` (``21_manual1.*``; ``0001.png``)."""
+    return rule.replace("{id}", key) + ("" if suffix_of(rule) else ".*")
 
 
 def name_match(pattern: re.Pattern, path: Path) -> re.Match | None:

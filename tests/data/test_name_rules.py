@@ -191,3 +191,22 @@ def test_two_kinds_of_file_that_both_hold_pictures_are_not_guessed(tmp_path, cap
     pairs = find_pairs(tmp_path / "flat", None, image_dir=".", label_dir=".",
                        image_name="{id}.jpg", label_name="{id}.png")  # fmt: skip
     assert [(p.image.suffix, p.label.suffix) for p in pairs] == [(".jpg", ".png")] * 6
+
+
+def test_files_of_two_kinds_with_a_mask_missing_are_refused_naming_the_file_looked_for(tmp_path):
+    write_of_two_kinds(tmp_path / "flat", n=8)
+    (tmp_path / "flat" / "0003.png").unlink()
+    with pytest.raises(ImageDataError, match=r"0003.jpg has no mask .*looked for 0003.png\)"):
+        prepared(tmp_path / "flat")
+
+
+def test_regions_of_interest_of_another_kind_pair_with_images_named_by_a_suffix(tmp_path):
+    """data.image_name={id}.jpg: the regions of interest (GIFs) are keyed by {id} alone."""
+    root = tmp_path / "d"
+    write_of_two_kinds(root / "images", n=4)
+    (root / "fov").mkdir()
+    for k in range(4):
+        Image.open(root / "images" / f"{k:04d}.png").save(root / "fov" / f"{k:04d}.gif")
+    pairs = find_pairs(root, None, image_dir="images", label_dir="images", roi_dir="fov",
+                       image_name="{id}.jpg", label_name="{id}.png")  # fmt: skip
+    assert [p.roi.name for p in pairs] == [f"{k:04d}.gif" for k in range(4)]

@@ -366,6 +366,50 @@ def test_a_folder_per_class_of_images_beside_their_masks_busi_style(tmp_path, ca
     assert "3 folders of images (benign, malignant, normal): too few" in caplog.text
 
 
+def test_a_numbered_mask_beside_most_masks_is_another_set_left_out_not_laid_over(tmp_path, caplog):
+    """scan k_mask.png and scan k_mask2.png beside every image: a second observer's set,
+    not further objects: left out with a warning, as before."""
+    root = tmp_path / "observers"
+    for k in range(6):
+        write_pair(root / f"scan {k}.png", root / f"scan {k}_mask.png", k)
+        write_pair(tmp_path / "x.png", root / f"scan {k}_mask2.png", k + 10)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    assert not any(p.further_masks for p in dm.pairs)
+    assert "neither images nor their masks" in caplog.text and "laid over" not in caplog.text
+
+
+def test_a_folder_with_a_mask_named_after_its_one_image_is_paired_by_name_not_merged(tmp_path):
+    """patient folders of one image whose masks folder holds its mask and a leftover mask of
+    another slice: refused as unpaired, never merged as objects of the one image."""
+    root = tmp_path / "patients"
+    for k in range(4):
+        case = root / f"p{k}"
+        write_pair(case / "images" / "s0.png", case / "masks" / "s0_mask.png", k)
+    write_pair(tmp_path / "x.png", root / "p0" / "masks" / "s1_mask.png", 9)
+    with pytest.raises(img.ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'"):
+        prepared(root)
+
+
+def test_names_of_train_and_val_alone_leave_the_splits_drawn(tmp_path):
+    """train_ and val_ names give no test split: every split is drawn, as before."""
+    root = tmp_path / "scans"
+    for k in range(12):
+        prefix = "train" if k < 9 else "val"
+        write_pair(root / "images" / f"{prefix}_{k}.png", root / "masks" / f"{prefix}_{k}.png", k)
+    names = prepared(root, **TWO).split_names()
+    assert all(len(names[s]) >= 1 for s in ("train", "val", "test"))
+
+
+def test_a_folder_of_copies_of_the_masks_is_not_taken_for_the_images(tmp_path):
+    root = tmp_path / "MontgomerySet"
+    for k in range(6):
+        write_pair(tmp_path / "x.png", root / "ManualMask" / f"case{k}.png", k)
+    shutil.copytree(root / "ManualMask", root / "backup")
+    with pytest.raises(FileNotFoundError, match="expected an image folder"):
+        prepared(root)
+
+
 def test_a_further_mask_of_another_size_is_refused_naming_both(tmp_path):
     root = tmp_path / "lesions"
     for k in range(6):
