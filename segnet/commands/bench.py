@@ -34,11 +34,13 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lightning as L
 import torch
 from omegaconf import DictConfig, open_dict
+
+if TYPE_CHECKING:
+    import lightning as L
 
 # Dense bf16 tensor-core peaks, FLOP/s, for devices we can name.
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
@@ -77,32 +79,39 @@ def step_flops(module, batch: dict, amp) -> float:
     return float(counter.get_total_flops())
 
 
-class StepTimer(L.Callback):
-    """Wall time of each training step as Lightning runs it (data loading included), and
-    of each whole epoch (from one epoch's end to the next: validation, callbacks and
-    checkpoints included)."""
+def step_timer(device: torch.device):
+    """A :class:`StepTimer` for ``device``: a Lightning callback, made where a recipe is
+    built, so that the command line (``--help``) does not wait for Lightning to import."""
+    import lightning as L
 
-    def __init__(self, device: torch.device):
-        self.device, self.times, self.epochs = device, [], []
-        self._last = self._epoch_end = None
+    class StepTimer(L.Callback):
+        """Wall time of each training step as Lightning runs it (data loading included), and
+        of each whole epoch (from one epoch's end to the next: validation, callbacks and
+        checkpoints included)."""
 
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        _sync(self.device)
-        now = time.perf_counter()
-        if self._last is not None:
-            self.times.append(now - self._last)
-        self._last = now
+        def __init__(self, device: torch.device):
+            self.device, self.times, self.epochs = device, [], []
+            self._last = self._epoch_end = None
 
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        if self._epoch_end is None:
-            self._epoch_end = time.perf_counter()
-        self._last = None  # the step after an epoch boundary includes validation
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            _sync(self.device)
+            now = time.perf_counter()
+            if self._last is not None:
+                self.times.append(now - self._last)
+            self._last = now
 
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        _sync(self.device)
-        now = time.perf_counter()
-        self.epochs.append(now - self._epoch_end)
-        self._epoch_end = now
+        def on_train_epoch_start(self, trainer, pl_module) -> None:
+            if self._epoch_end is None:
+                self._epoch_end = time.perf_counter()
+            self._last = None  # the step after an epoch boundary includes validation
+
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            _sync(self.device)
+            now = time.perf_counter()
+            self.epochs.append(now - self._epoch_end)
+            self._epoch_end = now
+
+    return StepTimer(device)
 
 
 def spread(values: list[float]) -> tuple[float, float, float]:
@@ -129,7 +138,7 @@ def build(cfg: DictConfig, **trainer_overrides: Any):
     dm.setup("fit")
     module = build_module(cfg, dm)
     trainer = build_trainer(cfg, progress=False, **trainer_overrides)
-    timer = StepTimer(trainer.strategy.root_device)
+    timer = step_timer(trainer.strategy.root_device)
     trainer.callbacks.append(timer)
     return dm, module, trainer, timer
 
