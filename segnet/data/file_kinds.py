@@ -49,8 +49,8 @@ def _suffix_rules(files: tuple[Path, ...]) -> BesideRules | None:
     both = {name for name, kinds in by_name.items() if len(kinds) == 2}
     if len(suffixes) != 2 or len(files) != len(by_name) + len(both) or 2 * len(both) < len(by_name):
         return None  # not every file counted by name and kind: two files of one kind and name
-    picked = {s: [f for f in sorted(files) if (f.parent, f.stem) in both
-                  and f.suffix.lower() == s][:SAMPLED] for s in suffixes}  # fmt: skip
+    paired = sorted(f for f in files if (f.parent, f.stem) in both)
+    picked = {s: [f for f in paired if f.suffix.lower() == s][:SAMPLED] for s in suffixes}
     held = {s: [distinct_values(f) for f in picked[s]] for s in suffixes}
     if any(None in values for values in held.values()):
         return None

@@ -289,8 +289,8 @@ def find_pairs(
 
 def splits_of_names(pairs: list[Pair], root: Path) -> list[Pair]:
     """``pairs`` each in the split its image's name begins with, where none has a split
-    yet and every name begins with one, train and another among them (GlaS's ``train_1``,
-    ``testA_1``: train and test at least; :func:`~segnet.data.folder_roles.splits_of_file_names`);
+    yet, every name begins with one and train and test are among them (GlaS's
+    ``train_1``, ``testA_1``: :func:`~segnet.data.folder_roles.splits_of_file_names`);
     said."""
     splits = None if any(p.split for p in pairs) else splits_of_file_names([p.name for p in pairs])
     if splits is None:
