@@ -201,30 +201,54 @@ def test_import_segnet_installs_nothing_and_short_names_are_the_current_modules(
     assert out.stdout.strip() == "ok", out.stderr
 
 
-@pytest.mark.parametrize("command", ["segnet.export", "segnet.predict", "segnet.bench"])
-def test_short_command_names_run_the_commands(command, tmp_path):
+SHORT_COMMANDS = ("segnet.export", "segnet.predict", "segnet.bench")
+
+# Each command run as ``python -m`` runs it, in one interpreter (one start of torch, not
+# three): its --help printed, and how it exited.
+RUN_AS_MAIN = """
+import contextlib, io, runpy, sys
+for command in sys.argv[1:]:
+    sys.argv = [command, "--help"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            runpy.run_module(command, run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as stop:
+            code = stop.code or 0
+    print(repr((command, code, out.getvalue())))
+"""
+
+
+def test_short_command_names_run_the_commands(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", command, "--help"], capture_output=True, text=True, cwd=tmp_path
-    )
+        [sys.executable, "-c", RUN_AS_MAIN, *SHORT_COMMANDS],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert f"python -m {command}" in out.stdout
+    runs = [ast.literal_eval(line) for line in out.stdout.splitlines() if line.startswith("(")]
+    assert [command for command, _, _ in runs] == list(SHORT_COMMANDS), out.stdout
+    for command, code, printed in runs:
+        assert code == 0, (command, printed)
+        assert f"python -m {command}" in printed, (command, printed)
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        "segnet.serving.predict",
-        "segnet.serving.loading",
-        "segnet.serving.export",
-        "segnet.serving.inference",
-        "segnet.serving.ensemble",
-        "segnet.serving.model_card",
-        "segnet.commands.predict",
-    ],
+SERVING_MODULES = (
+    "segnet.serving.predict",
+    "segnet.serving.loading",
+    "segnet.serving.export",
+    "segnet.serving.inference",
+    "segnet.serving.ensemble",
+    "segnet.serving.model_card",
+    "segnet.commands.predict",
 )
-def test_serving_modules_do_not_import_the_training_stack(module):
+
+
+def test_serving_modules_do_not_import_the_training_stack():
+    """All of them imported in one interpreter: what none of them loads, no one of them
+    loads alone either."""
     code = (
-        f"import sys, {module}; "
+        f"import sys, {', '.join(SERVING_MODULES)}; "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {TRAINING_STACK!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -18,6 +18,11 @@ from segnet.runs.console import traceback_in_log
 
 @hydra.main(version_base="1.3", config_path=str(CONFIGS), config_name="export")
 def run(cfg: DictConfig) -> None:
+    export(cfg)
+
+
+def export(cfg: DictConfig) -> None:
+    """The export a composed ``export`` config asks for, into ``cfg.paths.output_dir``."""
     from segnet.serving.ensemble import checkpoint_paths
     from segnet.serving.export import export_checkpoint, export_ensemble
 

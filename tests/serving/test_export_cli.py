@@ -68,17 +68,25 @@ def test_a_file_that_reloads_to_other_logits_is_refused_and_removed(
     exported, tmp_path, monkeypatch
 ):
     """The reload check decides: a format whose file computes something else (here the
-    ONNX reloader made to add 0.1) is not written as verified, and the export's files go."""
+    safetensors reloader made to add 0.1) is not written as verified, and the export's
+    files go, its model card with them. (That the files of formats written before it go
+    too: test_a_failed_write_leaves_no_file_of_the_export.)"""
     import segnet.serving.export
     from segnet.serving.export import export_checkpoint
 
     ckpt, _, _, _ = exported
-    load = segnet.serving.export.LOADERS["onnx"]
-    off = {**segnet.serving.export.LOADERS, "onnx": lambda path: lambda x: load(path)(x) + 0.1}
+    load = segnet.serving.export.LOADERS["safetensors"]
+    off = {
+        **segnet.serving.export.LOADERS,
+        "safetensors": lambda path: lambda x: load(path)(x) + 0.1,
+    }
     monkeypatch.setattr(segnet.serving.export, "LOADERS", off)
-    with pytest.raises(ValueError, match=r"model\.onnx: reloaded, it gives logits up to 0\.1"):
-        export_checkpoint(ckpt, tmp_path / "out", ("safetensors", "onnx"))
-    assert not any((tmp_path / "out").iterdir())  # the safetensors written first went too
+    with pytest.raises(
+        ValueError, match=r"model\.safetensors: reloaded, it gives logits up to 0\.1"
+    ):
+        export_checkpoint(ckpt, tmp_path / "out", ("safetensors",))
+    assert not any((tmp_path / "out").iterdir())
+    monkeypatch.undo()
     export_checkpoint(ckpt, tmp_path / "out", ("safetensors",))  # the folder is free again
 
 
@@ -114,17 +122,17 @@ def test_an_exported_program_is_not_exported_again(exported, name, tmp_path):
     with pytest.raises(ValueError, match="exported program"):
         export_ensemble([out / "model.safetensors", out / name], tmp_path / "ens", ("onnx",))
     assert not (tmp_path / "again").exists() and not (tmp_path / "ens").exists()
-    export_checkpoint(out / "model.safetensors", tmp_path / "again", ("onnx",))
-    assert (tmp_path / "again" / "model.onnx").is_file()
+    export_checkpoint(out / "model.safetensors", tmp_path / "again", ("safetensors",))
+    assert (tmp_path / "again" / "model.safetensors").is_file()
 
 
 def test_one_format_named_without_brackets_is_that_format_and_none_is_refused(exported, tmp_path):
+    from segnet.commands.export import export
     from segnet.serving.export import export_checkpoint
 
     ckpt, _, _, _ = exported
     out = tmp_path / "one"
-    run_cli(["-m", "segnet.export", f"ckpt_path={ckpt}", f"hydra.run.dir={out}",
-             "formats=safetensors"], cwd=REPO)  # fmt: skip
+    export(compose("export", [f"ckpt_path={ckpt}", "formats=safetensors"], out))
     assert sorted(p.name for p in out.glob("model.*")) == ["model.json", "model.safetensors"]
     with pytest.raises(ValueError, match=r"formats=\[\]: name at least one"):
         export_checkpoint(ckpt, tmp_path / "none", ())
@@ -272,22 +280,25 @@ def test_a_photo_is_segmented_upright_as_its_exif_orientation_shows_it(
     assert (mask == expected).mean() > 0.999
 
 
-@pytest.mark.parametrize("name", ["model.onnx", "model.safetensors", "model.pt2"])
 def test_predicting_with_an_exported_model_imports_no_training_stack(
-    exported, tiny_camvid, tmp_path, name
+    exported, tiny_camvid, tmp_path
 ):
+    """Each format predicted in turn in one interpreter: what none of them loads, no one
+    of them loads alone either."""
     _, out, _, _ = exported
     image = tiny_camvid / "test" / "test_000.png"
-    code = (
-        "import sys; from segnet.commands.predict import main; "
-        f"main([{str(out / name)!r}, {str(image)!r}, '--out', {str(tmp_path)!r}]); "
-        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {TRAINING_STACK!r}))"
+    formats = ("model.onnx", "model.safetensors", "model.pt2")
+    code = "import sys; from segnet.commands.predict import main\n" + "".join(
+        f"main([{str(out / name)!r}, {str(image)!r}, '--out', {str(tmp_path / name)!r}])\n"
+        for name in formats
     )
+    code += f"print(sorted(m for m in sys.modules if m.split('.')[0] in {TRAINING_STACK!r}))"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
-    assert np.asarray(Image.open(tmp_path / "test_000.png")).shape == (45, 61)
+    for name in formats:
+        assert np.asarray(Image.open(tmp_path / name / "test_000.png")).shape == (45, 61), name
 
 
 # The start of a deployment script: the training stack and this package cannot be imported
