@@ -27,7 +27,6 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.dataset_json import indexed_classes
-from segnet.data.folder_roles import name_words
 from segnet.data.image_pairs import is_nnunet_layout
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
@@ -44,6 +43,7 @@ from segnet.data.settings import (
     TRAINING,
     WHERE_AND_HOW_FAST,
 )  # fmt: skip
+from segnet.data.sides import axes_keeping_sides
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
 from segnet.data.splits import DrawnSplits, given_or_drawn, split_settings
 from segnet.files import write_image, write_probabilities
@@ -270,14 +270,6 @@ class WholeImageDataset(Dataset):
     def __getitem__(self, i: int) -> dict:
         it = self.items[i]
         return {"image": it.image, "label": it.label.long(), "index": i}
-
-
-def sided_classes(names: Sequence[str]) -> list[str]:
-    """The class names that name a side, left or right, where some name each
-    (``leftMask``, ``rightMask``; ``left kidney``, ``right kidney``); empty otherwise."""
-    sides = {n: name_words(n) & {"left", "right"} for n in names}
-    named = set().union(set(), *sides.values())
-    return [n for n, s in sides.items() if s] if named == {"left", "right"} else []
 
 
 def check_instance_masks(
@@ -633,7 +625,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # a convolutional network takes more than its training patch at once: windows of
         # twice its size per axis cover an image in a quarter of the passes
         roi = self.window["roi_size"] or tuple(2 * p for p in patch)
-        self._keep_sides()
+        self.flip_axes = axes_keeping_sides(
+            self.flip_axes, self.flip_given, [*names, *(self.mask_classes or [])], 1, IMAGE_AXES
+        )
         self._log_plan(sizes, mode, patch, roi)
         return DataInfo(
             spatial_dims=2,
@@ -664,19 +658,6 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self._read_colour_list_by_row()
         if self.class_list is not None:
             class_files.say_classes(self.class_list)
-
-    def _keep_sides(self) -> None:
-        """Where classes name a side (``leftMask`` and ``rightMask``, ``left lung``), a
-        left-right flip would show the one as the other: training (and test-time
-        mirroring) flips up-down alone, said, unless ``data.flip`` names the axes."""
-        sided = sided_classes(list(dict.fromkeys([*self._class_names, *(self.mask_classes or [])])))
-        if sided and 1 in self.flip_axes and not self.flip_given:
-            self.flip_axes = tuple(a for a in self.flip_axes if a != 1)
-            log.info(
-                "the classes %s name a side, which a left-right flip would swap: random "
-                "flips (and test-time mirroring) are up-down only; 'data.flip=[0,1]' flips "
-                "both", ", ".join(sided),
-            )  # fmt: skip
 
     def _read_colour_list_by_row(self) -> None:
         """Where the class list read has colours and every mask is a file of one channel,

@@ -32,6 +32,7 @@ from segnet.data.settings import (
     TRAINING_SWITCH,
     WHERE_AND_HOW_FAST,
 )  # fmt: skip
+from segnet.data.sides import axes_keeping_sides
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
 from segnet.data.splits import DrawnSplits, given_or_drawn, split_settings
 
@@ -337,7 +338,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.clip = tuple(clip) if clip else None
         self.stack_spacing = check_stack_spacing(stack_spacing)
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
-        self.flip_axes = check_flip(flip, AXIS_NAMES)
+        self.flip_axes, self.flip_given = check_flip(flip, AXIS_NAMES), not isinstance(flip, bool)
         self.aug = dict(rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
         self.affine = check_affine(rotate, zoom, affine_prob)
         self.sliding_window = check_window(
@@ -381,6 +382,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             dataset_json.index_folder(self.root, self.csv), nifti.NiftiDataError
         )
         class_names = self._read_class_names()
+        # RAS: the first axis runs left to right
+        self.flip_axes = axes_keeping_sides(
+            self.flip_axes, self.flip_given, class_names, 0, AXIS_NAMES
+        )
         self.ignore_value = self._ignore_value(class_names)
         if self.spacing == "median":
             grids = [

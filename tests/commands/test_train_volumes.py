@@ -554,13 +554,14 @@ def test_a_model_trained_from_a_csv_scores_the_folder_it_is_given(tmp_path):
 @pytest.mark.slow
 def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path):
     """Two identical balls, one labelled left and one right: flipped left-right in training
-    (and mirrored at test), the network cannot learn which is which; with data.flip=[1,2]
-    it can, and the recipe's mirrored test keeps them apart too."""
+    (and mirrored at test, data.flip=[0,1,2]), the network cannot learn which is which;
+    with the recipe's own data.flip=true, which keeps to the other axes because the
+    classes name both sides, it can, and the mirrored test keeps them apart too."""
     from tests.helpers import left_right_dataset
 
     root = left_right_dataset(tmp_path / "data")
     dice = {}
-    for name, flip in (("all", "true"), ("keep_lr", "[1,2]")):
+    for name, flip in (("all", "[0,1,2]"), ("keep_lr", "true")):
         overrides = [
             "experiment=hippocampus_unet3d", f"data.root={root}", f"data.flip={flip}",
             "data.patch_size=[24,24,24]", "model.net.features=[8,16,32]", "data.num_workers=0",

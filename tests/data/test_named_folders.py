@@ -15,7 +15,7 @@ from PIL import Image
 
 from segnet.data import images as img
 from segnet.data.folder_roles import role_of, split_of, split_of_file
-from segnet.data.images_datamodule import sided_classes
+from segnet.data.sides import sided_classes
 from tests.data.test_image_layouts import write_pair
 from tests.data.test_images import blob_label, prepared, train_labels
 

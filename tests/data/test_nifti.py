@@ -713,3 +713,34 @@ def test_a_group_pattern_reads_the_patient_from_the_case_name(tmp_path):
     dm = NiftiDataModule(str(root), num_workers=0, groups="{group}_frame*")
     with pytest.raises(ValueError, match="does not fit the name 'case_000'"):
         dm.prepare_data()
+
+
+@pytest.mark.parametrize(
+    ("names", "flip", "mirrored", "turned"),
+    [
+        (["background", "left kidney", "right kidney"], True, [1, 2], [(1, 2)]),
+        (["background", "left kidney", "right kidney"], [0, 1, 2], [0, 1, 2], [(0, 1), (0, 2), (1, 2)]),
+        (["background", "kidney_left", "liver"], True, [0, 1, 2], [(0, 1), (0, 2), (1, 2)]),
+    ],
+)  # fmt: skip
+def test_volumes_whose_classes_name_both_sides_are_not_flipped_left_right(
+    tmp_path, caplog, names, flip, mirrored, turned
+):
+    """RAS's first axis runs left to right: a flip or a half turn across it would show the
+    left kidney as the right one. Unless data.flip names the axes, training flips,
+    quarter turns and test-time mirroring keep to the other two; one side alone is
+    swapped with nothing and flips as before."""
+    root = nifti_dataset(tmp_path / "d", "folders", n=4, shape=(16, 16, 16))
+    dm = NiftiDataModule(
+        str(root), class_names=names, flip=flip, patch_size=[16, 16, 16], num_workers=0,
+        val_fraction=0.25, test_fraction=0.25,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="segnet.data.sides"):
+        dm.prepare_data()
+        assert dm.info().mirror_axes == mirrored
+    said = "name a side, which a left-right flip would swap" in caplog.text
+    assert said == (mirrored == [1, 2])
+    if said:
+        assert "back-front and down-up only; 'data.flip=[0, 1, 2]' flips every axis" in caplog.text
+    planes = [op.spatial_axes for op in dm.rotations90(["image", "label"])]
+    assert sorted(tuple(p) for p in planes) == turned
