@@ -117,7 +117,10 @@ def given_or_drawn(
     """The splits of cases whose list may give each its split (a ``split`` column, split
     folders): all given are kept, none given are drawn (:func:`split_cases`), and a list
     that gives train and test but no val has val drawn from train by fraction and seed
-    (or the fold). Some given and others not is refused, naming ``where``. Where
+    (or the fold); a list that gives train alone (Carvana's ``train/`` beside
+    ``train_masks/``, its ``test/`` unmasked) holds nothing apart, so val and test are
+    drawn as where none is given, said. Some given and others not is refused, naming
+    ``where``. Where
     ``case_groups`` names each case's group (a patient, a subfolder), a drawn split takes whole
     groups (:func:`split_groups`); ``data.groups`` (in ``split_args``) false draws case
     by case, and a pattern reads each case's group from its name instead. Groups read
@@ -130,6 +133,13 @@ def given_or_drawn(
         where += f", data.groups={setting!r}"
     few_case_by_case = groups_of_folders and setting is True
     if not any(given):
+        return split_groups(names, groups, where, few_case_by_case, **split_args)
+    if set(given) == {"train"}:
+        log.info(
+            "%s: every case is in the train split and none in val or test: both are drawn "
+            "from it, as for data without splits (data.test_fraction=0 keeps the test cases "
+            "for training, and the run tests on val)", where,
+        )  # fmt: skip
         return split_groups(names, groups, where, few_case_by_case, **split_args)
     if not all(given):
         raise ValueError(

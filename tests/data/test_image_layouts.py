@@ -191,6 +191,19 @@ def test_val_drawn_from_a_given_train_split_keeps_groups_whole():
     assert names[drawn["val"][0]][0] == names[drawn["val"][1]][0]
 
 
+@pytest.mark.parametrize("test_fraction", [0.25, 0.0])
+def test_a_train_split_given_alone_is_drawn_from_as_data_without_splits(test_fraction):
+    """A CSV or folders giving every case train set nothing apart: val and test are drawn
+    as if no split were given, groups whole (data.test_fraction=0: val alone)."""
+    names = [f"{g}{i}" for g in "abcdefgh" for i in range(2)]
+    args = dict(val_fraction=0.25, test_fraction=test_fraction, seed=0, fold=None, num_folds=5)
+    groups = [n[0] for n in names]
+    drawn = given_or_drawn(names, ["train"] * 16, "a CSV", groups, **args)
+    assert drawn == given_or_drawn(names, [None] * 16, "a CSV", groups, **args)
+    assert len(drawn["val"]) == 4 and len(drawn["test"]) == (4 if test_fraction else 0)
+    assert {names[i][0] for i in drawn["test"]}.isdisjoint(names[i][0] for i in drawn["train"])
+
+
 def test_images_and_masks_in_one_folder_per_patient_lgg_style(tmp_path):
     """Each patient's folder holds scan_<n>.tif beside scan_<n>_mask.tif."""
     root = tmp_path / "kaggle_3m"
@@ -450,11 +463,15 @@ def test_split_folders_with_their_masks_beside_them_carvana_and_camvid_style(tmp
             carvana / "train" / f"car{k}_01.jpg", carvana / "train_masks" / f"car{k}_01_mask.gif", k
         )
         write_pair(carvana / "test" / f"t{k}_01.jpg", tmp_path / "elsewhere" / f"{k}.png", k)
-    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+    with caplog.at_level(logging.INFO):
         dm = prepared(carvana, **TWO)  # the one rule that pairs every file, found
-    assert sorted(dm.split_names()["train"] + dm.split_names()["val"]) == [
+    names = dm.split_names()
+    assert sorted(names["train"] + names["val"] + names["test"]) == [
         f"train/car{k}_01.jpg" for k in range(4)
     ]
+    # train given alone sets nothing apart: val and test are drawn from it, said
+    assert names["val"] and names["test"], names
+    assert "every case is in the train split and none in val or test" in caplog.text
     assert "test has no mask folder beside it" in caplog.text
     assert "by 'data.label_name={id}_mask', the one rule" in caplog.text
     assert prepared(carvana, label_name="{id}_mask", **TWO).split_names() == dm.split_names()
@@ -502,7 +519,9 @@ def test_split_folders_holding_image_folders_are_read_as_before_beside_named_one
         )
         write_pair(root / "test_images" / f"t{k}.png", root / "test_labels" / f"t{k}.png", k)
     names = prepared(root, **TWO).split_names()
-    assert len(names["train"]) + len(names["val"]) == 4
+    assert sorted(names["train"] + names["val"] + names["test"]) == [
+        f"train/{k}.png" for k in range(4)
+    ]
 
 
 def test_the_suggested_name_rule_is_the_one_that_pairs_the_most(tmp_path):

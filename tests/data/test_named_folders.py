@@ -146,7 +146,10 @@ def test_drive_without_test_masks_leaves_the_test_images_out_not_scored_on_their
     with caplog.at_level(logging.WARNING, logger="segnet.data.image_pairs"):
         dm = prepared(drive(tmp_path / "DRIVE", test_manual=False), **TWO)
     assert all(p.label.parent.name == "1st_manual" for p in dm.pairs)
-    assert dm.split_names()["test"] == [] and "test has images and no mask folder" in caplog.text
+    assert "test has images and no mask folder" in caplog.text
+    # training's images alone are left: val and test are drawn from them
+    test = dm.split_names()["test"]
+    assert test and all(name.startswith("train/") for name in test), test
 
 
 def test_a_folder_per_domain_each_with_its_image_and_mask_folders_loveda_style(tmp_path, caplog):
@@ -331,7 +334,8 @@ def test_split_folders_of_images_beside_masks_each_named_with_its_own_text_deepg
     assert {(p.image.name[:3], p.label.name[:3]) for p in dm.pairs} == {
         (str(100 + k), str(100 + k)) for k in range(6)
     }
-    assert sorted(len(v) for s, v in dm.split_names().items() if s != "all") == [0, 1, 5]
+    # train alone has masks: val and test drawn from it
+    assert sorted(len(v) for s, v in dm.split_names().items() if s != "all") == [1, 1, 4]
     assert "'data.image_name={id}_sat' 'data.label_name={id}_mask'" in caplog.text
     assert "valid holds images and no mask beside them" in caplog.text
     assert set(np.unique(train_labels(dm))) == {0, 1}
