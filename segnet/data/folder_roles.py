@@ -80,11 +80,17 @@ def name_words(name: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# Words that say mask only where no word says image: PH2's IMD002_lesion/ holds masks,
+# a lesion_images/ folder pictures
+WEAK_MASK_WORDS = frozenset(["lesion", "lesions"])
+
+
 def role_of(name: str) -> str | None:
     """What a folder of that name holds: "labels", "roi" or "images"; None where its
     name does not say."""
     words = name_words(name)
-    return next((role for role, known in ROLES.items() if words & known), None)
+    role = next((role for role, known in ROLES.items() if words & known), None)
+    return role or ("labels" if words & WEAK_MASK_WORDS else None)
 
 
 def split_of(name: str) -> str | None:

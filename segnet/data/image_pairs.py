@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from segnet.data.case_table import read_case_table, resolve
-from segnet.data.class_files import is_cityscapes_layout
+from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
 from segnet.data.errors import ImageDataError
 from segnet.data.file_kinds import MASK_VALUES, SAMPLED, distinct_values, suffix_rules
@@ -214,17 +214,31 @@ def only_split_folders(folder: Path) -> dict[str, Path]:
     return splits
 
 
+# Files a dataset ships for people to read (PH2's PH2_dataset.txt and .xlsx, a README, a
+# licence): beside a lone folder they do not keep it from being read through
+DOCUMENT_SUFFIXES = (".txt", ".md", ".pdf", ".xlsx", ".xls", ".doc", ".docx", ".rtf", ".html")
+
+
+def is_document(path: Path) -> bool:
+    """A file for people to read, not data: a document kind, or no suffix (``LICENSE``),
+    and no class list (``labelmap.txt``, which the data is read with)."""
+    return path.suffix.lower() in (*DOCUMENT_SUFFIXES, "") and not is_class_file(path)
+
+
 def unwrapped(root: Path | None, say: bool = True) -> Path | None:
-    """``root``, or where it holds no file and one folder alone that holds no image itself
-    and is no split folder (``massachusetts-roads/tiff/``, a zip's extra level such as
-    ``Kvasir-SEG/``), the folder inside, said: what the data's layout is read from. Only
-    where no folder setting is given (those are relative to ``root``)."""
+    """``root``, or where it holds one folder alone (and files for people to read at
+    most, :func:`is_document`) that holds no image itself and is no split folder
+    (``massachusetts-roads/tiff/``, a zip's extra level such as ``Kvasir-SEG/``, PH2's
+    ``PH2 Dataset images/`` beside ``PH2_dataset.txt``), the folder inside, said: what
+    the data's layout is read from. Only where no folder setting is given (those are
+    relative to ``root``)."""
     inner, seen = root, set()
     while inner is not None and inner.is_dir() and inner.resolve() not in seen:
         seen.add(inner.resolve())
         folders = visible_folders(inner)
         files = [f for f in inner.iterdir() if f.is_file() and not f.name.startswith(HIDDEN)]
-        lone = folders[0] if len(folders) == 1 and not files else None
+        data_files = [f for f in files if not is_document(f)]
+        lone = folders[0] if len(folders) == 1 and not data_files else None
         if lone is None or split_named(lone.name) or image_files(lone):
             break
         inner = lone
@@ -755,7 +769,7 @@ def group_pairs(
              "named after it", next(iter(groups.values()))[0].parent.parent, len(names),
              ", ".join(names[:5]) + (", ..." if len(names) > 5 else ""))  # fmt: skip
     prefix = f"{split}/" if split else ""
-    pairs, of_objects = [], []
+    pairs, of_objects, rules_said = [], [], set()
     for group, (images, labels) in groups.items():
         if objects := object_masks(images, labels, naming):
             image, masks = objects
@@ -763,7 +777,7 @@ def group_pairs(
                               group=group, further_masks=masks[1:]))  # fmt: skip
             of_objects.append(labels)
             continue
-        for p in paired(images, labels, None, naming, split):
+        for p in paired(images, labels, None, naming, split, rules_said):
             name = f"{prefix}{group}/{p.name.removeprefix(prefix)}"
             pairs.append(replace(p, name=name, group=group))
     if of_objects:
@@ -855,13 +869,19 @@ def inner_split_pairs(
 
 
 def paired(
-    images: Path, labels: Path, rois: Path | None, naming: Naming, split: str | None
+    images: Path,
+    labels: Path,
+    rois: Path | None,
+    naming: Naming,
+    split: str | None,
+    rules_said: set[str] | None = None,
 ) -> list[Pair]:
     """Each image of ``images`` with the mask its name rule names, in the same place
     under ``labels``: directly where ``images`` holds images (its subfolders are not
     read), else in the same subfolder; or one mask per class, a folder of them for each
     class under ``labels``. With ``naming.skip_unlabelled``, an image without a mask is
-    left out (counted in a warning) rather than refused."""
+    left out (counted in a warning) rather than refused. A rule found to pair the files
+    is said, once only for calls given one ``rules_said`` (a folder per group)."""
     image_re = name_pattern(naming.image_name, "data.image_name")
     label_re = name_pattern(naming.label_name, "data.label_name")
     nested = not image_files(images)  # a folder per patient or city
@@ -887,8 +907,13 @@ def paired(
             given = f"'data.label_name={rules[1]}'"
             if rules[0] != DEFAULT_RULE:
                 given = f"'data.image_name={rules[0]}' {given}"
-            log.info("the masks in %s pair with their images in %s by %s, the one rule that "
-                     "pairs every file", labels, images, given)  # fmt: skip
+            if rules_said is None or given not in rules_said:
+                log.info("the masks in %s pair with their images in %s by %s, the one rule "
+                         "that pairs every file%s", labels, images, given,
+                         "" if rules_said is None else " (and in the other groups' folders "
+                         "where it pairs every file)")  # fmt: skip
+            if rules_said is not None:
+                rules_said.add(given)
             named = naming._replace(image_name=rules[0], label_name=rules[1])
             return paired(images, labels, rois, named, split)
     roi_re = name_pattern(without_suffix(naming.image_name), "data.image_name")

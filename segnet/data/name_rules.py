@@ -117,9 +117,11 @@ def unpaired_message(
         )
     hint = ""
     rules = affix_rules(image, by_id, masks, images, labels)
+    heads = {r: pairs_made(r, by_id, masks, images, labels) for r in head_rules(image, mask)}
     if rules:
         hint = f" To pair them: 'data.label_name={rules[1]}'."
-    elif (rules := head_rules(image, mask)) and pairs_made(rules, by_id, masks, images, labels):
+    elif heads and max(heads.values()):
+        rules = max(heads, key=heads.__getitem__)  # the one that pairs the most
         hint = f" To pair them: 'data.image_name={rules[0]}' 'data.label_name={rules[1]}'."
     return (
         f"no image in {images} pairs with a mask in {labels} by name (e.g. {image} and "
@@ -128,15 +130,19 @@ def unpaired_message(
     )
 
 
-def head_rules(image: str, mask: str) -> tuple[str, str] | None:
-    """The rules where image and mask share the part of their names before the first
-    separator and each has its own text after it (``21_training`` and ``21_manual1``:
-    ``{id}_training`` and ``{id}_manual1``); None where they share no such part."""
-    head = re.match(r"^(.*?)([_\-. ])", image)
-    if not head or not head[1] or not mask.startswith(head[0]):
-        return None
-    sep = head[2]
-    return f"{{id}}{sep}{image[len(head[0]) :]}", f"{{id}}{sep}{mask[len(head[0]) :]}"
+def head_rules(image: str, mask: str) -> list[tuple[str, str]]:
+    """The rules where image and mask share the part of their names up to a separator
+    and each has its own text after it (``21_training`` and ``21_manual1``:
+    ``{id}_training`` and ``{id}_manual1``; Potsdam's ``top_potsdam_2_10_RGB`` and
+    ``top_potsdam_2_10_label``: ``{id}_RGB`` and ``{id}_label``), one per separator they
+    share, the longest shared part first; none where they share no such part."""
+    rules = []
+    for sep in reversed(list(re.finditer(r"[_\-. ]", image))):
+        head = image[: sep.start()]
+        if head and mask.startswith(head + sep[0]) and mask != image:
+            own_image, own_mask = image[sep.end() :], mask[sep.end() :]
+            rules.append((f"{{id}}{sep[0]}{own_image}", f"{{id}}{sep[0]}{own_mask}"))
+    return rules
 
 
 def affix_rules(
@@ -303,7 +309,7 @@ def inferred_rules(
     (``{id}_training`` and ``{id}_manual1``); None where none does (the refusal then shows
     the rule that pairs the most)."""
     image, mask = by_id[min(by_id)].stem, masks[min(masks)].stem
-    for rules in (affix_rules(image, by_id, masks, images, labels), head_rules(image, mask)):
+    for rules in (affix_rules(image, by_id, masks, images, labels), *head_rules(image, mask)):
         if rules and pairs_made(rules, by_id, masks, images, labels) == len(by_id) == len(masks):
             return rules
     return None

@@ -38,6 +38,8 @@ TWO = dict(class_names=["background", "disc"], label_values=[0, 255])
         ("Urban", None, None),
         ("lightning_logs", None, None),
         ("train", None, "train"),
+        ("IMD002_lesion", "labels", None),  # PH2's masks
+        ("lesion_images", "images", None),  # but a word of images wins over lesion
     ],
 )
 def test_what_a_folder_holds_is_read_from_the_words_of_its_name(name, role, split):
@@ -545,3 +547,51 @@ def test_few_folders_in_a_given_train_split_are_drawn_image_by_image_for_val(tmp
         names = prepared(root, **TWO).split_names()
     assert len({n.split("/")[1] for n in names["train"]}) == 3  # every folder trains
     assert "too few to draw val by whole folders" in caplog.text
+
+
+def test_a_folder_per_case_of_image_and_lesion_folders_ph2_style(tmp_path, caplog):
+    """PH2: PH2Dataset/ holds 'PH2 Dataset images/' beside the files it ships for people
+    to read; each case's folder holds <id>_Dermoscopic_Image/<id>.bmp and
+    <id>_lesion/<id>_lesion.bmp, and some an <id>_roi/ of colour regions inside the lesion
+    (no region of interest to score in). Read with no setting; the rule that pairs each
+    case's files is said once, not once per case."""
+    root = tmp_path / "PH2Dataset"
+    cases = root / "PH2 Dataset images"
+    for k in range(6):
+        case = cases / f"IMD{k:03d}"
+        write_pair(case / f"{case.name}_Dermoscopic_Image" / f"{case.name}.bmp",
+                   case / f"{case.name}_lesion" / f"{case.name}_lesion.bmp", k)  # fmt: skip
+        if k % 2:
+            write_pair(tmp_path / "x.png", case / f"{case.name}_roi" / f"{case.name}_R1.bmp", k)
+    (root / "PH2_dataset.txt").write_text("|| Name || Histological Diagnosis ||\n")
+    (root / "PH2_dataset.xlsx").write_bytes(b"PK")
+    with caplog.at_level(logging.INFO, logger="segnet.data.image_pairs"):
+        dm = prepared(root, **TWO)
+    assert sorted(p.name for p in dm.pairs) == [f"IMD{k:03d}/IMD{k:03d}.bmp" for k in range(6)]
+    assert all(p.label.parent.name.endswith("_lesion") and p.roi is None for p in dm.pairs)
+    assert "holds one folder alone" in caplog.text
+    assert caplog.text.count("'data.label_name={id}_lesion', the one rule") == 1
+    # a class list beside the lone folder is data: the root is read as it is, and refused
+    (root / "labelmap.txt").write_text("# label:color_rgb:parts:actions\nlesion:255,255,255::\n")
+    with pytest.raises(FileNotFoundError, match="PH2 Dataset images/"):
+        prepared(root, **TWO)
+
+
+def test_names_sharing_all_but_their_own_last_text_pair_potsdam_style(tmp_path):
+    """top_potsdam_2_10_RGB.tif with top_potsdam_2_10_label.tif: the part they share runs
+    to their last separator, not their first (top_), which every file shares."""
+    root = tmp_path / "potsdam"
+    for k in range(10, 14):
+        write_pair(root / "2_Ortho_RGB" / f"top_potsdam_2_{k}_RGB.tif",
+                   root / "5_Labels_all" / f"top_potsdam_2_{k}_label.tif", k)  # fmt: skip
+    dm = prepared(root, image_dir="2_Ortho_RGB", label_dir="5_Labels_all", **TWO)
+    assert {(p.image.stem[:-4], p.label.stem[:-6]) for p in dm.pairs} == {
+        (f"top_potsdam_2_{k}", f"top_potsdam_2_{k}") for k in range(10, 14)
+    }
+    (root / "5_Labels_all" / "top_potsdam_2_13_label.tif").rename(
+        root / "5_Labels_all" / "top_potsdam_2_99_label.tif"
+    )
+    with pytest.raises(
+        img.ImageDataError, match=r"'data.image_name=\{id\}_RGB' 'data.label_name=\{id\}_label'"
+    ):
+        prepared(root, image_dir="2_Ortho_RGB", label_dir="5_Labels_all", **TWO)
