@@ -821,6 +821,9 @@ def missing_folders_message(root: Path, images: Path | None) -> str:
         f"{', '.join(have) or 'no folders'}. Name them with data.image_dir= and "
         "data.label_dir=, or list the pairs in a CSV (data.csv=)."
     )
+    hint = roles_hint(root)
+    if hint:
+        return message + hint
     holds_images = root.is_dir() and (
         image_files(root) or any(image_files(d) for d in visible_folders(root))
     )
@@ -831,6 +834,33 @@ def missing_folders_message(root: Path, images: Path | None) -> str:
             "data.label_name set to the rule that names a mask ('data.label_name={id}_mask')."
         )
     return message
+
+
+def roles_hint(root: Path) -> str:
+    """What the names of ``root``'s folders of images say where more than one says the
+    same (STARE's ``labels-ah/`` and ``labels-vk/``, two observers' masks), so none was
+    read: the settings that read the first of each kind; empty where no kind has two."""
+    by_role: dict[str, list[str]] = {}
+    for d in visible_folders(root) if root.is_dir() else ():
+        role = role_of(d.name)
+        if role in ("images", "labels") and not split_of(d.name) and image_files(d):
+            by_role.setdefault(role, []).append(d.name)
+    if not any(len(names) > 1 for names in by_role.values()):
+        return ""
+    said = "; ".join(
+        f"{', '.join(n + '/' for n in names)} {'each say' if len(names) > 1 else 'says'} "
+        f"{'masks' if role == 'labels' else 'images'}"
+        for role, names in sorted(by_role.items(), key=lambda kv: kv[0] != "images")
+    )
+    setting = " ".join(
+        f"data.{'label' if role == 'labels' else 'image'}_dir={names[0]}"
+        for role, names in sorted(by_role.items(), key=lambda kv: kv[0] != "images")
+    )
+    return (
+        f" By their names, {said}, and a folder read by its name must be the one of its "
+        f"kind (two sets of masks are often two observers': the benchmark's is usually the "
+        f"first). Choose, e.g. {setting}."
+    )
 
 
 def inner_split_pairs(

@@ -18,7 +18,11 @@ from segnet.data.folder_roles import MASK_WORDS, name_words, role_of
 
 DEFAULT_RULE = "{id}"
 # what Pillow reads, and NumPy arrays (segnet.data.bands)
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".npy")
+# Netpbm's kinds too: older datasets keep theirs so (STARE's .ppm, EM stacks' .pgm)
+IMAGE_SUFFIXES = (
+    ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".ppm", ".pgm", ".pbm",
+    ".pnm", ".npy",
+)  # fmt: skip
 log = logging.getLogger(__name__)
 
 

@@ -595,3 +595,27 @@ def test_names_sharing_all_but_their_own_last_text_pair_potsdam_style(tmp_path):
         img.ImageDataError, match=r"'data.image_name=\{id\}_RGB' 'data.label_name=\{id\}_label'"
     ):
         prepared(root, image_dir="2_Ortho_RGB", label_dir="5_Labels_all", **TWO)
+
+
+def test_two_observers_mask_folders_are_named_in_the_refusal_stare_style(tmp_path):
+    """STARE: stare-images/im0001.ppm beside labels-ah/im0001.ah.ppm and
+    labels-vk/im0001.vk.ppm (Netpbm files). Two folders say masks, so neither is read by
+    its name: the refusal names them and the settings that read the first; given those,
+    the masks pair by the text added to their names."""
+    root = tmp_path / "STARE"
+    for k in range(1, 5):
+        write_pair(root / "stare-images" / f"im{k:04d}.ppm",
+                   root / "labels-ah" / f"im{k:04d}.ah.ppm", k)  # fmt: skip
+        shutil.copy(root / "labels-ah" / f"im{k:04d}.ah.ppm", tmp_path / "x.ppm")
+        (root / "labels-vk").mkdir(exist_ok=True)
+        shutil.copy(tmp_path / "x.ppm", root / "labels-vk" / f"im{k:04d}.vk.ppm")
+    with pytest.raises(FileNotFoundError) as refused:
+        prepared(root, **TWO)
+    assert "stare-images/ says images; labels-ah/, labels-vk/ each say masks" in str(
+        refused.value
+    ) and "data.image_dir=stare-images data.label_dir=labels-ah" in str(refused.value)
+    dm = prepared(root, image_dir="stare-images", label_dir="labels-ah", **TWO)
+    assert {(p.image.name, p.label.name) for p in dm.pairs} == {
+        (f"im{k:04d}.ppm", f"im{k:04d}.ah.ppm") for k in range(1, 5)
+    }
+    assert set(np.unique(train_labels(dm))) == {0, 1}
