@@ -676,9 +676,24 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
     # in a palette, a grey level is the colour [v,v,v] (as a grey pixel reads)
     listed = ",".join(f"[{c},{c},{c}]" if colour and c <= 255 else code_text(c) for c in codes[:16])
     setting = "data.palette" if colour else "data.label_values"
+    if len(codes) > 16 or names:
+        return (
+            f"'{setting}=[{listed}]' with one name per value in data.class_names (values "
+            "that are no class go in data.ignore_values)"
+        )
+    # a line to paste, with names to replace: class i named by its place (or its value)
+    placeholders = ",".join(
+        "background" if c == 0 else f"class_{c if not colour else i}" for i, c in enumerate(codes)
+    )
+    if not colour and sorted(codes) == list(range(len(codes))):
+        return (
+            f"'data.class_names=[{placeholders}]' (the masks hold class numbers 0 to "
+            f"{len(codes) - 1}: one name each, in that order; values that are no class go "
+            "in data.ignore_values)"
+        )
     return (
-        f"'{setting}=[{listed}]' with one name per value in data.class_names (values that "
-        "are no class go in data.ignore_values)"
+        f"'data.class_names=[{placeholders}]' '{setting}=[{listed}]' (one name per value, "
+        "in that order; values that are no class go in data.ignore_values)"
     )
 
 

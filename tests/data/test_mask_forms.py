@@ -239,9 +239,18 @@ def test_suggested_settings_keep_a_rare_value_that_may_be_a_class():
     from segnet.data.images import suggestion
 
     numbers = {0: 9000, 1: 500, 2: 400, 3: 20}
-    assert "'data.label_values=[0,1,2,3]'" in suggestion(numbers, None)
+    # class numbers need names alone: a line to paste, its names to replace
+    said = suggestion(numbers, None)
+    assert "'data.class_names=[background,class_1,class_2,class_3]'" in said
+    assert "label_values" not in said
     rare_grey = {0: 7400, 255: 1950, 254: 41, 1: 37, 128: 30}
-    assert "'data.label_values=[0,128,255]'" in suggestion(rare_grey, None)
+    said = suggestion(rare_grey, None)
+    assert "'data.class_names=[background,class_128,class_255]'" in said
+    assert "'data.label_values=[0,128,255]'" in said
+    colours = {(1 << 24) + 255 * 65536: 500, (1 << 24) + 255: 400}  # red and blue
+    said = suggestion(colours, None)
+    assert "'data.class_names=[class_0,class_1]' 'data.palette=[[" in said
+    assert "[255,0,0]" in said and "[0,0,255]" in said
 
 
 def test_evaluation_judges_values_over_the_split_as_training_judges_its_folder(tmp_path):
