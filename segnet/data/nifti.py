@@ -1,12 +1,14 @@
 """NIfTI volumes: finding image/label pairs, reading them safely, writing predictions.
 
-Three layouts are understood:
+These layouts are understood:
 
 * Medical Segmentation Decathlon: ``dataset.json`` (``labels``, ``modality``, ``training``
   pairs) with ``imagesTr/`` and ``labelsTr/``;
 * plain folders of images and labels paired by file name (``imagesTr/ labelsTr/``,
   ``images/ labels/`` or named in the config);
-* a CSV file with ``image,label`` columns (relative paths are taken from the CSV's folder).
+* a CSV file with ``image,label`` columns (relative paths are taken from the CSV's folder);
+* where ``data.root`` has none of those, layouts its files' names tell
+  (:mod:`segnet.data.volume_layouts`: labels named with text added, a folder per case).
 
 Volumes are reoriented to RAS so every case has the same axis order; the original affine,
 header and orientation are kept so predictions are written back in the source's space.
@@ -30,6 +32,13 @@ from segnet.data import dataset_json, volume_files
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
 from segnet.data.image_pairs import IMAGE_SUFFIXES
+from segnet.data.volume_layouts import (
+    beside_their_images,
+    case_folders,
+    case_name,
+    label_folder_rule,
+    nifti_files,
+)
 from segnet.files import staged
 
 log = logging.getLogger(__name__)
@@ -78,21 +87,6 @@ class Volume:
         return self.label if self.grid_label is None else self.grid_label
 
 
-def case_name(path: Path) -> str:
-    suffix = volume_files.suffix_of(path)
-    return path.name[: -len(suffix)] if suffix else path.stem
-
-
-def nifti_files(folder: Path) -> list[Path]:
-    """The volume files (NIfTI, TIFF stacks, NumPy arrays) directly in ``folder``, by name;
-    hidden files are not volumes (a macOS copy leaves ``._case.nii.gz`` beside each case)."""
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if volume_files.suffix_of(p) and not p.name.startswith(".") and p.is_file()
-    )
-
-
 def find_cases(
     root: Path,
     csv_path: str | Path | None = None,
@@ -118,27 +112,7 @@ def find_cases(
             Case(case_name(Path(e["image"])), root / e["image"], root / e["label"]) for e in entries
         ]
     else:
-        images, labels = _folders(root, image_dir, label_dir)
-        cases = []
-        image_files = nifti_files(images)
-        for image in image_files:
-            name = nnunet_v2_case(image, labels) or case_name(image)
-            match = [
-                labels / f"{name}{s}" for s in VOLUME_SUFFIXES if (labels / f"{name}{s}").exists()
-            ]
-            if not match:
-                others = {case_name(p) for p in image_files} - {name}
-                raise NiftiDataError(missing_label(image, labels, name, others))
-            cases.append(Case(name, image, match[0]))
-        label_files = nifti_files(labels) if labels.is_dir() else []
-        unmatched = sorted({p.name for p in label_files} - {c.label.name for c in cases})
-        if unmatched:  # left out: said, as it may be a case whose image is misnamed
-            log.warning(
-                "%d label file(s) in %s have no image of their name and are left out: %s",
-                len(unmatched),
-                labels,
-                ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else ""),
-            )
+        cases = _folder_cases(root, image_dir, label_dir)
     if not cases:
         raise NiftiDataError(f"no NIfTI cases found under {root}.{flat_images_hint(root)}")
     check_unique_names(cases)
@@ -147,6 +121,52 @@ def find_cases(
             if path is not None and not path.is_file():
                 raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
     return cases
+
+
+def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> list[Case]:
+    """The cases of an image and a label folder, each label named as its image (or with
+    text added, :func:`label_folder_rule`); where ``root`` has no such folders and none is
+    named, a folder per case or labels beside their images
+    (:mod:`segnet.data.volume_layouts`)."""
+    if not (image_dir or label_dir) and not _has_folders(root):
+        found = case_folders(root) or beside_their_images(root)
+        if found:
+            return [Case(name, image, label, group=group) for name, image, label, group in found]
+    images, labels = _folders(root, image_dir, label_dir)
+    image_files = nifti_files(images)
+    label_files = nifti_files(labels) if labels.is_dir() else []
+    renamed = label_folder_rule(image_files, label_files, labels) if image_files else {}
+    cases = []
+    for image in image_files:
+        name = nnunet_v2_case(image, labels) or case_name(image)
+        match = [labels / f"{name}{s}" for s in VOLUME_SUFFIXES if (labels / f"{name}{s}").exists()]
+        match = match or ([renamed[name]] if name in renamed else [])
+        if not match and renamed:
+            continue  # an image the rule names no label for: counted below
+        if not match:
+            others = {case_name(p) for p in image_files} - {name}
+            raise NiftiDataError(missing_label(image, labels, name, others))
+        cases.append(Case(name, image, match[0]))
+    if renamed and len(cases) < len(image_files):
+        log.warning(
+            "%d image(s) in %s have no label and are left out (python -m segnet.predict "
+            "segments them)", len(image_files) - len(cases), images,
+        )  # fmt: skip
+    unmatched = sorted({p.name for p in label_files} - {c.label.name for c in cases})
+    if unmatched:  # left out: said, as it may be a case whose image is misnamed
+        log.warning(
+            "%d label file(s) in %s have no image of their name and are left out: %s",
+            len(unmatched), labels, ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else ""),
+        )  # fmt: skip
+    return cases
+
+
+# the image and label folders read where none is named, the Decathlon's first
+FOLDER_PAIRS = (("imagesTr", "labelsTr"), ("images", "labels"))
+
+
+def _has_folders(root: Path) -> bool:
+    return any((root / i).is_dir() and (root / j).is_dir() for i, j in FOLDER_PAIRS)
 
 
 def flat_images_hint(root: Path) -> str:
@@ -209,11 +229,14 @@ def nnunet_v2_case(image: Path, labels: Path) -> str | None:
 def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[Path, Path]:
     if image_dir or label_dir:
         return root / (image_dir or "imagesTr"), root / (label_dir or "labelsTr")
-    for images, labels in (("imagesTr", "labelsTr"), ("images", "labels")):
+    for images, labels in FOLDER_PAIRS:
         if (root / images).is_dir() and (root / labels).is_dir():
             return root / images, root / labels
     raise NiftiDataError(
-        f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders; "
+        f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders, "
+        "nor a folder per case of an image and a label its name says so (imaging.nii.gz with "
+        "segmentation.nii.gz), nor labels beside their images named with text added "
+        "(case_01.nii.gz with case_01_seg.nii.gz); "
         "set data.image_dir and data.label_dir, or data.csv (in evaluate.py with a leading "
         "+: +data.image_dir=...). Images without labels: python -m segnet.predict segments "
         "them."

@@ -373,9 +373,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.cases = nifti.find_cases(self.root, self.csv, self.image_dir, self.label_dir)
         for case in self.cases:  # stacks and arrays that carry no voxel size
             case.spacing = self.stack_spacing
+        where = f"data.csv={self.csv}" if self.csv else f"data.root={self.root}"
         self.splits = given_or_drawn(
-            [c.name for c in self.cases], [c.split for c in self.cases],
-            f"data.csv={self.csv}", [c.group for c in self.cases], **self.split_args,
+            [c.name for c in self.cases], [c.split for c in self.cases], where,
+            [c.group for c in self.cases], **self.split_args,
         )  # fmt: skip
         shape = nifti.header_shape(self.cases[0].image)
         self.indexed = dataset_json.indexed_classes(

@@ -1,5 +1,6 @@
 import gzip
 import logging
+import shutil
 from pathlib import Path
 
 import nibabel as nib
@@ -744,3 +745,74 @@ def test_volumes_whose_classes_name_both_sides_are_not_flipped_left_right(
         assert "back-front and down-up only; 'data.flip=[0, 1, 2]' flips every axis" in caplog.text
     planes = [op.spatial_axes for op in dm.rotations90(["image", "label"])]
     assert sorted(tuple(p) for p in planes) == turned
+
+
+def _save_case(image_path: Path, label_path: Path, seed: int) -> None:
+    image, label, affine = nifti_case((12, 14, 10), seed=seed)
+    for path, array in ((image_path, image), (label_path, label)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nib.save(nib.Nifti1Image(array, affine), str(path))
+
+
+def test_a_folder_per_case_of_imaging_and_segmentation_kits_style(tmp_path, caplog):
+    """KiTS19: case_00000/imaging.nii.gz with segmentation.nii.gz, the case named by its
+    folder; a folder of an image alone (a test case) is left out, said."""
+    root = tmp_path / "kits19" / "data"
+    for k in range(4):
+        case = root / f"case_{k:05d}"
+        _save_case(case / "imaging.nii.gz", case / "segmentation.nii.gz", k)
+    (root / "case_00009").mkdir()
+    shutil.copy(root / "case_00000" / "imaging.nii.gz", root / "case_00009" / "imaging.nii.gz")
+    with caplog.at_level(logging.INFO, logger="segnet.data.volume_layouts"):
+        cases = nifti.find_cases(root)
+    assert [(c.name, c.image.name, c.label.name) for c in cases] == [
+        (f"case_{k:05d}", "imaging.nii.gz", "segmentation.nii.gz") for k in range(4)
+    ]
+    assert "a folder per case" in caplog.text and "case_00009" in caplog.text
+
+
+def test_labels_named_with_text_added_pair_in_a_label_folder_and_beside_images(tmp_path, caplog):
+    """case_001_seg.nii.gz in labels/ for images/case_001.nii.gz; ACDC's
+    patient001/patient001_frame01_gt.nii.gz beside its image, a folder per patient kept
+    whole in one split, its unlabelled _4d cine left out, said."""
+    folders = tmp_path / "folders"
+    for k in range(4):
+        _save_case(folders / "images" / f"case_{k:03d}.nii.gz",
+                   folders / "labels" / f"case_{k:03d}_seg.nii.gz", k)  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="segnet.data.volume_layouts"):
+        cases = nifti.find_cases(folders)
+    assert {(c.name, c.label.name) for c in cases} == {
+        (f"case_{k:03d}", f"case_{k:03d}_seg.nii.gz") for k in range(4)
+    }
+    assert "with '_seg' added" in caplog.text
+    acdc = tmp_path / "acdc"
+    for p in range(4):
+        patient = acdc / f"patient{p:03d}"
+        for frame in ("01", "12"):
+            _save_case(patient / f"{patient.name}_frame{frame}.nii.gz",
+                       patient / f"{patient.name}_frame{frame}_gt.nii.gz", 10 * p + int(frame))  # fmt: skip
+        shutil.copy(
+            patient / f"{patient.name}_frame01.nii.gz", patient / f"{patient.name}_4d.nii.gz"
+        )
+    with caplog.at_level(logging.INFO, logger="segnet.data.volume_layouts"):
+        dm = NiftiDataModule(str(acdc), class_names=["background", "one", "two"], num_workers=0,
+                             val_fraction=0.25, test_fraction=0.25)  # fmt: skip
+        dm.prepare_data()
+    assert len(dm.cases) == 8 and all(c.label.name.endswith("_gt.nii.gz") for c in dm.cases)
+    assert "4 volume(s)" in caplog.text and "patient000_4d" in caplog.text
+    patients = {s: {dm.cases[i].group for i in dm.splits[s]} for s in ("train", "val", "test")}
+    assert all(len(dm.splits[s]) == 2 * len(patients[s]) for s in patients)  # whole patients
+    assert not patients["train"] & (patients["val"] | patients["test"])
+
+
+def test_volumes_of_several_files_per_case_are_refused_not_guessed(tmp_path):
+    """BraTS keeps four modalities and a _seg per case folder: no one image per case and
+    no label named as an image with text added, so nothing is guessed; the refusal says
+    which layouts are read."""
+    root = tmp_path / "brats"
+    for k in range(3):
+        case = root / f"BraTS_{k:03d}"
+        _save_case(case / f"{case.name}_flair.nii.gz", case / f"{case.name}_seg.nii.gz", k)
+        shutil.copy(case / f"{case.name}_flair.nii.gz", case / f"{case.name}_t1.nii.gz")
+    with pytest.raises(nifti.NiftiDataError, match="nor a folder per case of an image and a label"):
+        nifti.find_cases(root)

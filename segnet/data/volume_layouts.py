@@ -1,0 +1,165 @@
+"""Layouts of volumes beyond the Decathlon's and plain folders of same-named files, found
+from the files' names as the 2D layouts are (:mod:`segnet.data.folder_roles`):
+
+* labels named as their images with text added (``case_001_seg.nii.gz`` for
+  ``case_001.nii.gz``; ACDC's ``_gt``), in a label folder or beside the images;
+* a folder per case holding its image and its label, the label's name saying so
+  (KiTS19's ``case_00000/imaging.nii.gz`` with ``segmentation.nii.gz``);
+* volumes with their labels beside them in a folder per patient (ACDC's
+  ``patient001/patient001_frame01.nii.gz`` beside ``patient001_frame01_gt.nii.gz``), each
+  patient a group that drawn splits keep whole.
+
+Each returns plain tuples (case name, image, label, group) for :mod:`segnet.data.nifti` to
+make its cases of; none reads a voxel."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from segnet.data import volume_files
+from segnet.data.folder_roles import role_of
+
+log = logging.getLogger(__name__)
+
+# (case name, image, label, group)
+Found = tuple[str, Path, Path, str | None]
+
+
+def case_name(path: Path) -> str:
+    """A volume file's name without its kind (``case.nii.gz``: ``case``)."""
+    suffix = volume_files.suffix_of(path)
+    return path.name[: -len(suffix)] if suffix else path.stem
+
+
+def nifti_files(folder: Path) -> list[Path]:
+    """The volume files (NIfTI, TIFF stacks, NumPy arrays) directly in ``folder``, by name;
+    hidden files are not volumes (a macOS copy leaves ``._case.nii.gz`` beside each case)."""
+    return sorted(
+        p for p in folder.iterdir()
+        if volume_files.suffix_of(p) and not p.name.startswith(".") and p.is_file()
+    )  # fmt: skip
+
+
+def says_label(name: str) -> bool:
+    """Whether a file's name (or the text added to it) says it holds a label:
+    ``segmentation``, ``seg``, ``gt``, ``label``, ``mask``, ``manual`` ..."""
+    return role_of(name) == "labels"
+
+
+def added_text_rule(images: Sequence[str], labels: Sequence[str]) -> tuple[str, str] | None:
+    """The text (before, after) that a label's name adds to its image's where one such
+    text, saying label (``_seg``, ``_gt``, ``-label``), names a label for every image
+    given (or all but those left unlabelled, but at least half) and every label is one
+    image's; None otherwise."""
+    wanted, names = set(labels), set(images)
+    candidates = set()
+    for image in images[:8]:
+        for label in labels:
+            if label != image and label.startswith(image):
+                candidates.add(("", label[len(image) :]))
+            elif label != image and label.endswith(image):
+                candidates.add((label[: -len(image)], ""))
+    fits = []
+    for before, after in sorted(candidates):
+        added = (before + " " + after).strip(" _-.")
+        if not added or not says_label(added):
+            continue
+        named = {before + n + after for n in names} & wanted
+        if named == wanted and 2 * len(named) >= len(names):
+            fits.append((before, after))
+    return fits[0] if len(fits) == 1 else None
+
+
+def label_folder_rule(images: list[Path], labels: list[Path], folder: Path) -> dict[str, Path]:
+    """Each image's label in a label folder where the labels are named as their images
+    with text added (:func:`added_text_rule`), said; empty where no one rule fits."""
+    image_names = [case_name(p) for p in images]
+    by_name = {case_name(p): p for p in labels}
+    rule = added_text_rule(image_names, list(by_name))
+    if rule is None:
+        return {}
+    log.info(
+        "the labels in %s are named as their images with %s added: paired so",
+        folder, " and ".join(repr(t) for t in rule if t),
+    )  # fmt: skip
+    return {
+        n: by_name[rule[0] + n + rule[1]] for n in image_names if rule[0] + n + rule[1] in by_name
+    }
+
+
+def case_folders(root: Path) -> list[Found]:
+    """A folder per case holding one image and one label, the label's name saying so and
+    the image's not (KiTS19's ``case_00000/imaging.nii.gz`` and ``segmentation.nii.gz``),
+    the case named by its folder; folders holding an image alone are left out, counted
+    in a warning (KiTS19's test cases). Empty unless every folder of volumes is such a
+    case and at least two are."""
+    found, unlabelled = [], []
+    folders = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    for folder in folders:
+        files = nifti_files(folder)
+        if not files:
+            continue
+        labels = [f for f in files if says_label(case_name(f))]
+        images = [f for f in files if f not in labels]
+        if len(images) != 1 or len(labels) > 1:
+            return []
+        if labels:
+            found.append((folder.name, images[0], labels[0], None))
+        else:
+            unlabelled.append(folder.name)
+    if len(found) < 2:
+        return []
+    log.info(
+        "%s holds a folder per case, each an image and a label its name says so (%s with "
+        "%s): the case named by its folder", root, found[0][1].name, found[0][2].name,
+    )  # fmt: skip
+    say_unlabelled(unlabelled, root)
+    return found
+
+
+def beside_their_images(root: Path) -> list[Found]:
+    """Volumes with their labels beside them, named as their images with text added
+    (:func:`added_text_rule`), in ``root`` or in a folder per patient (ACDC's
+    ``patient001/patient001_frame01.nii.gz`` beside ``patient001_frame01_gt.nii.gz``,
+    each folder a group); a volume without a label (ACDC's ``_4d`` cine) left out,
+    counted in a warning. Empty where no one rule pairs them."""
+    here = nifti_files(root)
+    folders = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    places = [(root, None)] if here else [(d, d.name) for d in folders]
+    files = {place: nifti_files(place) for place, _ in places}
+    names = [case_name(f) for fs in files.values() for f in fs]
+    labels = [n for n in names if says_label(n)]
+    rule = added_text_rule([n for n in names if n not in set(labels)], labels)
+    if rule is None:
+        return []
+    found, unlabelled = [], []
+    for place, group in places:
+        by_name = {case_name(f): f for f in files[place]}
+        for name, path in by_name.items():
+            if name in labels and name.startswith(rule[0]) and name.endswith(rule[1]):
+                continue
+            label = by_name.get(rule[0] + name + rule[1])
+            if label is None:
+                unlabelled.append(name)
+            else:
+                found.append((name, path, label, group))
+    if not found:
+        return []
+    log.info(
+        "%s holds volumes with their labels beside them%s, named with %s added: paired so",
+        root, " in a folder per patient (each a group, kept whole in one split)" if not here
+        else "", " and ".join(repr(t) for t in rule if t),
+    )  # fmt: skip
+    say_unlabelled(unlabelled, root)
+    return found
+
+
+def say_unlabelled(names: list[str], root: Path) -> None:
+    if names:
+        log.warning(
+            "%d volume(s) in %s have no label and are left out: %s (python -m segnet.predict "
+            "segments them)", len(names), root,
+            ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""),
+        )  # fmt: skip
