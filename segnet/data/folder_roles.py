@@ -80,8 +80,8 @@ def name_words(name: str) -> frozenset[str]:
     return frozenset(words)
 
 
-# Words that say mask only where no word says image: PH2's IMD002_lesion/ holds masks,
-# a lesion_images/ folder pictures
+# Words that may say mask (PH2's IMD002_lesion/) or picture (skin_lesions/ beside masks/):
+# read as masks only where no other folder's name says masks (:func:`weak_mask_name`)
 WEAK_MASK_WORDS = frozenset(["lesion", "lesions"])
 
 
@@ -89,8 +89,13 @@ def role_of(name: str) -> str | None:
     """What a folder of that name holds: "labels", "roi" or "images"; None where its
     name does not say."""
     words = name_words(name)
-    role = next((role for role, known in ROLES.items() if words & known), None)
-    return role or ("labels" if words & WEAK_MASK_WORDS else None)
+    return next((role for role, known in ROLES.items() if words & known), None)
+
+
+def weak_mask_name(name: str) -> bool:
+    """A name that says nothing else and a word that may say mask (``IMD002_lesion``):
+    the mask folder where no folder beside it says masks."""
+    return role_of(name) is None and bool(name_words(name) & WEAK_MASK_WORDS)
 
 
 def split_of(name: str) -> str | None:

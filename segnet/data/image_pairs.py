@@ -47,6 +47,7 @@ from segnet.data.folder_roles import (
     split_named,
     split_of,
     splits_of_file_names,
+    weak_mask_name,
 )
 from segnet.data.image_sets import ImageSets, image_sets
 from segnet.data.name_rules import (
@@ -239,6 +240,8 @@ def unwrapped(root: Path | None, say: bool = True) -> Path | None:
         files = [f for f in inner.iterdir() if f.is_file() and not f.name.startswith(HIDDEN)]
         data_files = [f for f in files if not is_document(f)]
         lone = folders[0] if len(folders) == 1 and not data_files else None
+        if lone is not None and files and any(role_of(d.name) for d in visible_folders(lone)):
+            break  # a group folder (Urban/ of images_png/, masks_png/) beside a README: as before
         if lone is None or split_named(lone.name) or image_files(lone):
             break
         inner = lone
@@ -652,10 +655,13 @@ def named_by_words(
     by_role: dict[str, list[Path]] = {"images": [], "labels": [], "roi": []}
     # listed only where a folder is missing: a folder of the layouts' own names costs nothing
     missing = any(found[w] is None and not given[w] for w in ("image", "label"))
+    weak = []
     for d in visible_folders(root) if root.is_dir() and missing else ():
-        role = role_of(d.name)
+        role = "weak" if weak_mask_name(d.name) else role_of(d.name)
         if role and not split_of(d.name) and (image_files(d) or files_below(d)):
-            by_role[role].append(d)
+            (weak if role == "weak" else by_role[role]).append(d)
+    if labels is None and not by_role["labels"]:  # PH2's IMD002_lesion/, no masks/ beside
+        by_role["labels"] = weak
     manual = hand_drawn(root)
     read: dict[str, Path] = {}
     fov = labels is not None and labels.name.lower() == "mask"  # DRIVE's names, none other

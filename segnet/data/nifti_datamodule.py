@@ -339,6 +339,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.stack_spacing = check_stack_spacing(stack_spacing)
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
         self.flip_axes, self.flip_given = check_flip(flip, AXIS_NAMES), not isinstance(flip, bool)
+        self.sides_kept = False  # whether the side rule took the left-right axis out
         self.aug = dict(rotate90=rotate90, scale=intensity_scale, shift=intensity_shift)
         self.affine = check_affine(rotate, zoom, affine_prob)
         self.sliding_window = check_window(
@@ -384,9 +385,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         )
         class_names = self._read_class_names()
         # RAS: the first axis runs left to right
-        self.flip_axes = axes_keeping_sides(
-            self.flip_axes, self.flip_given, class_names, 0, AXIS_NAMES
-        )
+        flips = axes_keeping_sides(self.flip_axes, self.flip_given, class_names, 0, AXIS_NAMES)
+        self.sides_kept, self.flip_axes = flips != self.flip_axes, flips
         self.ignore_value = self._ignore_value(class_names)
         if self.spacing == "median":
             grids = [
@@ -607,7 +607,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             else:
                 kept_by_flip.append(f"{AXIS_NAMES[a]}/{AXIS_NAMES[b]}")
         if kept_by_flip:  # a change from before data.flip took axes: said, not silent
-            log.warning(
+            # where the side rule (segnet.data.sides) kept an axis, it was said already
+            log.log(
+                logging.INFO if self.sides_kept else logging.WARNING,
                 "data.rotate90: no quarter turns in the %s plane(s), as data.flip=%s leaves "
                 "an axis of each unmirrored",
                 ", ".join(kept_by_flip),

@@ -32,9 +32,17 @@ def axes_keeping_sides(
     said; as they are where they do not, or where ``data.flip`` named its axes (a user's
     explicit choice stands)."""
     sided = sided_classes(list(dict.fromkeys(class_names)))
-    if not sided or left_right not in flip_axes or flip_given_as_axes:
+    if not sided or left_right not in flip_axes:
         return tuple(flip_axes)
     kept = tuple(a for a in flip_axes if a != left_right)
+    if flip_given_as_axes:  # a recipe's axes (hippocampus_unet3d's [0]) or the user's
+        log.warning(
+            "the classes %s name a side, and data.flip=%s flips left-right, which shows the "
+            "one as the other (in training and test-time mirroring): 'data.flip=%s' keeps "
+            "them apart", ", ".join(sided), list(flip_axes),
+            list(kept) if kept else "false' 'model.tta=false",
+        )  # fmt: skip
+        return tuple(flip_axes)
     log.info(
         "the classes %s name a side, which a left-right flip would swap: random flips (and "
         "test-time mirroring) are %s; 'data.flip=%s' flips every axis",

@@ -62,8 +62,10 @@ def record_split(out_dir: Path, dm: SegmentationDataModule, resumed: bool = Fals
         return
     path = out_dir / "splits.json"
     if resumed and path.is_file():
-        if json.loads(path.read_text()) == names:
+        started = json.loads(path.read_text())
+        if started == names:
             return
+        refuse_a_test_drawn_from_training(started, names)
         part = (this_config_folder() or "").removeprefix(".hydra").strip(".") or "resumed"
         first, path = path, out_dir / f"splits.{part}.json"
         log.warning(
@@ -76,6 +78,27 @@ def record_split(out_dir: Path, dm: SegmentationDataModule, resumed: bool = Fals
     log.info("cases: %s (by name in %s)", counts, path)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text(path, json.dumps(names, indent=2) + "\n")
+
+
+def refuse_a_test_drawn_from_training(started: dict, names: dict) -> None:
+    """A run begun with no test split, on the same cases, now drawing one: the data gives
+    train alone, whose test the rule of today draws and that run's did not. Resumed so,
+    its test would score cases it trained on: refused, with the setting that keeps its
+    split, before training."""
+    if started.get("test") or not names.get("test"):
+        return
+    if {c for cases in started.values() for c in cases} != {
+        c for cases in names.values() for c in cases
+    }:
+        return  # cases added or removed: said as such below
+    raise ValueError(
+        "this run began with no test split, and the same cases now give one (where the data "
+        "gives train alone, val and test are now both drawn from it; the run drew val "
+        "alone): resumed so, it would train on a split other than its own and test on "
+        "cases it trained on. Score its checkpoints as they are with python evaluate.py "
+        "ckpt_path=<its last.ckpt> +data.test_fraction=0 data.split=val, or start a new run "
+        "from their weights: init_from=<its last.ckpt>."
+    )
 
 
 def write_outputs(

@@ -232,6 +232,14 @@ def check_recorded_splits(
                 path,
             )
             continue
+        if leaked and not recorded.get("test"):
+            raise ValueError(
+                f"data.split={split}: {len(leaked)} of the {len(scored)} cases to score "
+                f"({shown}) trained or validated {path}, whose run recorded no test split: "
+                "where the data gives train alone, val and test are now both drawn from it, "
+                "and that run drew val alone. +data.test_fraction=0 draws its split again "
+                "(and data.split=val scores its val cases)."
+            )
         if leaked:
             raise ValueError(
                 f"data.split={split}: {len(leaked)} of the {len(scored)} cases to score "

@@ -555,8 +555,8 @@ def test_a_model_trained_from_a_csv_scores_the_folder_it_is_given(tmp_path):
 def test_flips_that_keep_left_and_right_let_the_network_tell_them_apart(tmp_path):
     """Two identical balls, one labelled left and one right: flipped left-right in training
     (and mirrored at test, data.flip=[0,1,2]), the network cannot learn which is which;
-    with the recipe's own data.flip=true, which keeps to the other axes because the
-    classes name both sides, it can, and the mirrored test keeps them apart too."""
+    with data.flip=true, which keeps to the other axes because the classes name both
+    sides, it can, and the recipe's mirrored test keeps them apart too."""
     from tests.helpers import left_right_dataset
 
     root = left_right_dataset(tmp_path / "data")

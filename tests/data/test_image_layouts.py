@@ -5,6 +5,7 @@ and tested on."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 
@@ -202,6 +203,30 @@ def test_a_train_split_given_alone_is_drawn_from_as_data_without_splits(test_fra
     assert drawn == given_or_drawn(names, [None] * 16, "a CSV", groups, **args)
     assert len(drawn["val"]) == 4 and len(drawn["test"]) == (4 if test_fraction else 0)
     assert {names[i][0] for i in drawn["test"]}.isdisjoint(names[i][0] for i in drawn["train"])
+
+
+def test_a_run_begun_before_test_was_drawn_from_train_alone_is_not_resumed_or_scored_on_it(
+    tmp_path,
+):
+    """A run that drew val alone from a train-only folder: resumed now, its test would hold
+    cases it trained on, so the resume is refused before training; scored, the refusal
+    says why and gives the setting that draws its split again."""
+    from types import SimpleNamespace
+
+    from segnet.runs.records import record_split
+    from segnet.serving.ensemble import check_recorded_splits
+
+    began = {"train": ["a", "b", "c", "d"], "val": ["e"], "test": []}
+    (tmp_path / "splits.json").write_text(json.dumps(began))
+    now = {"train": ["a", "b", "c"], "val": ["d"], "test": ["e"]}
+    with pytest.raises(ValueError, match=r"began with no test split.*init_from="):
+        record_split(tmp_path, SimpleNamespace(split_names=lambda: now), resumed=True)
+    assert json.loads((tmp_path / "splits.json").read_text()) == began  # kept as it was
+    grown = {**now, "train": [*now["train"], "f"]}  # cases added: warned, as before
+    record_split(tmp_path, SimpleNamespace(split_names=lambda: grown), resumed=True)
+    module = SimpleNamespace(recorded_splits=began)
+    with pytest.raises(ValueError, match=r"recorded no test split.*\+data.test_fraction=0"):
+        check_recorded_splits([module], [tmp_path / "last.ckpt"], "test", now["test"])
 
 
 def test_images_and_masks_in_one_folder_per_patient_lgg_style(tmp_path):

@@ -38,8 +38,6 @@ TWO = dict(class_names=["background", "disc"], label_values=[0, 255])
         ("Urban", None, None),
         ("lightning_logs", None, None),
         ("train", None, "train"),
-        ("IMD002_lesion", "labels", None),  # PH2's masks
-        ("lesion_images", "images", None),  # but a word of images wins over lesion
     ],
 )
 def test_what_a_folder_holds_is_read_from_the_words_of_its_name(name, role, split):
@@ -595,6 +593,16 @@ def test_names_sharing_all_but_their_own_last_text_pair_potsdam_style(tmp_path):
         img.ImageDataError, match=r"'data.image_name=\{id\}_RGB' 'data.label_name=\{id\}_label'"
     ):
         prepared(root, image_dir="2_Ortho_RGB", label_dir="5_Labels_all", **TWO)
+
+
+def test_a_folder_of_lesion_photos_beside_a_mask_folder_is_the_image_folder(tmp_path):
+    """lesion says mask only where nothing else does (PH2): skin_lesions/ beside masks/
+    holds the photos, found as the folder named as the masks are."""
+    root = tmp_path / "derm"
+    for k in range(4):
+        write_pair(root / "skin_lesions" / f"{k}.jpg", root / "masks" / f"{k}.png", k)
+    dm = prepared(root, **TWO)
+    assert {p.image.parent.name for p in dm.pairs} == {"skin_lesions"} and len(dm.pairs) == 4
 
 
 def test_two_observers_mask_folders_are_named_in_the_refusal_stare_style(tmp_path):

@@ -816,3 +816,17 @@ def test_volumes_of_several_files_per_case_are_refused_not_guessed(tmp_path):
         shutil.copy(case / f"{case.name}_flair.nii.gz", case / f"{case.name}_t1.nii.gz")
     with pytest.raises(nifti.NiftiDataError, match="nor a folder per case of an image and a label"):
         nifti.find_cases(root)
+
+
+def test_axes_named_that_flip_sides_into_each_other_are_kept_and_warned(tmp_path, caplog):
+    """hippocampus_unet3d's data.flip=[0] (left-right alone) on classes of both sides:
+    the axes named stand, with a warning naming the setting that keeps them apart."""
+    root = nifti_dataset(tmp_path / "d", "folders", n=4, shape=(16, 16, 16))
+    names = ["background", "left kidney", "right kidney"]
+    dm = NiftiDataModule(str(root), class_names=names, flip=[0], patch_size=[16, 16, 16],
+                         num_workers=0, val_fraction=0.25, test_fraction=0.25)  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="segnet.data.sides"):
+        dm.prepare_data()
+    assert dm.info().mirror_axes == [0]
+    assert "data.flip=[0] flips left-right" in caplog.text
+    assert "'data.flip=false' 'model.tta=false' keeps them apart" in caplog.text
