@@ -37,6 +37,7 @@ from segnet.data.volume_layouts import (
     case_folders,
     case_name,
     label_folder_rule,
+    named_folders,
     nifti_files,
 )
 from segnet.files import staged
@@ -128,11 +129,13 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
     text added, :func:`label_folder_rule`); where ``root`` has no such folders and none is
     named, a folder per case or labels beside their images
     (:mod:`segnet.data.volume_layouts`)."""
+    named = None
     if not (image_dir or label_dir) and not _has_folders(root):
-        found = case_folders(root) or beside_their_images(root)
+        named = named_folders(root)
+        found = [] if named else case_folders(root) or beside_their_images(root)
         if found:
             return [Case(name, image, label, group=group) for name, image, label, group in found]
-    images, labels = _folders(root, image_dir, label_dir)
+    images, labels = named or _folders(root, image_dir, label_dir)
     image_files = nifti_files(images)
     label_files = nifti_files(labels) if labels.is_dir() else []
     renamed = label_folder_rule(image_files, label_files, labels) if image_files else {}

@@ -1,8 +1,11 @@
 """Layouts of volumes beyond the Decathlon's and plain folders of same-named files, found
 from the files' names as the 2D layouts are (:mod:`segnet.data.folder_roles`):
 
-* labels named as their images with text added (``case_001_seg.nii.gz`` for
-  ``case_001.nii.gz``; ACDC's ``_gt``), in a label folder or beside the images;
+* an image and a label folder named in other words (BTCV's ``img/`` and ``label/``);
+* labels named from their images, with text added (``case_001_seg.nii.gz`` for
+  ``case_001.nii.gz``; ACDC's ``_gt``) or their own text at the start (LiTS's
+  ``volume-0.nii`` and ``segmentation-0.nii``, BTCV's ``img0001`` and ``label0001``),
+  in a label folder or beside the images;
 * a folder per case holding its image and its label, the label's name saying so
   (KiTS19's ``case_00000/imaging.nii.gz`` with ``segmentation.nii.gz``);
 * volumes with their labels beside them in a folder per patient (ACDC's
@@ -15,8 +18,10 @@ make its cases of; none reads a voxel."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from segnet.data import volume_files
 from segnet.data.folder_roles import role_of
@@ -48,45 +53,86 @@ def says_label(name: str) -> bool:
     return role_of(name) == "labels"
 
 
-def added_text_rule(images: Sequence[str], labels: Sequence[str]) -> tuple[str, str] | None:
-    """The text (before, after) that a label's name adds to its image's where one such
-    text, saying label (``_seg``, ``_gt``, ``-label``), names a label for every image
-    given (or all but those left unlabelled, but at least half) and every label is one
-    image's; None otherwise."""
+class LabelRule(NamedTuple):
+    """How a label is named from its image: ``head`` (the image's own text at the start,
+    if any) replaced by ``before``, and ``after`` added at the end."""
+
+    head: str
+    before: str
+    after: str
+
+    def label_of(self, image: str) -> str | None:
+        return (
+            self.before + image[len(self.head) :] + self.after
+            if image.startswith(self.head)
+            else None
+        )
+
+    def said(self) -> str:
+        if self.head:
+            return f"{self.head!r} replaced by {self.before!r}"
+        return " and ".join(repr(t) for t in (self.before, self.after) if t) + " added"
+
+
+def label_rule(images: Sequence[str], labels: Sequence[str]) -> LabelRule | None:
+    """The one rule, its new text saying label, that names a label for every image given
+    (or all but those left unlabelled, at least half) and makes every label one image's:
+    text added (``case_01`` and ``case_01_seg``, ACDC's ``_gt``) or the image's own text
+    at the start replaced (LiTS's ``volume-0`` and ``segmentation-0``, BTCV's ``img0001``
+    and ``label0001``); None where none does, or more than one."""
     wanted, names = set(labels), set(images)
     candidates = set()
     for image in images[:8]:
         for label in labels:
-            if label != image and label.startswith(image):
-                candidates.add(("", label[len(image) :]))
-            elif label != image and label.endswith(image):
-                candidates.add((label[: -len(image)], ""))
+            if label == image:
+                continue
+            if label.startswith(image):
+                candidates.add(LabelRule("", "", label[len(image) :]))
+            elif label.endswith(image):
+                candidates.add(LabelRule("", label[: -len(image)], ""))
+            else:  # the longest end they share, each with its own text before it
+                shared = len(os.path.commonprefix([image[::-1], label[::-1]]))
+                if shared and shared < len(image):
+                    candidates.add(LabelRule(image[:-shared], label[:-shared], ""))
     fits = []
-    for before, after in sorted(candidates):
-        added = (before + " " + after).strip(" _-.")
-        if not added or not says_label(added):
+    for rule in sorted(candidates):
+        new = (rule.before + " " + rule.after).strip(" _-.")
+        if not new or not says_label(new):
             continue
-        named = {before + n + after for n in names} & wanted
+        named = {rule.label_of(n) for n in names} & wanted
         if named == wanted and 2 * len(named) >= len(names):
-            fits.append((before, after))
+            fits.append(rule)
     return fits[0] if len(fits) == 1 else None
 
 
 def label_folder_rule(images: list[Path], labels: list[Path], folder: Path) -> dict[str, Path]:
-    """Each image's label in a label folder where the labels are named as their images
-    with text added (:func:`added_text_rule`), said; empty where no one rule fits."""
+    """Each image's label in a label folder where the labels are named from their images
+    by one rule (:func:`label_rule`), said; empty where no one rule fits."""
     image_names = [case_name(p) for p in images]
     by_name = {case_name(p): p for p in labels}
-    rule = added_text_rule(image_names, list(by_name))
+    rule = label_rule(image_names, list(by_name))
     if rule is None:
         return {}
+    log.info("the labels in %s are named as their images with %s: paired so", folder, rule.said())
+    return {n: by_name[rule.label_of(n)] for n in image_names if rule.label_of(n) in by_name}
+
+
+def named_folders(root: Path) -> tuple[Path, Path] | None:
+    """The image and the label folder of ``root`` where their names say so, each the one
+    folder of volumes of its kind (BTCV's ``img/`` and ``label/``; ``CT/`` beside
+    ``Segmentations/`` has no word of images and is not guessed), said; None otherwise."""
+    by_role: dict[str | None, list[Path]] = {}
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and not d.name.startswith(".") and nifti_files(d):
+            by_role.setdefault(role_of(d.name), []).append(d)
+    images, labels = by_role.get("images", []), by_role.get("labels", [])
+    if len(images) != 1 or len(labels) != 1:
+        return None
     log.info(
-        "the labels in %s are named as their images with %s added: paired so",
-        folder, " and ".join(repr(t) for t in rule if t),
+        "%s: read as data.image_dir=%s data.label_dir=%s, by what their names say",
+        root, images[0].name, labels[0].name,
     )  # fmt: skip
-    return {
-        n: by_name[rule[0] + n + rule[1]] for n in image_names if rule[0] + n + rule[1] in by_name
-    }
+    return images[0], labels[0]
 
 
 def case_folders(root: Path) -> list[Found]:
@@ -121,7 +167,7 @@ def case_folders(root: Path) -> list[Found]:
 
 def beside_their_images(root: Path) -> list[Found]:
     """Volumes with their labels beside them, named as their images with text added
-    (:func:`added_text_rule`), in ``root`` or in a folder per patient (ACDC's
+    (:func:`label_rule`), in ``root`` or in a folder per patient (ACDC's
     ``patient001/patient001_frame01.nii.gz`` beside ``patient001_frame01_gt.nii.gz``,
     each folder a group); a volume without a label (ACDC's ``_4d`` cine) left out,
     counted in a warning. Empty where no one rule pairs them."""
@@ -131,16 +177,16 @@ def beside_their_images(root: Path) -> list[Found]:
     files = {place: nifti_files(place) for place, _ in places}
     names = [case_name(f) for fs in files.values() for f in fs]
     labels = [n for n in names if says_label(n)]
-    rule = added_text_rule([n for n in names if n not in set(labels)], labels)
+    rule = label_rule([n for n in names if n not in set(labels)], labels)
     if rule is None:
         return []
     found, unlabelled = [], []
     for place, group in places:
         by_name = {case_name(f): f for f in files[place]}
         for name, path in by_name.items():
-            if name in labels and name.startswith(rule[0]) and name.endswith(rule[1]):
+            if name in labels:
                 continue
-            label = by_name.get(rule[0] + name + rule[1])
+            label = by_name.get(rule.label_of(name) or "")
             if label is None:
                 unlabelled.append(name)
             else:
@@ -148,9 +194,9 @@ def beside_their_images(root: Path) -> list[Found]:
     if not found:
         return []
     log.info(
-        "%s holds volumes with their labels beside them%s, named with %s added: paired so",
+        "%s holds volumes with their labels beside them%s, named with %s: paired so",
         root, " in a folder per patient (each a group, kept whole in one split)" if not here
-        else "", " and ".join(repr(t) for t in rule if t),
+        else "", rule.said(),
     )  # fmt: skip
     say_unlabelled(unlabelled, root)
     return found

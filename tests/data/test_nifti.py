@@ -830,3 +830,25 @@ def test_axes_named_that_flip_sides_into_each_other_are_kept_and_warned(tmp_path
     assert dm.info().mirror_axes == [0]
     assert "data.flip=[0] flips left-right" in caplog.text
     assert "'data.flip=false' 'model.tta=false' keeps them apart" in caplog.text
+
+
+def test_labels_named_with_their_images_own_text_replaced_lits_and_btcv_style(tmp_path, caplog):
+    """LiTS: volume-<n>.nii beside segmentation-<n>.nii (10 beside 1, so the part they
+    share is not read short); BTCV: img/img0001.nii.gz with label/label0001.nii.gz, the
+    folders found by their names."""
+    lits = tmp_path / "lits"
+    for k in (0, 1, 10, 11):
+        _save_case(lits / f"volume-{k}.nii", lits / f"segmentation-{k}.nii", k)
+    btcv = tmp_path / "btcv"
+    for k in range(1, 4):
+        _save_case(btcv / "img" / f"img{k:04d}.nii.gz", btcv / "label" / f"label{k:04d}.nii.gz", k)
+    with caplog.at_level(logging.INFO, logger="segnet.data.volume_layouts"):
+        lits_cases, btcv_cases = nifti.find_cases(lits), nifti.find_cases(btcv)
+    assert {(c.name, c.label.name) for c in lits_cases} == {
+        (f"volume-{k}", f"segmentation-{k}.nii") for k in (0, 1, 10, 11)
+    }
+    assert {(c.image.name, c.label.name) for c in btcv_cases} == {
+        (f"img{k:04d}.nii.gz", f"label{k:04d}.nii.gz") for k in range(1, 4)
+    }
+    assert "'volume' replaced by 'segmentation'" in caplog.text
+    assert "data.image_dir=img data.label_dir=label, by what their names say" in caplog.text
