@@ -39,6 +39,7 @@ from segnet.data.volume_layouts import (
     label_folder_rule,
     named_folders,
     nifti_files,
+    say_unlabelled,
 )
 from segnet.files import staged
 
@@ -138,7 +139,9 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
     images, labels = named or _folders(root, image_dir, label_dir)
     image_files = nifti_files(images)
     label_files = nifti_files(labels) if labels.is_dir() else []
-    renamed = label_folder_rule(image_files, label_files, labels) if image_files else {}
+    # a rule only where no label is named as its image: two ways in one folder are refused
+    same_name = {case_name(p) for p in label_files} & {case_name(p) for p in image_files}
+    renamed = label_folder_rule(image_files, label_files, labels) if not same_name else {}
     cases = []
     for image in image_files:
         name = nnunet_v2_case(image, labels) or case_name(image)
@@ -151,10 +154,8 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
             raise NiftiDataError(missing_label(image, labels, name, others))
         cases.append(Case(name, image, match[0]))
     if renamed and len(cases) < len(image_files):
-        log.warning(
-            "%d image(s) in %s have no label and are left out (python -m segnet.predict "
-            "segments them)", len(image_files) - len(cases), images,
-        )  # fmt: skip
+        kept = {c.name for c in cases}
+        say_unlabelled([case_name(p) for p in image_files if case_name(p) not in kept], images)
     unmatched = sorted({p.name for p in label_files} - {c.label.name for c in cases})
     if unmatched:  # left out: said, as it may be a case whose image is misnamed
         log.warning(
@@ -237,9 +238,10 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
             return root / images, root / labels
     raise NiftiDataError(
         f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders, "
-        "nor a folder per case of an image and a label its name says so (imaging.nii.gz with "
-        "segmentation.nii.gz), nor labels beside their images named with text added "
-        "(case_01.nii.gz with case_01_seg.nii.gz); "
+        "nor image and label folders its names say (img/, label/), nor a folder per case of "
+        "an image and a label its name says so (imaging.nii.gz with segmentation.nii.gz), nor "
+        "labels named from their images by one rule (case_01_seg for case_01, "
+        "segmentation-0 for volume-0); "
         "set data.image_dir and data.label_dir, or data.csv (in evaluate.py with a leading "
         "+: +data.image_dir=...). Images without labels: python -m segnet.predict segments "
         "them."

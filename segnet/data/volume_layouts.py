@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from segnet.data import volume_files
+from segnet.data.errors import DataError
 from segnet.data.folder_roles import role_of
 
 log = logging.getLogger(__name__)
@@ -94,15 +95,20 @@ def label_rule(images: Sequence[str], labels: Sequence[str]) -> LabelRule | None
                 shared = len(os.path.commonprefix([image[::-1], label[::-1]]))
                 if shared and shared < len(image):
                     candidates.add(LabelRule(image[:-shared], label[:-shared], ""))
-    fits = []
+    fits: dict[LabelRule, int] = {}
     for rule in sorted(candidates):
         new = (rule.before + " " + rule.after).strip(" _-.")
         if not new or not says_label(new):
             continue
         named = {rule.label_of(n) for n in names} & wanted
-        if named == wanted and 2 * len(named) >= len(names):
-            fits.append(rule)
-    return fits[0] if len(fits) == 1 else None
+        # most images and most labels (a stray label, an unlabelled image: said by the
+        # callers, who leave them out)
+        if 2 * len(named) >= len(names) and 2 * len(named) >= len(wanted):
+            fits[rule] = len(named)
+    best = sorted(fits, key=fits.__getitem__, reverse=True)
+    if not best or (len(best) > 1 and fits[best[0]] == fits[best[1]]):
+        return None  # none, or two alike: nothing guessed
+    return best[0]
 
 
 def label_folder_rule(images: list[Path], labels: list[Path], folder: Path) -> dict[str, Path]:
@@ -141,7 +147,7 @@ def case_folders(root: Path) -> list[Found]:
     the case named by its folder; folders holding an image alone are left out, counted
     in a warning (KiTS19's test cases). Empty unless every folder of volumes is such a
     case and at least two are."""
-    found, unlabelled = [], []
+    found, unlabelled, misfits = [], [], []
     folders = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
     for folder in folders:
         files = nifti_files(folder)
@@ -150,13 +156,22 @@ def case_folders(root: Path) -> list[Found]:
         labels = [f for f in files if says_label(case_name(f))]
         images = [f for f in files if f not in labels]
         if len(images) != 1 or len(labels) > 1:
-            return []
+            misfits.append(folder)
+            continue
         if labels:
             found.append((folder.name, images[0], labels[0], None))
         else:
             unlabelled.append(folder.name)
-    if len(found) < 2:
+    if len(found) < 2 or len(misfits) * 2 >= len(found):
         return []
+    if misfits:  # most folders are cases: the odd one named, not the layout refused
+        held = ", ".join(f.name for f in nifti_files(misfits[0]))
+        raise DataError(
+            f"{root} holds a folder per case of an image and a label its name says so "
+            f"({found[0][1].name} with {found[0][2].name}), but {misfits[0]} holds {held}: "
+            f"give it one image and at most one label, or move it out "
+            f"({len(misfits)} such folder(s))."
+        )
     log.info(
         "%s holds a folder per case, each an image and a label its name says so (%s with "
         "%s): the case named by its folder", root, found[0][1].name, found[0][2].name,
@@ -193,6 +208,12 @@ def beside_their_images(root: Path) -> list[Found]:
                 found.append((name, path, label, group))
     if not found:
         return []
+    strays = sorted(set(labels) - {case_name(f[2]) for f in found})
+    if strays:
+        log.warning(
+            "%d label(s) in %s are no image's by that rule and are left out: %s", len(strays),
+            root, ", ".join(strays[:5]) + (" ..." if len(strays) > 5 else ""),
+        )  # fmt: skip
     log.info(
         "%s holds volumes with their labels beside them%s, named with %s: paired so",
         root, " in a folder per patient (each a group, kept whole in one split)" if not here
@@ -205,7 +226,6 @@ def beside_their_images(root: Path) -> list[Found]:
 def say_unlabelled(names: list[str], root: Path) -> None:
     if names:
         log.warning(
-            "%d volume(s) in %s have no label and are left out: %s (python -m segnet.predict "
-            "segments them)", len(names), root,
+            "%d volume(s) in %s have no label and are left out: %s", len(names), root,
             ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""),
         )  # fmt: skip

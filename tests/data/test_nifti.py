@@ -852,3 +852,28 @@ def test_labels_named_with_their_images_own_text_replaced_lits_and_btcv_style(tm
     }
     assert "'volume' replaced by 'segmentation'" in caplog.text
     assert "data.image_dir=img data.label_dir=label, by what their names say" in caplog.text
+
+
+def test_a_stray_label_or_an_odd_case_folder_is_named_not_the_layout_refused(tmp_path, caplog):
+    """A label of no image beside labels named by one rule is left out, said; a case
+    folder holding a label alone among KiTS-style folders is named in the refusal."""
+    root = tmp_path / "folders"
+    for k in range(3):
+        _save_case(
+            root / "images" / f"case_{k}.nii.gz", root / "labels" / f"case_{k}_seg.nii.gz", k
+        )
+    shutil.copy(root / "labels" / "case_0_seg.nii.gz", root / "labels" / "case_9_seg.nii.gz")
+    with caplog.at_level(logging.WARNING):
+        assert len(nifti.find_cases(root)) == 3
+    assert "case_9_seg.nii.gz" in caplog.text
+    kits = tmp_path / "kits"
+    for k in range(3):
+        _save_case(
+            kits / f"case_{k}" / "imaging.nii.gz", kits / f"case_{k}" / "segmentation.nii.gz", k
+        )
+    (kits / "case_3").mkdir()
+    shutil.copy(kits / "case_0" / "segmentation.nii.gz", kits / "case_3" / "segmentation.nii.gz")
+    with pytest.raises(
+        nifti.DataError, match=r"case_3 holds segmentation.nii.gz: give it one image"
+    ):
+        nifti.find_cases(kits)
