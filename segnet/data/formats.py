@@ -23,6 +23,7 @@ from segnet.data import images as own_images
 from segnet.data import nifti
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
+from segnet.data.folder_roles import role_of
 from segnet.data.image_pairs import folders_below, without_side_arrays
 from segnet.data.info import WINDOW_BLENDING, DataInfo, sliding_window_steps, voxel_size_warning
 from segnet.data.palette import colorize
@@ -354,9 +355,19 @@ def format_of_file(path: Path) -> ImageFiles | Volumes | None:
 
 def input_files(folder: Path) -> list[Path]:
     """The files in ``folder`` that some format takes, not its subfolders nor hidden
-    files (a copy tool's ``._scan.nii.gz``), in name order."""
+    files (a copy tool's ``._scan.nii.gz``), in name order; where some names say label
+    and others do not (KiTS19's ``segmentation.nii.gz`` beside ``imaging.nii.gz``, ACDC's
+    ``_gt`` files), those are labels, not inputs: left out, said."""
     found = {p for kind in FILE_KINDS for p in kind.files_in(folder)}
-    return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
+    files = sorted(p for p in found if p.is_file() and not p.name.startswith("."))
+    labels = [p for p in files if role_of(nifti.case_name(p)) == "labels"]
+    if labels and len(labels) < len(files):
+        log.info(
+            "%s: %d file(s) named as labels (%s) are not predicted", folder, len(labels),
+            labels[0].name,
+        )  # fmt: skip
+        return [p for p in files if p not in labels]
+    return files
 
 
 def input_files_below(folder: Path, leave_out: Path | None = None) -> list[Path]:

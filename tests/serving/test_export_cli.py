@@ -496,6 +496,27 @@ def test_a_folder_expands_to_the_images_and_volumes_in_it(tmp_path):
     assert len(found) == 5 and {str(sub) for _, sub in found} == {"."}
 
 
+def test_labels_beside_their_images_are_not_predicted(tmp_path):
+    """A folder per case of imaging.nii.gz and segmentation.nii.gz (KiTS19), or frames
+    beside their _gt labels (ACDC): the files named as labels are no inputs; a folder
+    whose every file is named so is taken whole (its names say nothing then)."""
+    from segnet.serving.predict import expand_inputs
+
+    for case in ("case_0", "case_1"):
+        for name in ("imaging.nii.gz", "segmentation.nii.gz"):
+            (tmp_path / "kits" / case).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "kits" / case / name).write_bytes(b"x")
+    for name in ("p1_frame01.nii.gz", "p1_frame01_gt.nii.gz"):
+        (tmp_path / "acdc" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "acdc" / name).write_bytes(b"x")
+    (tmp_path / "masks").mkdir()
+    (tmp_path / "masks" / "a_mask.png").write_bytes(b"x")
+    found = expand_inputs([str(tmp_path / d) for d in ("kits", "acdc", "masks")])
+    assert sorted(f"{sub}/{p.name}" for p, sub in found) == [
+        "./a_mask.png", "./p1_frame01.nii.gz", "case_0/imaging.nii.gz", "case_1/imaging.nii.gz",
+    ]  # fmt: skip
+
+
 def test_a_folder_of_subfolders_expands_to_theirs_in_the_same_subfolders(tmp_path):
     """A folder per city or patient, as training reads them: masks land in the same
     subfolders of the output, so one name in two subfolders is two outputs."""
