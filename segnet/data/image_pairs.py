@@ -853,14 +853,14 @@ def roles_hint(root: Path) -> str:
             by_role.setdefault(role, []).append(d.name)
     if not any(len(names) > 1 for names in by_role.values()):
         return ""
+    kinds = sorted(by_role.items(), key=lambda kv: kv[0] != "images")  # images first
     said = "; ".join(
         f"{', '.join(n + '/' for n in names)} {'each say' if len(names) > 1 else 'says'} "
         f"{'masks' if role == 'labels' else 'images'}"
-        for role, names in sorted(by_role.items(), key=lambda kv: kv[0] != "images")
+        for role, names in kinds
     )
     setting = " ".join(
-        f"data.{'label' if role == 'labels' else 'image'}_dir={names[0]}"
-        for role, names in sorted(by_role.items(), key=lambda kv: kv[0] != "images")
+        f"data.{'label' if role == 'labels' else 'image'}_dir={names[0]}" for role, names in kinds
     )
     return (
         f" By their names, {said}, and a folder read by its name must be the one of its "

@@ -26,6 +26,7 @@ from typing import NamedTuple
 from segnet.data import volume_files
 from segnet.data.errors import DataError
 from segnet.data.folder_roles import role_of
+from segnet.data.image_pairs import visible_folders
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +129,8 @@ def named_folders(root: Path) -> tuple[Path, Path] | None:
     folder of volumes of its kind (BTCV's ``img/`` and ``label/``; ``CT/`` beside
     ``Segmentations/`` has no word of images and is not guessed), said; None otherwise."""
     by_role: dict[str | None, list[Path]] = {}
-    for d in sorted(root.iterdir()):
-        if d.is_dir() and not d.name.startswith(".") and nifti_files(d):
+    for d in visible_folders(root):
+        if nifti_files(d):
             by_role.setdefault(role_of(d.name), []).append(d)
     images, labels = by_role.get("images", []), by_role.get("labels", [])
     if len(images) != 1 or len(labels) != 1:
@@ -148,7 +149,7 @@ def case_folders(root: Path) -> list[Found]:
     in a warning (KiTS19's test cases). Empty unless every folder of volumes is such a
     case and at least two are."""
     found, unlabelled, misfits = [], [], []
-    folders = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    folders = visible_folders(root)
     for folder in folders:
         files = nifti_files(folder)
         if not files:
@@ -187,7 +188,7 @@ def beside_their_images(root: Path) -> list[Found]:
     each folder a group); a volume without a label (ACDC's ``_4d`` cine) left out,
     counted in a warning. Empty where no one rule pairs them."""
     here = nifti_files(root)
-    folders = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    folders = visible_folders(root)
     places = [(root, None)] if here else [(d, d.name) for d in folders]
     files = {place: nifti_files(place) for place, _ in places}
     names = [case_name(f) for fs in files.values() for f in fs]
