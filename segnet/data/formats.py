@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from segnet.data import images as own_images
-from segnet.data import nifti
+from segnet.data import nifti, volume_channels
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
 from segnet.data.folder_roles import role_of
@@ -225,7 +225,25 @@ class Volumes:
         nifti.load_volume(nifti.Case(nifti.case_name(path), path, None))
 
     def check(self, path: Path, info: DataInfo) -> None:
-        """The header alone: every input is checked before any is predicted."""
+        """The header alone: every input is checked before any is predicted. For a model
+        of a file per channel, a case is given by its first channel's file, and its other
+        channels' files are read beside it."""
+        files = case_files(path, info)
+        if files:
+            for file in files:
+                if len(nifti.header_shape(file)) != 3:
+                    raise DataError(
+                        f"{file} has shape {nifti.header_shape(file)}: each channel file of a "
+                        "case is one 3D volume."
+                    )
+            return
+        first = volume_channels.first_file(path, channel_suffixes(info))
+        if first is not None:
+            raise DataError(
+                f"{path} is a further channel of its case, and the model reads a case from "
+                f"its first channel's file ({first.name}) with the others beside it: give "
+                "that one, or the folder."
+            )
         shape = nifti.header_shape(path)
         channels = nifti.channel_count(shape)
         if len(shape) not in (3, 4) or channels != info.in_channels:
@@ -239,7 +257,9 @@ class Volumes:
         # a stack that carries no voxel size is read with the one training gave such files
         stacks = info.normalization.get("stack_spacing")
         # (its channels were checked against the model's from its header: check)
-        volume = nifti.load_volume(nifti.Case(nifti.case_name(path), path, None, stacks))
+        files = case_files(path, info) or (path,)
+        case = nifti.Case(case_name(path, info), path, None, stacks, channels=files[1:])
+        volume = nifti.load_volume(case)
         warning = voxel_size_warning(info, {str(path): volume.spacing})
         if warning:
             log.warning(warning)
@@ -251,10 +271,11 @@ class Volumes:
         return Prepared(torch.from_numpy(volume.image)[None], tuple(source_shape), volume)
 
     def targets(self, path: Path, out_dir: Path, info: DataInfo | None = None) -> list[Path]:
-        return [out_dir / path.name]
+        """Named as the input; a case of channel files by its case, as nnU-Net names it."""
+        return [out_dir / volume_channels.renamed(path, case_name(path, info)).name]
 
     def probability_target(self, path: Path, out_dir: Path, info: DataInfo | None = None) -> Path:
-        return out_dir / f"{nifti.case_name(path)}_probabilities.nii.gz"
+        return out_dir / f"{case_name(path, info)}_probabilities.nii.gz"
 
     def write_probabilities(
         self, probs: np.ndarray, prepared: Prepared, info: DataInfo, target: Path
@@ -281,7 +302,14 @@ class Volumes:
                 "voxel sizes from the file (ImageJ spacing and resolution, an .npz's "
                 "spacing) or the data.stack_spacing trained with",
             },
-            {"step": "layout", "to": "NCDHW", "channels": "4th NIfTI axis, if any"},
+            {
+                "step": "layout",
+                "to": "NCDHW",
+                "channels": "4th NIfTI axis, if any"
+                if not norm.get("channel_suffixes")
+                else "a case's files <case>_<suffix>, one per channel, in the order of "
+                f"these suffixes: {', '.join(norm['channel_suffixes'])}",
+            },
             {"step": "clip", "range": norm.get("clip"), "skip_if": "range is null"},
             {"step": "normalize", "how": "z-score per volume and channel (mean 0, std 1)"},
         ]
@@ -341,9 +369,12 @@ def format_of_model(info: DataInfo) -> ScenePhotos | OwnImages | Volumes:
 
 def read_with_another(path: Path, info: DataInfo, inputs: set[Path]) -> bool:
     """Whether the model of ``info`` reads ``path`` with another of ``inputs`` rather than
-    alone: a further channel file of an nnU-Net case (``<case>_0001.png``) beside its
-    channel 0000 file, for a model of channel files."""
-    if not isinstance(format_of_model(info), OwnImages):
+    alone: a further channel file of a case (nnU-Net's ``<case>_0001.png``, BraTS's
+    ``_t1``) beside its first channel's file, for a model of channel files."""
+    model = format_of_model(info)
+    if isinstance(model, Volumes):
+        return volume_channels.first_file(path, channel_suffixes(info)) in inputs
+    if not isinstance(model, OwnImages):
         return False
     return own_images.first_channel(path, channel_files_of(info)) in inputs
 
@@ -418,6 +449,27 @@ def targets_of(
 def channel_files_of(info: DataInfo | None) -> bool:
     """Whether the model of ``info`` was trained on nnU-Net's one file per channel."""
     return bool(info is not None and info.normalization.get("channel_files", False))
+
+
+def channel_suffixes(info: DataInfo | None) -> list[str]:
+    """The channels' words of a volume model trained on a file per channel (nnU-Net's
+    ``0000``, ``0001``; BraTS's ``flair``, ``t1`` ...); empty for any other model."""
+    return list((info.normalization.get("channel_suffixes") or []) if info is not None else [])
+
+
+def case_files(path: Path, info: DataInfo | None) -> tuple[Path, ...] | None:
+    """Every channel file of the case ``path`` is the first channel's file of, for a model
+    of channel files; None otherwise."""
+    words = channel_suffixes(info)
+    return volume_channels.files_of_case(path, words) if words else None
+
+
+def case_name(path: Path, info: DataInfo | None) -> str:
+    """What a volume's prediction is named after: its case, for a model of channel files
+    and a case's first channel's file (``BRATS_001_0000.nii.gz``: ``BRATS_001``), else its
+    own name."""
+    found = volume_channels.case_of(path, channel_suffixes(info))
+    return found[0] if found else nifti.case_name(path)
 
 
 def check_same_kind(path: Path, model: ScenePhotos | OwnImages | Volumes) -> None:

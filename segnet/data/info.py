@@ -206,6 +206,7 @@ def zscore_normalization(
     clip: Sequence[float] | None,
     spacing: Sequence[float] | None = None,
     stack_spacing: Sequence[float] | None = None,
+    channel_suffixes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Volumes (NIfTI, reoriented to RAS): intensities clipped to ``clip`` (if set), then
     zero mean and unit variance over each whole volume, per channel; then, with ``spacing``
@@ -213,7 +214,9 @@ def zscore_normalization(
     source grid before the argmax. A description without ``spacing`` (written before it
     existed) means no resampling. ``stack_spacing`` (z, y, x), where training gave one: the
     voxel size of TIFF stacks and arrays that carry none, so that prediction reads them on
-    the grid training did."""
+    the grid training did. ``channel_suffixes``, where each channel of a case was a file
+    of its own: every channel's word after the case's name (nnU-Net's ``0000``, ``0001``;
+    BraTS's ``flair``, ``t1`` ...), so that prediction reads a case from the same files."""
     described = {
         "kind": "zscore_per_volume",
         "clip": list(clip) if clip else None,
@@ -221,4 +224,6 @@ def zscore_normalization(
     }
     if stack_spacing:
         described["stack_spacing"] = [float(s) for s in stack_spacing]
+    if channel_suffixes:
+        described["channel_suffixes"] = list(channel_suffixes)
     return described

@@ -7,6 +7,9 @@ These layouts are understood:
 * plain folders of images and labels paired by file name (``imagesTr/ labelsTr/``,
   ``images/ labels/`` or named in the config);
 * a CSV file with ``image,label`` columns (relative paths are taken from the CSV's folder);
+* a case's image in a file per channel (modality): nnU-Net's ``<case>_0000``,
+  ``<case>_0001`` ..., or files named by their modality in a folder per case (BraTS):
+  :mod:`segnet.data.volume_channels`;
 * where ``data.root`` has none of those, layouts its files' names tell
   (:mod:`segnet.data.volume_layouts`: labels named with text added, a folder per case).
 
@@ -28,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from segnet.data import dataset_json, volume_files
+from segnet.data import dataset_json, volume_channels, volume_files
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
 from segnet.data.image_pairs import IMAGE_SUFFIXES
@@ -64,6 +67,16 @@ class Case:
     spacing: Sequence[float] | None = None
     split: str | None = None  # a CSV's split column; None: drawn by fraction and seed
     group: str | None = None  # a CSV's group column (a patient): drawn splits keep it whole
+    # a case of a file per channel: ``image`` is the first channel's, ``channels`` the
+    # further ones', and ``channel_words`` every channel's word after the case's name
+    # (nnU-Net's 0000, 0001; BraTS's flair, t1 ...: segnet.data.volume_channels)
+    channels: tuple[Path, ...] = ()
+    channel_words: tuple[str, ...] = ()
+
+    @property
+    def image_files(self) -> tuple[Path, ...]:
+        """Every file of the image: the image, and its further channels."""
+        return (self.image, *self.channels)
 
 
 @dataclass
@@ -110,19 +123,29 @@ def find_cases(
         entries = index.get("training") or []
         if not entries:
             raise NiftiDataError(f"{root / 'dataset.json'} lists no 'training' cases.")
-        cases = [
-            Case(case_name(Path(e["image"])), root / e["image"], root / e["label"]) for e in entries
-        ]
+        cases = [listed_case(root, e["image"], e["label"]) for e in entries]
     else:
         cases = _folder_cases(root, image_dir, label_dir)
     if not cases:
         raise NiftiDataError(f"no NIfTI cases found under {root}.{flat_images_hint(root)}")
     check_unique_names(cases)
     for case in cases:
-        for path in (case.image, case.label):
+        for path in (*case.image_files, case.label):
             if path is not None and not path.is_file():
                 raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
     return cases
+
+
+def listed_case(root: Path, image: str, label: str) -> Case:
+    """A case as a dataset.json lists it. nnU-Net v1 lists a case of a file per channel by
+    its case's name (``imagesTr/BRATS_001.nii.gz`` for ``BRATS_001_0000.nii.gz`` ...)."""
+    path = root / image
+    first = volume_channels.renamed(path, f"{case_name(path)}_0000")
+    if path.exists() or not first.is_file():
+        return Case(case_name(path), path, root / label)
+    files = volume_channels.numbered_channels(first)
+    words = tuple(f"{n:04d}" for n in range(len(files)))
+    return Case(case_name(path), first, root / label, channels=files[1:], channel_words=words)
 
 
 def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> list[Case]:
@@ -135,16 +158,25 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
         named = named_folders(root)
         found = [] if named else case_folders(root) or beside_their_images(root)
         if found:
-            return [Case(name, image, label, group=group) for name, image, label, group in found]
+            return [
+                Case(f.name, f.image, f.label, group=f.group, channels=f.channels,
+                     channel_words=f.words if f.channels else ())
+                for f in found
+            ]  # fmt: skip
     images, labels = named or _folders(root, image_dir, label_dir)
     image_files = nifti_files(images)
     label_files = nifti_files(labels) if labels.is_dir() else []
     # a rule only where no label is named as its image: two ways in one folder are refused
     same_name = {case_name(p) for p in label_files} & {case_name(p) for p in image_files}
     renamed = label_folder_rule(image_files, label_files, labels) if not same_name else {}
+    has_label = lambda n: any((labels / f"{n}{s}").exists() for s in VOLUME_SUFFIXES)  # noqa: E731
+    numbered = volume_channels.numbered_cases(image_files, has_label, images)
+    further = {p for _, files in numbered.values() for p in files[1:]}
     cases = []
     for image in image_files:
-        name = nnunet_v2_case(image, labels) or case_name(image)
+        if image in further:
+            continue  # read with its case's channel 0000 file
+        name, files = numbered.get(image, (case_name(image), (image,)))
         match = [labels / f"{name}{s}" for s in VOLUME_SUFFIXES if (labels / f"{name}{s}").exists()]
         match = match or ([renamed[name]] if name in renamed else [])
         if not match and renamed:
@@ -152,10 +184,11 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
         if not match:
             others = {case_name(p) for p in image_files} - {name}
             raise NiftiDataError(missing_label(image, labels, name, others))
-        cases.append(Case(name, image, match[0]))
-    if renamed and len(cases) < len(image_files):
-        kept = {c.name for c in cases}
-        say_unlabelled([case_name(p) for p in image_files if case_name(p) not in kept], images)
+        words = tuple(f"{n:04d}" for n in range(len(files))) if image in numbered else ()
+        cases.append(Case(name, image, match[0], channels=files[1:], channel_words=words))
+    if renamed and len(cases) < len(image_files) - len(further):
+        kept = {c.image for c in cases} | further
+        say_unlabelled([case_name(p) for p in image_files if p not in kept], images)
     unmatched = sorted({p.name for p in label_files} - {c.label.name for c in cases})
     if unmatched:  # left out: said, as it may be a case whose image is misnamed
         log.warning(
@@ -210,24 +243,6 @@ def missing_label(image: Path, labels: Path, name: str, others: set[str]) -> str
         f"image {image} has no label: expected {expected}.{hint}, or list the image and "
         "label of each case in a CSV file (data.csv=, columns image,label)."
     )
-
-
-def nnunet_v2_case(image: Path, labels: Path) -> str | None:
-    """The case an image belongs to in nnU-Net v2's naming (``<case>_0000`` for its first
-    channel, the label ``<case>``), where the label goes by that name and not the image's;
-    None otherwise. A case with more channel files is refused: this loader takes a case's
-    channels from one 4D file."""
-    found = re.fullmatch(r"(.+)_(\d{4})", case_name(image))
-    has_label = lambda n: any((labels / f"{n}{s}").exists() for s in VOLUME_SUFFIXES)  # noqa: E731
-    if not found or has_label(case_name(image)) or not has_label(found[1]):
-        return None
-    if found[2] != "0000":
-        raise NiftiDataError(
-            f"{image} is channel {int(found[2])} of case {found[1]} in nnU-Net v2's layout "
-            "(one file per channel); this loader takes a case's channels from one 4D file "
-            "(X, Y, Z, C): stack each case's channel files into one with nibabel."
-        )
-    return found[1]
 
 
 def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[Path, Path]:
@@ -308,13 +323,41 @@ def _load(path: Path, spacing: Sequence[float] | None = None) -> nib.Nifti1Image
         raise NiftiDataError(f"cannot read {path}: {err} (corrupt or truncated file?)") from err
 
 
+def _load_image(case: Case) -> nib.Nifti1Image:
+    """A case's image; a case of a file per channel as one 4D image of them, each file a
+    3D volume on the first one's grid (as nnU-Net requires of them)."""
+    first = _load(case.image, case.spacing)
+    if not case.channels:
+        return first
+    planes = [first, *(_load(path, case.spacing) for path in case.channels)]
+    for path, img in zip(case.image_files, planes, strict=True):
+        if img.ndim != 3:
+            raise NiftiDataError(
+                f"channel file {path} of case {case.name} has shape {img.shape}: each channel "
+                "file of a case is one 3D volume."
+            )
+        if img.shape != first.shape or not np.allclose(img.affine, first.affine, atol=1e-3):
+            what = (
+                f"shapes ({first.shape} and {img.shape})"
+                if img.shape != first.shape
+                else "affines (voxel positions in space)"
+            )
+            raise NiftiDataError(
+                f"channel files {case.image} and {path} of case {case.name} have different "
+                f"{what}: resample every channel onto the first one's grid, as nnU-Net "
+                "requires of a case's channels."
+            )
+    data = np.stack([p.get_fdata(dtype=np.float32) for p in planes], axis=-1)
+    return nib.Nifti1Image(data, first.affine, first.header)
+
+
 def load_volume(
     case: Case, num_classes: int | None = None, ignore_value: int | None = None
 ) -> Volume:
     """Read, validate and reorient one case. Errors name the file and what is wrong. A
     label's ``ignore_value`` (nnU-Net's ignore label) is read as ``num_classes``, the index
     training and scores leave out."""
-    img = _load(case.image, case.spacing)
+    img = _load_image(case)
     if img.ndim not in (3, 4):
         raise NiftiDataError(
             f"image {case.image} has {img.ndim} dimensions {img.shape}; expected a 3D volume "

@@ -380,6 +380,12 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             [c.group for c in self.cases], **self.split_args,
         )  # fmt: skip
         shape = nifti.header_shape(self.cases[0].image)
+        if self.cases[0].channels:
+            words = self.cases[0].channel_words
+            log.info(
+                "each case's image is %d files, one per channel (%s), read as one image of "
+                "%d channels in that order", len(words), ", ".join(words), len(words),
+            )  # fmt: skip
         self.indexed = dataset_json.indexed_classes(
             dataset_json.index_folder(self.root, self.csv), nifti.NiftiDataError
         )
@@ -416,16 +422,17 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             else None
         )
         regions, class_order = self._regions(class_names)
+        words = self.cases[0].channel_words  # each case's alike (segnet.data.volume_channels)
         return DataInfo(
             regions=regions,
             regions_class_order=class_order,
             spatial_dims=3,
-            in_channels=nifti.channel_count(shape),
+            in_channels=len(words) or nifti.channel_count(shape),
             class_names=class_names,
             palette=[list(c) for c in label_palette(len(class_names))],
             # nnU-Net's ignore label: read as the index past the classes, as 2D void is
             ignore_index=None if self.ignore_value is None else len(class_names),
-            normalization=zscore_normalization(self.clip, self.spacing, self.stack_spacing),
+            normalization=zscore_normalization(self.clip, self.spacing, self.stack_spacing, words),
             input_size=list(self.patch_size),
             sliding_window=dict(self.sliding_window),
             monitor="val/dice",

@@ -7,13 +7,15 @@ from the files' names as the 2D layouts are (:mod:`segnet.data.folder_roles`):
   ``volume-0.nii`` and ``segmentation-0.nii``, BTCV's ``img0001`` and ``label0001``),
   in a label folder or beside the images;
 * a folder per case holding its image and its label, the label's name saying so
-  (KiTS19's ``case_00000/imaging.nii.gz`` with ``segmentation.nii.gz``);
+  (KiTS19's ``case_00000/imaging.nii.gz`` with ``segmentation.nii.gz``), or its image in a
+  file per channel named by its modality (BraTS's ``_flair``, ``_t1`` ... beside ``_seg``:
+  :mod:`segnet.data.volume_channels`);
 * volumes with their labels beside them in a folder per patient (ACDC's
   ``patient001/patient001_frame01.nii.gz`` beside ``patient001_frame01_gt.nii.gz``), each
   patient a group that drawn splits keep whole.
 
-Each returns plain tuples (case name, image, label, group) for :mod:`segnet.data.nifti` to
-make its cases of; none reads a voxel."""
+Each returns :class:`Found` cases for :mod:`segnet.data.nifti` to make its cases of; none
+reads a voxel."""
 
 from __future__ import annotations
 
@@ -27,17 +29,23 @@ from segnet.data import volume_files
 from segnet.data.errors import DataError
 from segnet.data.folder_roles import role_of
 from segnet.data.image_pairs import visible_folders
+from segnet.data.volume_channels import name_of as case_name
+from segnet.data.volume_channels import named_channels
 
 log = logging.getLogger(__name__)
 
-# (case name, image, label, group)
-Found = tuple[str, Path, Path, str | None]
 
+class Found(NamedTuple):
+    """A case a layout finds: its image (the first channel's file, where each channel has
+    a file of its own), label and group (a patient, kept whole in one split); for a case
+    of channel files, ``channels`` its further files and ``words`` every channel's word."""
 
-def case_name(path: Path) -> str:
-    """A volume file's name without its kind (``case.nii.gz``: ``case``)."""
-    suffix = volume_files.suffix_of(path)
-    return path.name[: -len(suffix)] if suffix else path.stem
+    name: str
+    image: Path
+    label: Path
+    group: str | None = None
+    channels: tuple[Path, ...] = ()
+    words: tuple[str, ...] = ()
 
 
 def nifti_files(folder: Path) -> list[Path]:
@@ -143,42 +151,62 @@ def named_folders(root: Path) -> tuple[Path, Path] | None:
 
 
 def case_folders(root: Path) -> list[Found]:
-    """A folder per case holding one image and one label, the label's name saying so and
+    """A folder per case holding its image and one label, the label's name saying so and
     the image's not (KiTS19's ``case_00000/imaging.nii.gz`` and ``segmentation.nii.gz``),
-    the case named by its folder; folders holding an image alone are left out, counted
-    in a warning (KiTS19's test cases). Empty unless every folder of volumes is such a
-    case and at least two are."""
+    the case named by its folder; or its image in a file per channel, each named by its
+    channel's word (BraTS's ``_flair``, ``_t1``, ``_t1ce``, ``_t2`` beside ``_seg``), the
+    same words in every case, taken in their alphabetical order. Folders holding images
+    alone are left out, counted in a warning (KiTS19's test cases). Empty unless most
+    folders of volumes are such cases and at least two are; an odd one among them is
+    refused, named."""
     found, unlabelled, misfits = [], [], []
-    folders = visible_folders(root)
-    for folder in folders:
+    for folder in visible_folders(root):
         files = nifti_files(folder)
         if not files:
             continue
         labels = [f for f in files if says_label(case_name(f))]
-        images = [f for f in files if f not in labels]
-        if len(images) != 1 or len(labels) > 1:
+        images = named_channels([f for f in files if f not in labels])
+        if not images or ("" in images and len(images) > 1) or len(labels) > 1:
             misfits.append(folder)
-            continue
-        if labels:
-            found.append((folder.name, images[0], labels[0], None))
+        elif labels:
+            words = tuple(sorted(images)) if len(images) > 1 else ()
+            first, *further = (images[w] for w in words or ("",))
+            found.append(Found(folder.name, first, labels[0], None, tuple(further), words))
         else:
             unlabelled.append(folder.name)
     if len(found) < 2 or len(misfits) * 2 >= len(found):
         return []
-    if misfits:  # most folders are cases: the odd one named, not the layout refused
-        held = ", ".join(f.name for f in nifti_files(misfits[0]))
-        raise DataError(
-            f"{root} holds a folder per case of an image and a label its name says so "
-            f"({found[0][1].name} with {found[0][2].name}), but {misfits[0]} holds {held}: "
-            f"give it one image and at most one label, or move it out "
-            f"({len(misfits)} such folder(s))."
-        )
+    if misfits or len({f.words for f in found}) > 1:  # most folders are cases: the odd one named
+        raise DataError(odd_case_folder(root, found, misfits))
     log.info(
         "%s holds a folder per case, each an image and a label its name says so (%s with "
-        "%s): the case named by its folder", root, found[0][1].name, found[0][2].name,
+        "%s): the case named by its folder", root, found[0].image.name, found[0].label.name,
     )  # fmt: skip
     say_unlabelled(unlabelled, root)
     return found
+
+
+def odd_case_folder(root: Path, found: list[Found], misfits: list[Path]) -> str:
+    """Why a folder among a folder per case is refused: its files fit no case, or its
+    channels are others than most cases'."""
+    first = found[0]
+    layout = (
+        f"{root} holds a folder per case of an image and a label its name says so "
+        f"({first.image.name} with {first.label.name})"
+    )
+    if misfits:
+        held = ", ".join(f.name for f in nifti_files(misfits[0]))
+        return (
+            f"{layout}, but {misfits[0]} holds {held}: give it one image (or a file per "
+            f"channel) and at most one label, or move it out ({len(misfits)} such folder(s))."
+        )
+    usual = max({f.words for f in found}, key=[f.words for f in found].count)
+    odd = next(f for f in found if f.words != usual)
+    return (
+        f"{layout}, each with the channel files {', '.join(usual) or 'one image'}, but case "
+        f"{odd.name} has {', '.join(odd.words) or 'one image'} ({odd.image.parent}): give "
+        "every case the same channels, named alike, or move it out."
+    )
 
 
 def beside_their_images(root: Path) -> list[Found]:
@@ -206,10 +234,10 @@ def beside_their_images(root: Path) -> list[Found]:
             if label is None:
                 unlabelled.append(name)
             else:
-                found.append((name, path, label, group))
+                found.append(Found(name, path, label, group))
     if not found:
         return []
-    strays = sorted(set(labels) - {case_name(f[2]) for f in found})
+    strays = sorted(set(labels) - {case_name(f.label) for f in found})
     if strays:
         log.warning(
             "%d label(s) in %s are no image's by that rule and are left out: %s", len(strays),

@@ -1,0 +1,205 @@
+"""A volume case's image in a file per channel: nnU-Net's numbered files (v2 folders, v1's
+dataset.json), BraTS's files named by modality in a folder per case; read as one image of
+those channels, and predicted from the same files."""
+
+import json
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+
+from segnet.data import nifti, volume_channels
+from segnet.data.errors import DataError
+from segnet.data.nifti_datamodule import NiftiDataModule
+from tests.helpers import nifti_case
+
+BRATS = ("flair", "t1", "t1ce", "t2")
+
+
+def save(array, path: Path, affine=None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nib.save(nib.Nifti1Image(array, np.eye(4) if affine is None else affine), str(path))
+
+
+def case_channels(seed: int, count: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """``count`` channels of a case, each its own: channel k is the label's image times
+    k + 1 (so which file went where shows), and the label."""
+    image, label, _ = nifti_case(seed=seed)
+    return [image * (k + 1) for k in range(count)], label
+
+
+def nnunet_channels(root: Path, n: int = 4, count: int = 2, v1: bool = False) -> Path:
+    """nnU-Net's layout of ``count`` channel files per case (``case_000_0000.nii.gz`` ...
+    beside the label ``case_000.nii.gz``): v2's dataset.json lists no cases, v1's lists
+    each by its case's name."""
+    for i in range(n):
+        channels, label = case_channels(i, count)
+        for k, image in enumerate(channels):
+            save(image, root / "imagesTr" / f"case_{i:03d}_{k:04d}.nii.gz")
+        save(label, root / "labelsTr" / f"case_{i:03d}.nii.gz")
+    index = {"labels": {"background": 0, "one": 1, "two": 2}, "numTraining": n,
+             "channel_names": {str(k): f"MR{k}" for k in range(count)}}  # fmt: skip
+    if v1:
+        index = {"labels": {"0": "background", "1": "one", "2": "two"}, "training": [
+            {"image": f"./imagesTr/case_{i:03d}.nii.gz", "label": f"./labelsTr/case_{i:03d}.nii.gz"}
+            for i in range(n)
+        ]}  # fmt: skip
+    (root / "dataset.json").write_text(json.dumps(index))
+    return root
+
+
+def brats_folders(root: Path, n: int = 4, sep: str = "_", words=BRATS) -> Path:
+    """A folder per case of a file per modality and a ``_seg`` label (BraTS 2021; with
+    ``sep="-"`` and its other words, BraTS 2023)."""
+    for i in range(n):
+        case = f"BraTS2021_{i:05d}"
+        # written in another order than the words sort in: the order is the words'
+        channels, label = case_channels(i, len(words))
+        for word, image in reversed(list(zip(sorted(words), channels, strict=True))):
+            save(image, root / case / f"{case}{sep}{word}.nii.gz")
+        save(label, root / case / f"{case}{sep}seg.nii.gz")
+    return root
+
+
+def test_nnunet_v2_channel_files_are_one_case_each_read_as_its_channels_in_order(tmp_path):
+    root = nnunet_channels(tmp_path / "Dataset001_Two", n=4, count=3)
+    cases = nifti.find_cases(root)
+    assert [c.name for c in cases] == ["case_000", "case_001", "case_002", "case_003"]
+    images = root / "imagesTr"
+    assert cases[1].image_files == tuple(images / f"case_001_{k:04d}.nii.gz" for k in range(3))
+    assert cases[1].channel_words == ("0000", "0001", "0002")
+    volume = nifti.load_volume(cases[1], 3)
+    channels, label = case_channels(1, 3)
+    assert volume.image.shape == (3, *label.shape)
+    for k in range(3):  # each channel from its own file, in channel order
+        np.testing.assert_allclose(volume.image[k], channels[k], rtol=1e-6)
+    np.testing.assert_array_equal(volume.label, label)
+    dm = NiftiDataModule(str(root), val_fraction=0.25, test_fraction=0.25)
+    dm.prepare_data()
+    info = dm.info()
+    assert info.in_channels == 3
+    assert info.normalization["channel_suffixes"] == ["0000", "0001", "0002"]
+
+
+def test_nnunet_v1_dataset_json_lists_a_case_of_channel_files_by_its_name(tmp_path):
+    root = nnunet_channels(tmp_path / "Task001_Two", n=2, count=2, v1=True)
+    cases = nifti.find_cases(root)
+    assert [c.image.name for c in cases] == ["case_000_0000.nii.gz", "case_001_0000.nii.gz"]
+    assert [c.name for c in cases] == ["case_000", "case_001"]
+    assert cases[0].channels == (root / "imagesTr" / "case_000_0001.nii.gz",)
+
+
+def test_a_single_numbered_channel_is_a_case_named_by_case(tmp_path):
+    root = nnunet_channels(tmp_path / "d", n=2, count=1)
+    cases = nifti.find_cases(root)
+    assert [c.name for c in cases] == ["case_000", "case_001"]
+    assert cases[0].channels == () and cases[0].channel_words == ("0000",)
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        (
+            "gap",
+            r"case case_001 .* has the channel files case_001_0000.nii.gz, "
+            r"case_001_0002.nii.gz: .* without a gap",
+        ),  # fmt: skip
+        ("fewer", r"case case_001 .* has 1 channel file\(s\) and case case_000 2"),
+    ],
+)
+def test_numbered_channels_that_do_not_make_cases_alike_are_refused(tmp_path, breakage, message):
+    root = nnunet_channels(tmp_path / "d", n=3, count=2)
+    second = root / "imagesTr" / "case_001_0001.nii.gz"
+    if breakage == "gap":
+        second.rename(second.with_name("case_001_0002.nii.gz"))
+    else:
+        second.unlink()
+    with pytest.raises(DataError, match=message):
+        nifti.find_cases(root)
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        (
+            "shape",
+            r"channel files .*case_000_0000.nii.gz and .*case_000_0001.nii.gz of case "
+            r"case_000 have different shapes \(\(19, 23, 17\) and \(19, 23, 16\)\)",
+        ),  # fmt: skip
+        ("affine", r"case_000_0001.nii.gz of case case_000 have different affines"),
+        ("4d", r"channel file .*case_000_0001.nii.gz of case case_000 has shape \(19, 23, 17, 2\)"),
+    ],
+)
+def test_channel_files_that_do_not_stack_are_refused_naming_both(tmp_path, breakage, message):
+    root = nnunet_channels(tmp_path / "d", n=2, count=2)
+    path = root / "imagesTr" / "case_000_0001.nii.gz"
+    image = nib.load(path).get_fdata(dtype=np.float32)
+    if breakage == "shape":
+        save(image[..., :-1], path)
+    elif breakage == "affine":
+        save(image, path, np.diag([1.0, 1.0, 2.0, 1.0]))
+    else:
+        save(np.stack([image, image], -1), path)
+    case = nifti.find_cases(root)[0]
+    with pytest.raises(nifti.NiftiDataError, match=message):
+        nifti.load_volume(case)
+
+
+@pytest.mark.parametrize(("sep", "words"), [("_", BRATS), ("-", ("t1c", "t1n", "t2f", "t2w"))])
+def test_a_folder_per_case_of_a_file_per_modality_is_a_case_of_those_channels(tmp_path, sep, words):
+    root = brats_folders(tmp_path / "BraTS", n=3, sep=sep, words=words)
+    cases = nifti.find_cases(root)
+    assert [c.name for c in cases] == ["BraTS2021_00000", "BraTS2021_00001", "BraTS2021_00002"]
+    assert cases[0].channel_words == tuple(sorted(words))  # t1 before t1ce: alphabetical
+    assert cases[0].label.name == f"BraTS2021_00000{sep}seg.nii.gz"
+    assert [p.name for p in cases[0].image_files] == [
+        f"BraTS2021_00000{sep}{w}.nii.gz" for w in sorted(words)
+    ]
+    volume = nifti.load_volume(cases[2], 3)
+    channels, _ = case_channels(2, len(words))
+    for k in range(len(words)):
+        np.testing.assert_allclose(volume.image[k], channels[k], rtol=1e-6)
+
+
+def test_a_case_folder_with_other_modalities_than_the_rest_is_refused_naming_it(tmp_path):
+    root = brats_folders(tmp_path / "BraTS", n=4)
+    (root / "BraTS2021_00002" / "BraTS2021_00002_t1ce.nii.gz").unlink()
+    with pytest.raises(DataError, match=r"each with the channel files flair, t1, t1ce, t2, but "
+                       r"case BraTS2021_00002 has flair, t1, t2 \(.*BraTS2021_00002\)"):  # fmt: skip
+        nifti.find_cases(root)
+
+
+def test_a_case_folder_of_one_image_is_still_one_channel(tmp_path):
+    for i in range(3):
+        image, label, _ = nifti_case(seed=i)
+        save(image, tmp_path / f"case_{i:05d}" / "imaging.nii.gz")
+        save(label, tmp_path / f"case_{i:05d}" / "segmentation.nii.gz")
+    cases = nifti.find_cases(tmp_path)
+    assert [c.image.name for c in cases] == ["imaging.nii.gz"] * 3
+    assert all(c.channels == () and c.channel_words == () for c in cases)
+
+
+def test_channel_words_from_names():
+    named = volume_channels.named_channels
+    assert list(named([Path("a/BraTS-GLI-00000-000-t1c.nii.gz"),
+                       Path("a/BraTS-GLI-00000-000-t1n.nii.gz")])) == ["t1c", "t1n"]  # fmt: skip
+    assert list(named([Path("x/t1.nii.gz"), Path("x/t2.nii.gz")])) == ["t1", "t2"]
+    assert list(named([Path("x/only.nii")])) == [""]
+    words = ("t1", "t1ce")
+    case_of = volume_channels.case_of
+    assert case_of(Path("B_001_t1ce.nii.gz"), words) == ("B_001", "t1ce")  # never read as t1
+    assert case_of(Path("B_001/t1.nii.gz"), words) == ("B_001", "t1")  # named by its folder
+    assert case_of(Path("B_001_t2.nii.gz"), words) is None
+    assert case_of(Path("xt1.nii.gz"), words) is None  # no separator before the word
+    first = volume_channels.first_file
+    assert first(Path("d/B_001_t1ce.nii.gz"), words) == Path("d/B_001_t1.nii.gz")
+    assert first(Path("d/B_001_t1.nii.gz"), words) is None
+
+
+def test_a_case_missing_a_channel_file_is_refused_naming_it(tmp_path):
+    images = tmp_path / "in"
+    save(np.zeros((4, 4, 4), np.float32), images / "B_001_t1.nii.gz")
+    with pytest.raises(DataError, match=r"B_001_t1.nii.gz is channel 't1' of case B_001, .*"
+                       r"B_001_t1ce.nii.gz is missing"):  # fmt: skip
+        volume_channels.files_of_case(images / "B_001_t1.nii.gz", ("t1", "t1ce"))
