@@ -64,6 +64,7 @@ from segnet.data.name_rules import (
     unpaired_message,
     without_suffix,
 )
+from segnet.data.volume_channels import numbered_channels
 
 IMAGE_DIRS = ("images", "image", "imgs", "img", "JPEGImages")
 # Pascal VOC's mask folder first: a case-blind disk finds its Annotations/ (boxes) as annotations/
@@ -459,12 +460,8 @@ def nnunet_pairs(root: Path, naming: Naming) -> list[Pair]:
 
 def further_channels(first: Path) -> tuple[Path, ...]:
     """The channel files after ``first`` (``<case>_0000.png``) beside it: ``<case>_0001.png``
-    and on, as long as they go."""
-    case = NNUNET_CHANNEL.match(first.stem)["case"]
-    found = []
-    while (path := first.with_stem(f"{case}_{len(found) + 1:04d}")).is_file():
-        found.append(path)
-    return tuple(found)
+    and on, as long as they go (as a volume's: :mod:`segnet.data.volume_channels`)."""
+    return numbered_channels(first)[1:]
 
 
 def case_file_name(name: str) -> str:

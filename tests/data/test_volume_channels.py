@@ -203,3 +203,55 @@ def test_a_case_missing_a_channel_file_is_refused_naming_it(tmp_path):
     with pytest.raises(DataError, match=r"B_001_t1.nii.gz is channel 't1' of case B_001, .*"
                        r"B_001_t1ce.nii.gz is missing"):  # fmt: skip
         volume_channels.files_of_case(images / "B_001_t1.nii.gz", ("t1", "t1ce"))
+
+
+def test_a_model_of_channel_files_trains_evaluates_and_predicts_each_case_by_name(tmp_path):
+    """Trained on BraTS's folders, the model reads a case from the same files: evaluate
+    and predict name each prediction by its case, a further channel's file is never a
+    case of its own, and a case missing a channel is refused before any is written."""
+    from segnet.commands.evaluate import evaluate
+    from segnet.commands.predict import main as predict
+    from segnet.commands.train import train
+    from tests.commands.test_train_volumes import FAST
+    from tests.conftest import compose
+
+    root = brats_folders(tmp_path / "BraTS", n=6, words=("t1", "t2"))
+    _, objects = train(compose("train", ["experiment=hippocampus_unet3d", f"data.root={root}",
+                                         *FAST, "trainer.max_epochs=1", "data.class_names=[background,one,two]"], tmp_path / "run"))  # fmt: skip
+    best = objects["best_ckpt"]
+    info = objects["module"].data_info
+    assert info.in_channels == 2 and info.normalization["channel_suffixes"] == ["t1", "t2"]
+    assert (
+        objects["module"].net.state_dict()[next(iter(objects["module"].net.state_dict()))].shape[1]
+        == 2
+    )
+
+    ev = [f"ckpt_path={best}", "save_predictions=true", "trainer.accelerator=cpu",
+          "data.num_workers=0"]  # fmt: skip
+    evaluate(compose("evaluate", ev, tmp_path / "ev"))
+    test = objects["datamodule"].splits["test"]
+    written = sorted(p.name for p in (tmp_path / "ev" / "predictions").glob("*.nii.gz"))
+    assert written == sorted(f"{objects['datamodule'].cases[i].name}.nii.gz" for i in test)
+
+    # new cases: a folder per case, each predicted once, named by its case, where it was
+    new = brats_folders(tmp_path / "new", n=2, words=("t1", "t2"))
+    for seg in new.glob("*/*_seg.nii.gz"):
+        seg.unlink()
+    predict([f"model={best}", f"inputs={new}", f"out={tmp_path / 'masks'}"])
+    masks = sorted(
+        str(p.relative_to(tmp_path / "masks")) for p in (tmp_path / "masks").rglob("*.nii.gz")
+    )
+    assert masks == [
+        "BraTS2021_00000/BraTS2021_00000.nii.gz",
+        "BraTS2021_00001/BraTS2021_00001.nii.gz",
+    ]
+    source = nib.load(new / "BraTS2021_00001" / "BraTS2021_00001_t1.nii.gz")
+    assert nib.load(tmp_path / "masks" / masks[1]).shape == source.shape
+
+    (new / "BraTS2021_00001" / "BraTS2021_00001_t2.nii.gz").unlink()
+    with pytest.raises(SystemExit, match=r"BraTS2021_00001_t2.nii.gz is missing"):
+        predict([f"model={best}", f"inputs={new}", f"out={tmp_path / 'again'}"])
+    assert not (tmp_path / "again").exists()  # refused before any was written
+    with pytest.raises(SystemExit, match=r"a further channel of its case, .* \(BraTS2021_00000_t1"):
+        predict([f"model={best}", f"inputs={new / 'BraTS2021_00000' / 'BraTS2021_00000_t2.nii.gz'}",
+                 f"out={tmp_path / 'one'}"])  # fmt: skip
