@@ -422,7 +422,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             else None
         )
         regions, class_order = self._regions(class_names)
-        words = self.cases[0].channel_words  # each case's alike (segnet.data.volume_channels)
+        # each case's alike (segnet.data.volume_channels); a channel file holds one channel
+        words = self.cases[0].channel_words if len(shape) == 3 else ()
         return DataInfo(
             regions=regions,
             regions_class_order=class_order,

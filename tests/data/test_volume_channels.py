@@ -255,3 +255,21 @@ def test_a_model_of_channel_files_trains_evaluates_and_predicts_each_case_by_nam
     with pytest.raises(SystemExit, match=r"a further channel of its case, .* \(BraTS2021_00000_t1"):
         predict([f"model={best}", f"inputs={new / 'BraTS2021_00000' / 'BraTS2021_00000_t2.nii.gz'}",
                  f"out={tmp_path / 'one'}"])  # fmt: skip
+
+
+def test_a_model_of_numbered_files_names_its_predictions_by_case(tmp_path):
+    from segnet.data.formats import Volumes
+    from segnet.data.info import DataInfo, zscore_normalization
+    from tests.helpers import data_info
+
+    described = data_info(3, spatial_dims=3)
+    info = DataInfo(
+        **{**described, "normalization": zscore_normalization(None, None, None, ["0000"])}
+    )
+    given = tmp_path / "hippocampus_001_0000.nii.gz"
+    assert Volumes().targets(given, tmp_path / "out", info) == [
+        tmp_path / "out" / "hippocampus_001.nii.gz"
+    ]
+    # a model of one 4D file per case names its predictions as its inputs
+    plain = DataInfo(**described)
+    assert Volumes().targets(given, tmp_path / "out", plain) == [tmp_path / "out" / given.name]
