@@ -111,6 +111,28 @@ def set_mirroring(modules: list[SegmentationModule], paths: list[Path], tta: boo
         module.tta = tta
 
 
+# the folder settings a run may name inside its data.root (image, label and ROI folders)
+FOLDER_SETTINGS = ("image_dir", "label_dir", "roi_dir")
+
+
+def drop_folders_it_lacks(data_cfg: DictConfig, overrides: dict[str, Any], ckpt: Path) -> None:
+    """A new ``data.root`` is read by its own layout where it lacks a folder the checkpoint
+    was trained naming (``data.image_dir=scans``), as a folder of other names is the usual
+    case; folders named in this command are kept, and refused by the data if missing."""
+    root = Path(str(data_cfg.root)).expanduser()
+    named = {k: data_cfg.get(k) for k in FOLDER_SETTINGS if data_cfg.get(k) and k not in overrides}
+    lacking = [k for k, folder in named.items() if not (root / str(folder)).is_dir()]
+    if not lacking or not root.is_dir():
+        return
+    for key in named:
+        data_cfg[key] = None
+    log.info(
+        "data.root=%s has no folder %s/ (%s trained with data.%s=%s): read by its own layout "
+        "instead of the trained folder settings", root, named[lacking[0]], ckpt, lacking[0],
+        named[lacking[0]],
+    )  # fmt: skip
+
+
 def data_config(
     cfg: DictConfig, module: SegmentationModule, ckpt: Path
 ) -> tuple[DictConfig, dict[str, Any], dict[str, Any]]:
@@ -126,6 +148,8 @@ def data_config(
         # cases wherever they are): the new folder's own cases are scored
         log.info("data.root=%s: its cases, not the CSV %s trained from", data_cfg.root, ckpt)
         data_cfg.csv = None
+    if "root" in overrides:
+        drop_folders_it_lacks(data_cfg, overrides, ckpt)
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     data_format = get_class(data_cfg._target_)

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from segnet.data import dataset_json, volume_channels, volume_files
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
-from segnet.data.image_pairs import IMAGE_SUFFIXES
+from segnet.data.image_pairs import IMAGE_SUFFIXES, visible_folders
 from segnet.data.volume_layouts import (
     beside_their_images,
     case_folders,
@@ -247,7 +247,26 @@ def missing_label(image: Path, labels: Path, name: str, others: set[str]) -> str
 
 def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[Path, Path]:
     if image_dir or label_dir:
-        return root / (image_dir or "imagesTr"), root / (label_dir or "labelsTr")
+        images = root / (image_dir or "imagesTr")
+        if not images.is_dir():
+            setting = f"data.image_dir={image_dir}" if image_dir else f"data.label_dir={label_dir}"
+            held = ", ".join(d.name for d in visible_folders(root)[:6]) if root.is_dir() else ""
+            raise NiftiDataError(
+                f"{setting}: {root} has no image folder {images.name}/"
+                f"{f' (it holds {held})' if held else ''}; name one it has, or leave "
+                "data.image_dir and data.label_dir out to read its layout."
+            )
+        labels = root / (label_dir or "labelsTr")
+        if not labels.is_dir():
+            said = f"data.label_dir={label_dir}: {root} has" if label_dir else (
+                f"data.image_dir={image_dir} reads the labels from labelsTr/ unless "
+                f"data.label_dir names their folder, and {root} has"
+            )  # fmt: skip
+            raise NiftiDataError(
+                f"{said} no label folder {labels.name}/; name the one it has. Images without "
+                "labels: python -m segnet.predict segments them."
+            )
+        return images, labels
     for images, labels in FOLDER_PAIRS:
         if (root / images).is_dir() and (root / labels).is_dir():
             return root / images, root / labels

@@ -867,3 +867,41 @@ def test_a_stray_label_or_an_odd_case_folder_is_named_not_the_layout_refused(tmp
         nifti.DataError, match=r"case_3 holds segmentation.nii.gz: give it one image"
     ):
         nifti.find_cases(kits)
+
+
+def test_folders_named_that_are_missing_are_refused_naming_the_setting(tmp_path):
+    root = nifti_dataset(tmp_path / "d", "folders", n=2)
+    with pytest.raises(nifti.NiftiDataError, match=r"data.image_dir=scans: .* has no image "
+                       r"folder scans/ \(it holds images, labels\)"):  # fmt: skip
+        nifti.find_cases(root, image_dir="scans", label_dir="labels")
+    with pytest.raises(
+        nifti.NiftiDataError, match=r"data.label_dir=segs: .* no label folder segs/"
+    ):
+        nifti.find_cases(root, image_dir="images", label_dir="segs")
+    with pytest.raises(nifti.NiftiDataError, match=r"data.image_dir=images reads the labels from "
+                       r"labelsTr/ unless data.label_dir names"):  # fmt: skip
+        nifti.find_cases(root, image_dir="images")
+
+
+def test_evaluating_another_root_reads_its_own_layout_where_it_lacks_the_trained_folders(
+    tmp_path, caplog
+):
+    from omegaconf import OmegaConf
+
+    from segnet.commands.evaluate import drop_folders_it_lacks
+
+    trained = {"root": str(tmp_path), "image_dir": "scans", "label_dir": "segs"}
+    (tmp_path / "images").mkdir()
+    cfg = OmegaConf.create(trained)
+    with caplog.at_level(logging.INFO):
+        drop_folders_it_lacks(cfg, {"root": str(tmp_path)}, Path("best.ckpt"))
+    assert cfg.image_dir is None and cfg.label_dir is None
+    assert "has no folder scans/ (best.ckpt trained with data.image_dir=scans)" in caplog.text
+    # a root holding the trained folders keeps them; a folder named in the command stays
+    (tmp_path / "scans").mkdir(), (tmp_path / "segs").mkdir()
+    cfg = OmegaConf.create(trained)
+    drop_folders_it_lacks(cfg, {"root": str(tmp_path)}, Path("best.ckpt"))
+    assert (cfg.image_dir, cfg.label_dir) == ("scans", "segs")
+    cfg = OmegaConf.create({**trained, "image_dir": "other"})
+    drop_folders_it_lacks(cfg, {"root": str(tmp_path), "image_dir": "other"}, Path("b.ckpt"))
+    assert (cfg.image_dir, cfg.label_dir) == ("other", "segs")
