@@ -165,7 +165,7 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
             ]  # fmt: skip
     images, labels = named or _folders(root, image_dir, label_dir)
     image_files = nifti_files(images)
-    label_files = nifti_files(labels) if labels.is_dir() else []
+    label_files = nifti_files(labels)
     # a rule only where no label is named as its image: two ways in one folder are refused
     same_name = {case_name(p) for p in label_files} & {case_name(p) for p in image_files}
     renamed = label_folder_rule(image_files, label_files, labels) if not same_name else {}
@@ -221,14 +221,9 @@ def flat_images_hint(root: Path) -> str:
 
 
 def missing_label(image: Path, labels: Path, name: str, others: set[str]) -> str:
-    """Why ``image`` has no label, with what to do: the label folder is not there, or holds
-    its label named otherwise (``<case>_seg.nii.gz``; not another image's, ``others``)."""
+    """Why ``image`` has no label, with what to do: its label folder holds its label named
+    otherwise (``<case>_seg.nii.gz``; not another image's, ``others``), or none."""
     expected = labels / f"{name}.nii.gz"
-    if not labels.is_dir():
-        return (
-            f"image {image} has no label: the label folder {labels} does not exist; set "
-            "data.label_dir to the folder beside the images that holds the labels."
-        )
     alike = sorted(
         p.name
         for p in nifti_files(labels)

@@ -65,31 +65,35 @@ def says_label(name: str) -> bool:
 
 class LabelRule(NamedTuple):
     """How a label is named from its image: ``head`` (the image's own text at the start,
-    if any) replaced by ``before``, and ``after`` added at the end."""
+    if any) replaced by ``before``, ``tail`` (its own text at the end, if any) replaced by
+    ``after``, or ``after`` added at the end."""
 
     head: str
     before: str
     after: str
+    tail: str = ""
 
     def label_of(self, image: str) -> str | None:
-        return (
-            self.before + image[len(self.head) :] + self.after
-            if image.startswith(self.head)
-            else None
-        )
+        middle = len(image) - len(self.head) - len(self.tail)
+        if middle <= 0 or not (image.startswith(self.head) and image.endswith(self.tail)):
+            return None
+        return self.before + image[len(self.head) : len(image) - len(self.tail)] + self.after
 
     def said(self) -> str:
         if self.head:
             return f"{self.head!r} replaced by {self.before!r}"
+        if self.tail:
+            return f"{self.tail!r} replaced by {self.after!r}"
         return " and ".join(repr(t) for t in (self.before, self.after) if t) + " added"
 
 
 def label_rule(images: Sequence[str], labels: Sequence[str]) -> LabelRule | None:
     """The one rule, its new text saying label, that names a label for every image given
     (or all but those left unlabelled, at least half) and makes every label one image's:
-    text added (``case_01`` and ``case_01_seg``, ACDC's ``_gt``) or the image's own text
+    text added (``case_01`` and ``case_01_seg``, ACDC's ``_gt``), or the image's own text
     at the start replaced (LiTS's ``volume-0`` and ``segmentation-0``, BTCV's ``img0001``
-    and ``label0001``); None where none does, or more than one."""
+    and ``label0001``) or at the end (``case_01_ct`` and ``case_01_seg``); None where none
+    does, or more than one."""
     wanted, names = set(labels), set(images)
     candidates = set()
     for image in images[:8]:
@@ -104,6 +108,7 @@ def label_rule(images: Sequence[str], labels: Sequence[str]) -> LabelRule | None
                 shared = len(os.path.commonprefix([image[::-1], label[::-1]]))
                 if shared and shared < len(image):
                     candidates.add(LabelRule(image[:-shared], label[:-shared], ""))
+                candidates.update(tail_rules(image, label))
     fits: dict[LabelRule, int] = {}
     for rule in sorted(candidates):
         new = (rule.before + " " + rule.after).strip(" _-.")
@@ -118,6 +123,20 @@ def label_rule(images: Sequence[str], labels: Sequence[str]) -> LabelRule | None
     if not best or (len(best) > 1 and fits[best[0]] == fits[best[1]]):
         return None  # none, or two alike: nothing guessed
     return best[0]
+
+
+def tail_rules(image: str, label: str) -> set[LabelRule]:
+    """The rules naming ``label`` from ``image`` by the text after their shared start
+    (``case_1_ct`` and ``case_1_seg``: ``ct`` replaced by ``seg``), that start taken
+    whole and cut back to its last separator (``case_1_scan`` and ``case_1_seg`` share
+    ``case_1_s``, and the words are ``scan`` and ``seg``)."""
+    start = os.path.commonprefix([image, label])
+    starts = {start, start[: max(start.rfind(c) for c in "_-.") + 1]}
+    return {
+        LabelRule("", "", label[len(s) :], image[len(s) :])
+        for s in starts
+        if s and len(s) < len(image) and len(s) < len(label)
+    }
 
 
 def label_folder_rule(images: list[Path], labels: list[Path], folder: Path) -> dict[str, Path]:

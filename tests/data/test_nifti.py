@@ -206,11 +206,13 @@ def test_image_without_label_in_folder_layout(tmp_path, caplog):
     ):
         nifti.find_cases(root)
     # a label folder that is not there is said to be missing (also with no image at all)
-    with pytest.raises(nifti.NiftiDataError, match=r"the label folder .*segs does not exist"):
+    with pytest.raises(nifti.NiftiDataError, match=r"data.label_dir=segs: .* no label folder"):
         nifti.find_cases(root, image_dir="images", label_dir="segs")
     (root / "none").mkdir()
-    with pytest.raises(nifti.NiftiDataError, match=r"no NIfTI cases found"):
+    with pytest.raises(nifti.NiftiDataError, match=r"data.label_dir=segs: .* no label folder"):
         nifti.find_cases(root, image_dir="none", label_dir="segs")
+    with pytest.raises(nifti.NiftiDataError, match=r"no NIfTI cases found"):
+        nifti.find_cases(root, image_dir="none", label_dir="labels")
     # another image's label is not offered as this one's (case_001_b's is not case_001's)
     (root / "labels" / "case_002_seg.nii.gz").rename(root / "labels" / "case_001_b.nii.gz")
     (root / "images" / "case_002.nii.gz").rename(root / "images" / "case_001_b.nii.gz")
@@ -842,6 +844,27 @@ def test_labels_named_with_their_images_own_text_replaced_lits_and_btcv_style(tm
     }
     assert "'volume' replaced by 'segmentation'" in caplog.text
     assert "data.image_dir=img data.label_dir=label, by what their names say" in caplog.text
+
+
+def test_labels_named_with_their_images_own_text_at_the_end_replaced(tmp_path, caplog):
+    """case_001_ct beside case_001_seg, and scan/seg words sharing their first letter
+    (case_1_scan, case_1_seg): the text after the shared start replaced, said."""
+    flat = tmp_path / "flat"
+    for k in range(3):
+        _save_case(flat / f"case_{k:03d}_ct.nii.gz", flat / f"case_{k:03d}_seg.nii.gz", k)
+    folders = tmp_path / "folders"
+    for k in range(3):
+        _save_case(folders / "images" / f"case_{k}_scan.nii.gz",
+                   folders / "labels" / f"case_{k}_seg.nii.gz", k)  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="segnet.data.volume_layouts"):
+        flat_cases, folder_cases = nifti.find_cases(flat), nifti.find_cases(folders)
+    assert {(c.name, c.label.name) for c in flat_cases} == {
+        (f"case_{k:03d}_ct", f"case_{k:03d}_seg.nii.gz") for k in range(3)
+    }
+    assert {(c.image.name, c.label.name) for c in folder_cases} == {
+        (f"case_{k}_scan.nii.gz", f"case_{k}_seg.nii.gz") for k in range(3)
+    }
+    assert "'ct' replaced by 'seg'" in caplog.text and "'scan' replaced by 'seg'" in caplog.text
 
 
 def test_a_stray_label_or_an_odd_case_folder_is_named_not_the_layout_refused(tmp_path, caplog):
