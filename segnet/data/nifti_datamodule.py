@@ -32,7 +32,7 @@ from segnet.data.settings import (
     TRAINING_SWITCH,
     WHERE_AND_HOW_FAST,
 )  # fmt: skip
-from segnet.data.sides import axes_keeping_sides
+from segnet.data.sides import axes_keeping_sides, check_rotation
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
 from segnet.data.splits import DrawnSplits, given_or_drawn, split_settings
 
@@ -392,6 +392,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         class_names = self._read_class_names()
         # RAS: the first axis runs left to right
         flips = axes_keeping_sides(self.flip_axes, self.flip_given, class_names, 0, AXIS_NAMES)
+        if self.affine:
+            check_rotation(self.affine["rotate"], class_names)
         self.sides_kept, self.flip_axes = flips != self.flip_axes, flips
         self.ignore_value = self._ignore_value(class_names)
         if self.spacing == "median":

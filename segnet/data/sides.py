@@ -51,3 +51,16 @@ def axes_keeping_sides(
         list(range(len(axis_names))),
     )
     return kept
+
+
+def check_rotation(degrees: float, class_names: Sequence[str]) -> None:
+    """Random rotations past a right angle carry a side's class across the middle, onto
+    the other side of the image (a rotation never mirrors, but a half turn shows the
+    left kidney where the right one lies): said where the classes name sides."""
+    sided = sided_classes(list(dict.fromkeys(class_names)))
+    if sided and degrees > 90:
+        log.warning(
+            "the classes %s name a side, and data.rotate=%g turns a case past a right "
+            "angle, which carries each onto the other side of the image: data.rotate=30 "
+            "(nnU-Net's) keeps the sides apart", ", ".join(sided), degrees,
+        )  # fmt: skip

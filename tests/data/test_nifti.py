@@ -928,3 +928,16 @@ def test_evaluating_another_root_reads_its_own_layout_where_it_lacks_the_trained
     cfg = OmegaConf.create({**trained, "image_dir": "other"})
     drop_folders_it_lacks(cfg, {"root": str(tmp_path), "image_dir": "other"}, Path("b.ckpt"))
     assert (cfg.image_dir, cfg.label_dir) == ("other", "segs")
+
+
+@pytest.mark.parametrize(("degrees", "warned"), [(120, True), (30, False)])
+def test_rotations_past_a_right_angle_on_classes_of_both_sides_are_warned(
+    tmp_path, caplog, degrees, warned
+):
+    root = nifti_dataset(tmp_path / "d", "folders", n=4, shape=(16, 16, 16))
+    names = ["background", "left kidney", "right kidney"]
+    dm = NiftiDataModule(str(root), class_names=names, rotate=degrees, affine_prob=0.2,
+                         num_workers=0, val_fraction=0.25, test_fraction=0.25)  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="segnet.data.sides"):
+        dm.prepare_data()
+    assert (f"data.rotate={degrees} turns a case past a right angle" in caplog.text) is warned
