@@ -458,6 +458,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # mask values), kept until the training split is loaded: each file decoded once
         self._decoded_masks: dict[int, np.ndarray] = {}
         self._decoded_images: dict[int, tuple[str, np.ndarray]] = {}
+        # how the masks kept were read: the value counts' reading, where no class is named,
+        # is the one the classes then assumed read them with, so they are not read again
+        self._held_reading: dict[str, Any] | None = None
 
     def set_regions(
         self, regions: Any, class_order: Sequence[int] | None, class_names: Sequence[str] | None
@@ -677,14 +680,22 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
 
     def _counts_as_shown(self) -> dict[int, int]:
         """The values of every mask, counted as a viewer shows them (1-bit white as 255,
-        palette files by colour where some masks are colour masks): decoded once, twice
-        where colour masks are among them."""
+        palette files by colour where some masks are colour masks): from the cache where
+        these same files were counted before, else decoded once (twice where colour masks
+        are among them) and kept, as the classes they settle read them the same way."""
         every = list(range(len(self.pairs)))
+        masks = [str(m) for p in self.pairs for m in p.masks]
+        key = stats_cache.file_key([*masks, f"masks:{img.MASK_READING}",
+                                    f"void per class:{self.mask_ignore}"])  # fmt: skip
+        cached = stats_cache.read("mask_values", key)
+        if cached is not None:
+            return {int(v): c for v, c in cached["counts"].items()}
         shown = {"one_bit_white": 255, "palette_colours": False}
-        counts, _ = self._count_codes(every, keep=False, reading=shown)
+        counts, _ = self._count_codes(every, reading=shown)
         if any(map(img.is_colour, counts)):
             shown["palette_colours"] = True
-            counts, _ = self._count_codes(every, keep=False, reading=shown)
+            counts, _ = self._count_codes(every, reading=shown)
+        stats_cache.write("mask_values", key, {"counts": counts})
         return counts
 
     def _unnamed_message(self, counts: dict[int, int]) -> str:
@@ -816,10 +827,15 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         given (counts and masks so far)."""
         how = self.reading() if reading is None else reading
         counts, first_with = into if into is not None else ({}, {})
+        held = self._decoded_masks if self._held_reading == how else {}
+        if keep and self._held_reading != how:  # masks kept are of one reading
+            self._decoded_masks.clear()
+            self._held_reading = how
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
             masks = pool.map(
-                lambda i: img.read_codes(self.pairs[i], how, self.mask_ignore), indices
-            )
+                lambda i: held[i] if i in held
+                else img.read_codes(self.pairs[i], how, self.mask_ignore), indices,
+            )  # fmt: skip
         for i, mask in zip(indices, masks, strict=True):
             if keep:  # in the smallest type that holds them (codes are below 2**25)
                 self._decoded_masks[i] = mask.astype(smallest_int(mask))
@@ -838,6 +854,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             counts, _ = self._count_codes(indices, keep=False, reading=shown)
         return img.suggestion(counts, self._class_names)
 
+    def _release_masks(self, indices: Sequence[int]) -> None:
+        """Masks kept from counting their values that training does not load (the test
+        split's, read at the end if at all): not held through training."""
+        for i in indices:
+            self._decoded_masks.pop(i, None)
+
     def _scan_training(self, train: list[int], mode: str) -> tuple[list[float], list[float]]:
         """The mask values of every split (checked: a value no setting maps stops the run
         now, not at the first validation) and the training images' mean and std: from the
@@ -851,8 +873,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         key = stats_cache.file_key([*map(str, files), mode, f"masks:{img.MASK_READING}",
                                     f"reading:{sorted(self.reading().items())}",
                                     f"void per class:{self.mask_ignore}"])  # fmt: skip
+        val = set(self.splits["val"])
+        test = [i for i in others if i not in val]
         cached = stats_cache.read("images", key)
         if cached is not None:
+            self._release_masks(test)
             counts = {int(v): c for v, c in cached["counts"].items()}
             self._first_with = {int(v): Path(f) for v, f in cached["first_with"].items()}
             self.settle_combinations(counts)
@@ -861,11 +886,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             return cached["mean"], cached["std"]
         # validation masks kept too (read at the first validation); test masks, read at
         # the end if at all, decoded again then rather than held through training
-        val = set(self.splits["val"])
         found = self._count_codes([*train, *(i for i in others if i in val)])
-        counts, self._first_with = self._count_codes(
-            [i for i in others if i not in val], keep=False, into=found
-        )
+        counts, self._first_with = self._count_codes(test, keep=False, into=found)
+        self._release_masks(test)
         self.settle_combinations(counts)
         self._check_values(counts, self.splits["all"])
         mean, std = self._statistics(train, mode)

@@ -427,6 +427,32 @@ def test_training_statistics_are_cached_until_a_file_changes(tmp_path, monkeypat
     assert reads  # decoded, not taken from the cache
 
 
+def test_masks_of_no_named_class_are_decoded_once_and_then_not_again(tmp_path, monkeypatch):
+    """With no class named, every mask is decoded once to count its values (settling the
+    background and foreground) and those same codes serve the statistics and training;
+    the next run on the same files counts them from the cache."""
+    from segnet.data import images as img
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = make_folder(tmp_path / "d", n=10)
+    reads: list[str] = []
+    real = img.read_mask
+    monkeypatch.setattr(
+        img, "read_mask", lambda p, *a, **k: reads.append(p.name) or real(p, *a, **k)
+    )
+    dm = prepared(root)
+    assert dm.info().class_names == ["background", "foreground"]
+    assert sorted(reads) == sorted(f"{i}.png" for i in range(10))  # each once
+    dm.setup("fit")
+    assert len(reads) == 10  # training and validation load the masks kept
+    for i, loaded in zip(dm.splits["train"], dm.load("train"), strict=True):
+        mask = np.array(Image.open(dm.pairs[i].label))  # 0 and 255: classes 0 and 1
+        assert np.array_equal(loaded.label.numpy(), mask // 255)
+    reads.clear()
+    again = prepared(root)
+    assert again.info().class_names == ["background", "foreground"] and reads == []
+
+
 def test_a_spreadsheets_csv_of_images_reads_as_meant(tmp_path):
     """The one case-list reader: a byte-order mark and spaces around names and cells are
     not part of them, for images as for volumes."""
