@@ -1029,7 +1029,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if mode != norm["color_mode"]:  # none kept, or decoded otherwise
             raw = img.read_pair_image(pair, norm["color_mode"], compact=True)
         codes = self._decoded_masks.pop(i, None)
-        if codes is None:
+        if codes is None or self._held_reading != self.reading():  # kept: read as now only
             codes = img.read_codes(pair, self.reading(), self.mask_ignore)
         if codes.shape != raw.shape[:2]:
             raise img.ImageDataError(
