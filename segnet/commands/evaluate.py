@@ -116,21 +116,31 @@ FOLDER_SETTINGS = ("image_dir", "label_dir", "roi_dir")
 
 
 def drop_folders_it_lacks(data_cfg: DictConfig, overrides: dict[str, Any], ckpt: Path) -> None:
-    """A new ``data.root`` is read by its own layout where it lacks a folder the checkpoint
-    was trained naming (``data.image_dir=scans``), as a folder of other names is the usual
-    case; folders named in this command are kept, and refused by the data if missing."""
+    """A new ``data.root`` is read by its own layout where it lacks the image or label
+    folder the checkpoint was trained naming (``data.image_dir=scans``): both are dropped,
+    as a pair, unless this command names one. A region-of-interest folder it lacks is
+    dropped with a warning: the scores then cover whole images."""
     root = Path(str(data_cfg.root)).expanduser()
-    named = {k: data_cfg.get(k) for k in FOLDER_SETTINGS if data_cfg.get(k) and k not in overrides}
-    lacking = [k for k, folder in named.items() if not (root / str(folder)).is_dir()]
-    if not lacking or not root.is_dir():
+    if not root.is_dir():
         return
-    for key in named:
-        data_cfg[key] = None
-    log.info(
-        "data.root=%s has no folder %s/ (%s trained with data.%s=%s): read by its own layout "
-        "instead of the trained folder settings", root, named[lacking[0]], ckpt, lacking[0],
-        named[lacking[0]],
-    )  # fmt: skip
+    lacks = lambda key: bool(data_cfg.get(key)) and not (root / str(data_cfg[key])).is_dir()  # noqa: E731
+    pair = [k for k in ("image_dir", "label_dir") if data_cfg.get(k) and k not in overrides]
+    lacking = [k for k in ("image_dir", "label_dir") if lacks(k) and k not in overrides]
+    if lacking:
+        log.info(
+            "data.root=%s has no folder %s/ (%s trained with data.%s=%s): read by its own "
+            "layout instead of %s", root, data_cfg[lacking[0]], ckpt, lacking[0],
+            data_cfg[lacking[0]], " and ".join(f"data.{k}={data_cfg[k]}" for k in pair),
+        )  # fmt: skip
+        for key in pair:
+            data_cfg[key] = None
+    if "roi_dir" not in overrides and lacks("roi_dir"):
+        log.warning(
+            "data.root=%s has no folder %s/ (%s trained with data.roi_dir=%s): its images "
+            "are scored whole; +data.roi_dir=<folder> names its regions of interest", root,
+            data_cfg.roi_dir, ckpt, data_cfg.roi_dir,
+        )  # fmt: skip
+        data_cfg.roi_dir = None
 
 
 def data_config(

@@ -247,10 +247,17 @@ class Volumes:
         shape = nifti.header_shape(path)
         channels = nifti.channel_count(shape)
         if len(shape) not in (3, 4) or channels != info.in_channels:
+            words = channel_suffixes(info)
+            files = (
+                f"; it was trained on a file per channel, and reads a case from <case>_"
+                f"{words[0]} with {', '.join(words[1:])} beside it: give that first file"
+                if len(words) > 1
+                else ""
+            )
             raise DataError(
                 f"{path} has shape {tuple(shape)}: {channels} channel(s), and the model "
                 f"takes {info.in_channels} (one per modality, as in the data it was "
-                "trained on; a 3D volume, or 4D with the channels last)."
+                f"trained on; a 3D volume, or 4D with the channels last){files}."
             )
 
     def read(self, path: Path, info: DataInfo) -> Prepared:
@@ -307,8 +314,9 @@ class Volumes:
                 "to": "NCDHW",
                 "channels": "4th NIfTI axis, if any"
                 if not norm.get("channel_suffixes")
-                else "a case's files <case>_<suffix>, one per channel, in the order of "
-                f"these suffixes: {', '.join(norm['channel_suffixes'])}",
+                else "a case's files <case><separator><suffix> (the separator _, - or "
+                "., or the suffix alone in the case's folder), one per channel, in the order "
+                f"of these suffixes: {', '.join(norm['channel_suffixes'])}",
             },
             {"step": "clip", "range": norm.get("clip"), "skip_if": "range is null"},
             {"step": "normalize", "how": "z-score per volume and channel (mean 0, std 1)"},

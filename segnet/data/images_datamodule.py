@@ -684,17 +684,19 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         these same files were counted before, else decoded once (twice where colour masks
         are among them) and kept, as the classes they settle read them the same way."""
         every = list(range(len(self.pairs)))
-        masks = [str(m) for p in self.pairs for m in p.masks]
-        key = stats_cache.file_key([*masks, f"masks:{img.MASK_READING}",
+        masks = [item for p in self.pairs for item in (*map(str, p.masks), "|")]  # by pair
+        key = stats_cache.file_key([*masks, f"masks:{img.MASK_READING}", "as shown:2",
                                     f"void per class:{self.mask_ignore}"])  # fmt: skip
         cached = stats_cache.read("mask_values", key)
         if cached is not None:
             return {int(v): c for v, c in cached["counts"].items()}
+        # kept for training where it scans the statistics (not with data.mean given)
+        keep = self.mean is None
         shown = {"one_bit_white": 255, "palette_colours": False}
-        counts, _ = self._count_codes(every, reading=shown)
-        if any(map(img.is_colour, counts)):
-            shown["palette_colours"] = True
-            counts, _ = self._count_codes(every, reading=shown)
+        counts, _ = self._count_codes(every, keep, reading=shown)
+        if any(map(img.is_colour, counts)):  # a new reading, not the kept masks' changed
+            shown = {**shown, "palette_colours": True}
+            counts, _ = self._count_codes(every, keep, reading=shown)
         stats_cache.write("mask_values", key, {"counts": counts})
         return counts
 
@@ -830,7 +832,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         held = self._decoded_masks if self._held_reading == how else {}
         if keep and self._held_reading != how:  # masks kept are of one reading
             self._decoded_masks.clear()
-            self._held_reading = how
+            self._held_reading = dict(how)
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
             masks = pool.map(
                 lambda i: held[i] if i in held

@@ -129,11 +129,32 @@ def find_cases(
     if not cases:
         raise NiftiDataError(f"no NIfTI cases found under {root}.{flat_images_hint(root)}")
     check_unique_names(cases)
+    check_same_channels(cases)
     for case in cases:
         for path in (*case.image_files, case.label):
             if path is not None and not path.is_file():
                 raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
     return cases
+
+
+def check_same_channels(cases: list[Case]) -> None:
+    """Every case of a file per channel has the same channels, named alike, and no case of
+    one file stands among them: found now, from the names, not when a case is read
+    (a test case's after training)."""
+    kinds: dict[tuple[str, ...], Case] = {}
+    for case in cases:
+        kinds.setdefault(case.channel_words if case.channels else (), case)
+    if len(kinds) > 1:
+        (one, first), (other, second) = sorted(kinds.items())[:2]
+        raise NiftiDataError(
+            f"case {first.name} ({first.image}) has {files_said(one)} and case {second.name} "
+            f"({second.image}) {files_said(other)}: give every case the same channels, each "
+            "in a file of its own named alike, or each case one image file."
+        )
+
+
+def files_said(words: tuple[str, ...]) -> str:
+    return f"{len(words)} channel files ({', '.join(words)})" if words else "one image file"
 
 
 def listed_case(root: Path, image: str, label: str) -> Case:
@@ -244,12 +265,15 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
     if image_dir or label_dir:
         images = root / (image_dir or "imagesTr")
         if not images.is_dir():
-            setting = f"data.image_dir={image_dir}" if image_dir else f"data.label_dir={label_dir}"
+            said = f"data.image_dir={image_dir}: {root} has" if image_dir else (
+                f"data.label_dir={label_dir} reads the images from imagesTr/ unless "
+                f"data.image_dir names their folder, and {root} has"
+            )  # fmt: skip
             held = ", ".join(d.name for d in visible_folders(root)[:6]) if root.is_dir() else ""
             raise NiftiDataError(
-                f"{setting}: {root} has no image folder {images.name}/"
-                f"{f' (it holds {held})' if held else ''}; name one it has, or leave "
-                "data.image_dir and data.label_dir out to read its layout."
+                f"{said} no image folder {images.name}/{f' (it holds {held})' if held else ''}"
+                "; name one it has, or leave data.image_dir and data.label_dir out to read "
+                "its layout."
             )
         labels = root / (label_dir or "labelsTr")
         if not labels.is_dir():
@@ -361,7 +385,10 @@ def _load_image(case: Case) -> nib.Nifti1Image:
                 f"{what}: resample every channel onto the first one's grid, as nnU-Net "
                 "requires of a case's channels."
             )
-    data = np.stack([p.get_fdata(dtype=np.float32) for p in planes], axis=-1)
+    data = np.empty((*first.shape, len(planes)), np.float32)
+    for k, plane in enumerate(planes):  # each plane's cached voxels let go once copied
+        data[..., k] = plane.get_fdata(dtype=np.float32)
+        plane.uncache()
     return nib.Nifti1Image(data, first.affine, first.header)
 
 

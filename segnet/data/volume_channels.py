@@ -12,7 +12,6 @@ prediction reads a case from the same files. Names only; no voxel is read here."
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -75,6 +74,12 @@ def numbered_cases(
                 "renumber them."
             )
         ordered = tuple(files[n] for n in range(len(files)))
+        if len({f.name[len(name_of(f)) :] for f in ordered}) > 1:
+            raise DataError(
+                f"case {case} in {where} has the channel files "
+                f"{', '.join(f.name for f in ordered)}: give a case's channels one kind of "
+                "file (nnU-Net's file_ending)."
+            )
         cases[ordered[0]] = (case, ordered)
         counts.setdefault(len(ordered), case)
     if len(counts) > 1:
@@ -86,17 +91,32 @@ def numbered_cases(
     return cases
 
 
-def named_channels(files: Sequence[Path]) -> dict[str, Path]:
-    """A case's channel files by their words: what follows the text all their names
-    share, cut back to a separator (``BraTS2021_00000_flair``, ``_t1``, ``_t1ce``:
-    ``flair``, ``t1``, ``t1ce``); one file has no word (``{"": file}``)."""
+def named_channels(files: Sequence[Path], case: str) -> dict[str, Path] | None:
+    """A case's channel files by their words, each file named as its case, a separator and
+    its channel's word (``BraTS2021_00000_flair``, ``_t1``, ``_t1ce`` in the folder
+    ``BraTS2021_00000``: ``flair``, ``t1``, ``t1ce``), all of one kind; one file has no
+    word (``{"": file}``). None where the files are not so named: a folder of ``imaging``
+    beside ``tumor`` is not read as two channels."""
     if len(files) == 1:
         return {"": files[0]}
-    names = [name_of(f) for f in files]
-    shared = os.path.commonprefix(names)
-    cut = max((shared.rfind(s) for s in SEPARATORS), default=-1)
-    head = shared[: cut + 1]
-    return {name[len(head) :]: f for name, f in zip(names, files, strict=True)}
+    words = {}
+    for file in files:
+        word = word_after(name_of(file), case)
+        if (
+            word is None
+            or file.name[len(name_of(file)) :] != files[0].name[len(name_of(files[0])) :]
+        ):
+            return None
+        words[word] = file
+    return words
+
+
+def word_after(name: str, case: str) -> str | None:
+    """What follows ``case`` and a separator in ``name`` (``BraTS_001_t1ce``: ``t1ce``);
+    None where ``name`` is not so named."""
+    if len(name) > len(case) + 1 and name.startswith(case) and name[len(case)] in SEPARATORS:
+        return name[len(case) + 1 :]
+    return None
 
 
 def case_of(path: Path, words: Sequence[str]) -> tuple[str, str] | None:

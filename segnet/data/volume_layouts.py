@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -30,7 +31,7 @@ from segnet.data.errors import DataError
 from segnet.data.folder_roles import role_of
 from segnet.data.image_pairs import visible_folders
 from segnet.data.volume_channels import name_of as case_name
-from segnet.data.volume_channels import named_channels
+from segnet.data.volume_channels import named_channels, word_after
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,16 @@ def tail_rules(image: str, label: str) -> set[LabelRule]:
     return {
         LabelRule("", "", label[len(s) :], image[len(s) :])
         for s in starts
-        if s and len(s) < len(image) and len(s) < len(label)
+        if s and len(s) < len(image) and len(s) < len(label) and only_says_label(label[len(s) :])
     }
+
+
+def only_says_label(text: str) -> bool:
+    """Whether every word of ``text`` says label (``seg``, ``label_1``): the text that
+    replaces an image's own words is new only where it names nothing else, as ACDC's
+    ``patient001_ES`` beside ``patient001_ED_gt`` is not the ES frame's label."""
+    words = [w for w in re.split(r"[_\-. ]+", text) if w and not w.isdigit()]
+    return bool(words) and all(says_label(w) for w in words)
 
 
 def label_folder_rule(images: list[Path], labels: list[Path], folder: Path) -> dict[str, Path]:
@@ -184,8 +193,8 @@ def case_folders(root: Path) -> list[Found]:
         if not files:
             continue
         labels = [f for f in files if says_label(case_name(f))]
-        images = named_channels([f for f in files if f not in labels])
-        if not images or ("" in images and len(images) > 1) or len(labels) > 1:
+        images = named_channels([f for f in files if f not in labels], folder.name)
+        if not images or len(labels) > 1 or not label_of_channels(images, labels, folder.name):
             misfits.append(folder)
         elif labels:
             words = tuple(sorted(images)) if len(images) > 1 else ()
@@ -198,11 +207,24 @@ def case_folders(root: Path) -> list[Found]:
     if misfits or len({f.words for f in found}) > 1:  # most folders are cases: the odd one named
         raise DataError(odd_case_folder(root, found, misfits))
     log.info(
-        "%s holds a folder per case, each an image and a label its name says so (%s with "
-        "%s): the case named by its folder", root, found[0].image.name, found[0].label.name,
+        "%s holds a folder per case, each an image%s and a label its name says so (%s with "
+        "%s): the case named by its folder", root,
+        f" in a file per channel ({', '.join(found[0].words)})" if found[0].words else "",
+        found[0].image.name, found[0].label.name,
     )  # fmt: skip
     say_unlabelled(unlabelled, root)
     return found
+
+
+def label_of_channels(images: dict[str, Path], labels: list[Path], case: str) -> bool:
+    """Whether a case folder's label is its case's where its image is a file per channel:
+    named as its case with its own word (BraTS's ``_seg``), not as one of the images with
+    text added (ACDC's ``patient001_ED_gt`` beside ``_ED`` and ``_ES`` is one frame's
+    label, not the label of two channels)."""
+    if len(images) == 1 or not labels:
+        return True
+    word = word_after(case_name(labels[0]), case)
+    return word is not None and not any(word_after(word, w) is not None for w in images)
 
 
 def odd_case_folder(root: Path, found: list[Found], misfits: list[Path]) -> str:

@@ -512,3 +512,20 @@ def test_a_photo_turned_by_its_exif_orientation_lies_under_its_mask(tmp_path):
     assert tuple(item.raw.shape[1:]) == (40, 48)
     read = item.raw[0].numpy().astype(float)
     assert np.abs(read - upright).mean() < 3  # the picture as shown (JPEG's noise aside)
+
+
+def test_colour_masks_beside_palette_files_are_counted_as_colours_once(tmp_path, monkeypatch):
+    """Half the masks RGB, half palette files of the same red: with no class named, the
+    colours are counted as a viewer shows them (red is one value, not a colour and a
+    palette index), in the refusal's table and its suggestion."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = make_folder(tmp_path / "d", n=10, mask_mode="RGB", palette=[[0, 0, 0], [255, 0, 0]])
+    for i in range(0, 10, 2):
+        mask = Image.fromarray(blob_label(40, 48, i), "P")
+        mask.putpalette([0, 0, 0, 255, 0, 0] + [0] * 762)
+        mask.save(root / "labels" / f"{i}.png")
+    for _ in range(2):  # counted, then from the cache: the same
+        with pytest.raises(ValueError, match=r"data.class_names is not set") as refused:
+            prepared(root)
+        assert "class_2" not in str(refused.value)
+        assert "'data.palette=[[0,0,0],[255,0,0]]'" in str(refused.value)

@@ -920,11 +920,21 @@ def test_evaluating_another_root_reads_its_own_layout_where_it_lacks_the_trained
         drop_folders_it_lacks(cfg, {"root": str(tmp_path)}, Path("best.ckpt"))
     assert cfg.image_dir is None and cfg.label_dir is None
     assert "has no folder scans/ (best.ckpt trained with data.image_dir=scans)" in caplog.text
-    # a root holding the trained folders keeps them; a folder named in the command stays
-    (tmp_path / "scans").mkdir(), (tmp_path / "segs").mkdir()
+    # one of the pair lacking drops both; a root holding both keeps them
+    (tmp_path / "scans").mkdir()
+    cfg = OmegaConf.create(trained)
+    drop_folders_it_lacks(cfg, {"root": str(tmp_path)}, Path("best.ckpt"))
+    assert cfg.image_dir is None and cfg.label_dir is None
+    (tmp_path / "segs").mkdir()
     cfg = OmegaConf.create(trained)
     drop_folders_it_lacks(cfg, {"root": str(tmp_path)}, Path("best.ckpt"))
     assert (cfg.image_dir, cfg.label_dir) == ("scans", "segs")
+    # a region-of-interest folder it lacks: scored whole, warned
+    cfg = OmegaConf.create({**trained, "roi_dir": "mask"})
+    with caplog.at_level(logging.WARNING):
+        drop_folders_it_lacks(cfg, {"root": str(tmp_path)}, Path("best.ckpt"))
+    assert cfg.roi_dir is None and (cfg.image_dir, cfg.label_dir) == ("scans", "segs")
+    assert "its images are scored whole" in caplog.text
     cfg = OmegaConf.create({**trained, "image_dir": "other"})
     drop_folders_it_lacks(cfg, {"root": str(tmp_path), "image_dir": "other"}, Path("b.ckpt"))
     assert (cfg.image_dir, cfg.label_dir) == ("other", "segs")

@@ -182,10 +182,13 @@ def test_a_case_folder_of_one_image_is_still_one_channel(tmp_path):
 
 def test_channel_words_from_names():
     named = volume_channels.named_channels
-    assert list(named([Path("a/BraTS-GLI-00000-000-t1c.nii.gz"),
-                       Path("a/BraTS-GLI-00000-000-t1n.nii.gz")])) == ["t1c", "t1n"]  # fmt: skip
-    assert list(named([Path("x/t1.nii.gz"), Path("x/t2.nii.gz")])) == ["t1", "t2"]
-    assert list(named([Path("x/only.nii")])) == [""]
+    case = "BraTS-GLI-00000-000"
+    assert list(named([Path(f"{case}/{case}-t1c.nii.gz"),
+                       Path(f"{case}/{case}-t1n.nii.gz")], case)) == ["t1c", "t1n"]  # fmt: skip
+    assert list(named([Path("x/only.nii")], "x")) == [""]
+    # files not named as their case, or of two kinds: not channels
+    assert named([Path("c/imaging.nii.gz"), Path("c/tumor.nii.gz")], "c") is None
+    assert named([Path("c/c_t1.nii.gz"), Path("c/c_t2.nii")], "c") is None
     words = ("t1", "t1ce")
     case_of = volume_channels.case_of
     assert case_of(Path("B_001_t1ce.nii.gz"), words) == ("B_001", "t1ce")  # never read as t1
@@ -252,6 +255,10 @@ def test_a_model_of_channel_files_trains_evaluates_and_predicts_each_case_by_nam
     with pytest.raises(SystemExit, match=r"BraTS2021_00001_t2.nii.gz is missing"):
         predict([f"model={best}", f"inputs={new}", f"out={tmp_path / 'again'}"])
     assert not (tmp_path / "again").exists()  # refused before any was written
+    plain = tmp_path / "plain.nii.gz"
+    save(np.zeros((8, 8, 8), np.float32), plain)
+    with pytest.raises(SystemExit, match=r"reads a case from <case>_t1 with t2 beside it"):
+        predict([f"model={best}", f"inputs={plain}", f"out={tmp_path / 'plain'}"])
     with pytest.raises(SystemExit, match=r"a further channel of its case, .* \(BraTS2021_00000_t1"):
         predict([f"model={best}", f"inputs={new / 'BraTS2021_00000' / 'BraTS2021_00000_t2.nii.gz'}",
                  f"out={tmp_path / 'one'}"])  # fmt: skip
@@ -273,3 +280,49 @@ def test_a_model_of_numbered_files_names_its_predictions_by_case(tmp_path):
     # a model of one 4D file per case names its predictions as its inputs
     plain = DataInfo(**described)
     assert Volumes().targets(given, tmp_path / "out", plain) == [tmp_path / "out" / given.name]
+
+
+def test_a_case_folder_of_images_not_named_as_channels_is_not_read_as_them(tmp_path, caplog):
+    """A mask beside KiTS19's image (``tumor.nii.gz``) is no channel: such folders are not
+    a folder per case; ACDC's folder of two frames, one labelled, pairs the frame with
+    its label as before (not two channels of one label)."""
+    import logging
+
+    kits = tmp_path / "kits"
+    for i in range(3):
+        image, label, _ = nifti_case(seed=i)
+        for name, array in (("imaging", image), ("tumor", label), ("segmentation", label)):
+            save(array, kits / f"case_{i:05d}" / f"{name}.nii.gz")
+    with pytest.raises(DataError, match=r"has neither dataset.json"):
+        nifti.find_cases(kits)
+    acdc = tmp_path / "acdc"
+    for i in range(4):
+        image, label, _ = nifti_case(seed=i)
+        patient = acdc / f"patient{i:03d}"
+        save(image, patient / f"{patient.name}_ED.nii.gz")
+        save(image, patient / f"{patient.name}_ES.nii.gz")
+        save(label, patient / f"{patient.name}_ED_gt.nii.gz")
+    with caplog.at_level(logging.WARNING):
+        cases = nifti.find_cases(acdc)
+    assert [(c.image.name, c.channels, c.group) for c in cases][0] == (
+        "patient000_ED.nii.gz",
+        (),
+        "patient000",
+    )
+    assert len(cases) == 4 and "patient000_ES" in caplog.text  # unlabelled frames, said
+
+
+def test_cases_of_other_channels_than_the_rest_are_refused_from_their_names(tmp_path):
+    """nnU-Net v1 lists each case alone, and a folder may mix a case of channel files with
+    a plain one: refused when the cases are found, not when one is read (a test case's
+    after training)."""
+    root = nnunet_channels(tmp_path / "v1", n=3, count=2, v1=True)
+    (root / "imagesTr" / "case_001_0001.nii.gz").unlink()
+    with pytest.raises(DataError, match=r"case case_001 \(.*case_001_0000.nii.gz\) has one image "
+                       r"file and case case_000 .* 2 channel files \(0000, 0001\)"):  # fmt: skip
+        nifti.find_cases(root)
+    mixed = nnunet_channels(tmp_path / "v2", n=3, count=2)
+    second = mixed / "imagesTr" / "case_002_0001.nii.gz"
+    second.rename(second.with_name("case_002_0001.nii"))
+    with pytest.raises(DataError, match=r"case case_002 .* give a case's channels one kind"):
+        nifti.find_cases(mixed)
