@@ -27,11 +27,15 @@ def images(tmp_path_factory):
     return make_folder(tmp_path_factory.mktemp("img") / "data", n=10)
 
 
-# A short complete run of the full-size GPU and paper recipes costs seconds each on a CPU:
-# the slow suite runs those; every recipe's one-batch pass (fdr) stays in the default one.
-HEAVY = {"camvid_gpu", "camvid_segnet", "hippocampus_gpu"}
+# The full-size GPU and paper recipes (VGG16-BN on CamVid frames, the GPU recipes' wide
+# networks) cost seconds a batch on a CPU: the slow suite runs their debug passes; every
+# other recipe's one-batch pass (fdr) and short run (limit) stay in the default one.
+HEAVY = {"camvid_gpu", "camvid_segnet", "hippocampus_gpu", "camvid_segnet_basic"}
+LIGHT_PASS = {"camvid_segnet_basic"}  # its one-batch pass is light enough; its short run not
 CASES = [
-    pytest.param(e, d, marks=pytest.mark.slow) if d == "limit" and e in HEAVY else (e, d)
+    pytest.param(e, d, marks=pytest.mark.slow)
+    if e in HEAVY and (d == "limit" or e not in LIGHT_PASS)
+    else (e, d)
     for e in EXPERIMENTS
     for d in ("fdr", "limit")
 ]

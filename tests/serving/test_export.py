@@ -34,10 +34,11 @@ def trained_like(key):
 
 def round_trips():
     """Every network in every format; the 3D networks' ONNX exports, a few seconds each,
-    in the slow suite."""
+    in the slow suite (a 3D ONNX export and reload stays in the default one:
+    tests/serving/test_export_cli.py's volume model)."""
     for key in NETS:
         for fmt in export.FORMATS:
-            slow = fmt == "onnx" and key.startswith("unet3d")
+            slow = fmt == "onnx" and (key.startswith("unet3d") or key == "segnet3d")
             yield pytest.param(key, fmt, marks=pytest.mark.slow) if slow else (key, fmt)
 
 

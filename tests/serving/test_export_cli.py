@@ -775,6 +775,7 @@ def test_a_card_of_a_newer_version_is_refused_not_half_followed(exported_3d, tmp
         Predictor(newer / "model.onnx")
 
 
+@pytest.mark.slow  # trains and exports a model of its own; the unresampled card's test stays
 def test_model_card_is_enough_to_deploy_a_resampled_volume_model_with_numpy(tmp_path):
     """A model trained at data.spacing: the card's resample and resize_logits steps, in
     numpy, give what segnet.serving.predict gives, on a case in a non-RAS orientation whose grid
