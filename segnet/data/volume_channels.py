@@ -30,9 +30,14 @@ def name_of(path: Path) -> str:
     return path.name[: -len(suffix)] if suffix else path.stem
 
 
+def kind_of(path: Path) -> str:
+    """What follows a volume file's name (``case.nii.gz``: ``.nii.gz``)."""
+    return path.name[len(name_of(path)) :]
+
+
 def renamed(path: Path, name: str) -> Path:
     """``path`` with its name (kind kept) replaced by ``name``."""
-    return path.with_name(name + path.name[len(name_of(path)) :])
+    return path.with_name(name + kind_of(path))
 
 
 def numbered(path: Path) -> tuple[str, int] | None:
@@ -74,7 +79,7 @@ def numbered_cases(
                 "renumber them."
             )
         ordered = tuple(files[n] for n in range(len(files)))
-        if len({f.name[len(name_of(f)) :] for f in ordered}) > 1:
+        if len({kind_of(f) for f in ordered}) > 1:
             raise DataError(
                 f"case {case} in {where} has the channel files "
                 f"{', '.join(f.name for f in ordered)}: give a case's channels one kind of "
@@ -102,10 +107,7 @@ def named_channels(files: Sequence[Path], case: str) -> dict[str, Path] | None:
     words = {}
     for file in files:
         word = word_after(name_of(file), case)
-        if (
-            word is None
-            or file.name[len(name_of(file)) :] != files[0].name[len(name_of(files[0])) :]
-        ):
+        if word is None or kind_of(file) != kind_of(files[0]):
             return None
         words[word] = file
     return words
