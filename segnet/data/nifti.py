@@ -261,31 +261,34 @@ def missing_label(image: Path, labels: Path, name: str, others: set[str]) -> str
     )
 
 
+def _named_folder(
+    root: Path, kind: str, setting: tuple[str, str | None], other: tuple[str, str | None]
+) -> Path:
+    """The image or label folder (``kind``) where the other's setting or its own names
+    one: its own setting's, else the Decathlon's; refused, naming the setting, where
+    ``root`` has no such folder."""
+    key, given = setting
+    default = {"image": "imagesTr", "label": "labelsTr"}[kind]
+    folder = root / (given or default)
+    if folder.is_dir():
+        return folder
+    said = f"data.{key}={given}: {root} has" if given else (
+        f"data.{other[0]}={other[1]} reads the {kind}s from {default}/ unless data.{key} "
+        f"names their folder, and {root} has"
+    )  # fmt: skip
+    held = ", ".join(d.name for d in visible_folders(root)[:6]) if root.is_dir() else ""
+    raise NiftiDataError(
+        f"{said} no {kind} folder {folder.name}/{f' (it holds {held})' if held else ''}; "
+        "name one it has, or leave data.image_dir and data.label_dir out to read its layout."
+    )
+
+
 def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[Path, Path]:
     if image_dir or label_dir:
-        images = root / (image_dir or "imagesTr")
-        if not images.is_dir():
-            said = f"data.image_dir={image_dir}: {root} has" if image_dir else (
-                f"data.label_dir={label_dir} reads the images from imagesTr/ unless "
-                f"data.image_dir names their folder, and {root} has"
-            )  # fmt: skip
-            held = ", ".join(d.name for d in visible_folders(root)[:6]) if root.is_dir() else ""
-            raise NiftiDataError(
-                f"{said} no image folder {images.name}/{f' (it holds {held})' if held else ''}"
-                "; name one it has, or leave data.image_dir and data.label_dir out to read "
-                "its layout."
-            )
-        labels = root / (label_dir or "labelsTr")
-        if not labels.is_dir():
-            said = f"data.label_dir={label_dir}: {root} has" if label_dir else (
-                f"data.image_dir={image_dir} reads the labels from labelsTr/ unless "
-                f"data.label_dir names their folder, and {root} has"
-            )  # fmt: skip
-            raise NiftiDataError(
-                f"{said} no label folder {labels.name}/; name the one it has. Images without "
-                "labels: python -m segnet.predict segments them."
-            )
-        return images, labels
+        return (
+            _named_folder(root, "image", ("image_dir", image_dir), ("label_dir", label_dir)),
+            _named_folder(root, "label", ("label_dir", label_dir), ("image_dir", image_dir)),
+        )
     for images, labels in FOLDER_PAIRS:
         if (root / images).is_dir() and (root / labels).is_dir():
             return root / images, root / labels
