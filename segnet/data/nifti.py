@@ -23,7 +23,7 @@ import logging
 import re
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nibabel as nib
@@ -151,6 +151,37 @@ def check_same_channels(cases: list[Case]) -> None:
             f"({second.image}) {files_said(other)}: give every case the same channels, each "
             "in a file of its own named alike, or each case one image file."
         )
+
+
+def in_channel_order(cases: list[Case], words: Sequence[str]) -> list[Case]:
+    """``cases`` with their channel files in the order of ``words`` (``data.channels``:
+    given, or the ones a checkpoint was trained on); refused, naming a case, where its
+    channel files are others. Cases of one file keep their file's own channel order."""
+    ordered = []
+    for case in cases:
+        if not case.channels:
+            ordered.append(case)
+            continue
+        by_word = dict(zip(case.channel_words, case.image_files, strict=True))
+        if sorted(by_word) != sorted(words):
+            raise NiftiDataError(
+                f"data.channels={list(words)} (given, or the checkpoint's channel files), "
+                f"and case {case.name} ({case.image}) has the channel files "
+                f"{', '.join(case.channel_words)}: a network takes its channels in the order "
+                "it was trained on; give cases of those channels."
+            )
+        first, *further = (by_word[w] for w in words)
+        ordered.append(
+            replace(case, image=first, channels=tuple(further), channel_words=tuple(words))
+        )
+    singles = [c for c in ordered if not c.channels]
+    if singles and len(words) > 1:
+        log.warning(
+            "data.channels=%s names a file per channel, and %d case(s) here are one file "
+            "each (%s): their channels are taken in the file's own order", list(words),
+            len(singles), singles[0].image,
+        )  # fmt: skip
+    return ordered
 
 
 def files_said(words: tuple[str, ...]) -> str:

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -266,6 +267,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         **{k: ANY for k in ("image_dir", "label_dir", "class_names", "spacing", "stack_spacing",
                             "regions", "regions_class_order")},
         "clip": MODEL,
+        "channels": MODEL,
         "rotate90": TRAINING_SWITCH,
         **{k: TRAINING for k in ("patch_size", "samples_per_volume", "foreground_ratio", "flip",
                                  "rotate", "zoom", "affine_prob", "intensity_scale",
@@ -311,6 +313,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         sw_batch_size: int = 4,
         cache_max_gb: float = 8.0,
         stack_spacing: Sequence[float] | None = None,
+        channels: Sequence[str] | None = None,
         regions: dict[str, Sequence[int]] | None = None,
         regions_class_order: Sequence[int] | None = None,
     ):
@@ -337,6 +340,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds, groups)
         self.clip = tuple(clip) if clip else None
         self.stack_spacing = check_stack_spacing(stack_spacing)
+        # the words of a case's channel files, in the network's order (the run records the
+        # ones it found, so that evaluation reads other cases' channels in that order)
+        self.channels = [str(c) for c in channels] if channels else None
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
         self.flip_axes, self.flip_given = check_flip(flip, AXIS_NAMES), not isinstance(flip, bool)
         self.sides_kept = False  # whether the side rule took the left-right axis out
@@ -356,6 +362,15 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self._volumes: dict[int, nifti.Volume] = {}
 
     # -- what the model needs to know -----------------------------------------------------
+    def settings_found(self) -> dict[str, Any]:
+        """The words of a case's channel files, where each channel was a file of its own
+        and no order was given: the run records them, so that its checkpoint reads other
+        cases' channels in the order it was trained on."""
+        first = self.cases[0] if self.cases else None
+        if self.channels or first is None or not first.channels:
+            return {}
+        return {"channels": list(first.channel_words)}
+
     @classmethod
     def class_names_in_data(cls, data_cfg) -> list[str] | None:
         """The dataset.json beside the cases (a CSV's own folder, else ``data.root``)."""
@@ -372,6 +387,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         """Finds the cases and splits them; reads one header (the channel count) and
         dataset.json (the class names). Volumes are read later, once, in setup."""
         self.cases = nifti.find_cases(self.root, self.csv, self.image_dir, self.label_dir)
+        if self.channels:
+            self.cases = nifti.in_channel_order(self.cases, self.channels)
         for case in self.cases:  # stacks and arrays that carry no voxel size
             case.spacing = self.stack_spacing
         where = f"data.csv={self.csv}" if self.csv else f"data.root={self.root}"

@@ -236,6 +236,14 @@ def test_a_model_of_channel_files_trains_evaluates_and_predicts_each_case_by_nam
     written = sorted(p.name for p in (tmp_path / "ev" / "predictions").glob("*.nii.gz"))
     assert written == sorted(f"{objects['datamodule'].cases[i].name}.nii.gz" for i in test)
 
+    # other cases' channel files must be the ones trained on: evaluating nnU-Net's
+    # numbered files (which of them is t1?) is refused before anything is scored
+    numbered = nnunet_channels(tmp_path / "numbered", n=3, count=2)
+    with pytest.raises(DataError, match=r"data.channels=\['t1', 't2'\] .* case case_000 .* "
+                       r"has the channel files 0000, 0001"):  # fmt: skip
+        evaluate(compose("evaluate", [*ev, f"data.root={numbered}", "data.split=all"],
+                         tmp_path / "ev_numbered"))  # fmt: skip
+
     # new cases: a folder per case, each predicted once, named by its case, where it was
     new = brats_folders(tmp_path / "new", n=2, words=("t1", "t2"))
     for seg in new.glob("*/*_seg.nii.gz"):
@@ -326,3 +334,27 @@ def test_cases_of_other_channels_than_the_rest_are_refused_from_their_names(tmp_
     second.rename(second.with_name("case_002_0001.nii"))
     with pytest.raises(DataError, match=r"case case_002 .* give a case's channels one kind"):
         nifti.find_cases(mixed)
+
+
+def test_channels_given_set_the_order_and_a_run_records_the_ones_it_found(tmp_path):
+    root = brats_folders(tmp_path / "BraTS", n=4, words=("t1", "t2"))
+    dm = NiftiDataModule(str(root), class_names=["bg", "one", "two"], val_fraction=0.25,
+                         test_fraction=0.25)  # fmt: skip
+    dm.prepare_data()
+    assert dm.settings_found() == {"channels": ["t1", "t2"]}
+    turned = NiftiDataModule(str(root), class_names=["bg", "one", "two"], channels=["t2", "t1"],
+                             val_fraction=0.25, test_fraction=0.25)  # fmt: skip
+    turned.prepare_data()
+    assert turned.settings_found() == {}  # given, so recorded as the run's own setting
+    assert turned.info().normalization["channel_suffixes"] == ["t2", "t1"]
+    case = turned.cases[0]
+    assert [p.name for p in case.image_files] == [
+        f"{case.name}_t2.nii.gz",
+        f"{case.name}_t1.nii.gz",
+    ]
+    volume = nifti.load_volume(case, 3)
+    channels, _ = case_channels(0, 2)
+    np.testing.assert_allclose(volume.image[0], channels[1], rtol=1e-6)  # t2 first now
+    with pytest.raises(DataError, match=r"data.channels=\['t1', 'flair'\]"):
+        NiftiDataModule(str(root), class_names=["bg", "one", "two"],
+                        channels=["t1", "flair"]).prepare_data()  # fmt: skip
