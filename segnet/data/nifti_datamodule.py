@@ -340,9 +340,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds, groups)
         self.clip = tuple(clip) if clip else None
         self.stack_spacing = check_stack_spacing(stack_spacing)
-        # the words of a case's channel files, in the network's order (the run records the
-        # ones it found, so that evaluation reads other cases' channels in that order)
-        self.channels = [str(c) for c in channels] if channels else None
+        self.channels = [str(c) for c in channels] if channels else None  # see settings_found
         self.spacing = check_spacing(spacing)  # "median" is resolved by describe()
         self.flip_axes, self.flip_given = check_flip(flip, AXIS_NAMES), not isinstance(flip, bool)
         self.sides_kept = False  # whether the side rule took the left-right axis out

@@ -110,7 +110,8 @@ def test_a_failed_write_leaves_no_file_of_the_export(exported, tmp_path, monkeyp
     assert not any((tmp_path / "out").iterdir())
 
 
-@pytest.mark.parametrize("name", ["model.onnx", "model.pt2"])
+# the ONNX one exports a model to refuse: seconds, in the slow suite
+@pytest.mark.parametrize("name", [pytest.param("model.onnx", marks=pytest.mark.slow), "model.pt2"])
 def test_an_exported_program_is_not_exported_again(exported, name, tmp_path):
     """A .onnx or .pt2 holds a traced graph, not the network: refused before anything is
     written, naming the .safetensors beside it, from which an export works."""
