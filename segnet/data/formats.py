@@ -231,10 +231,10 @@ class Volumes:
         files = case_files(path, info)
         if files:
             for file in files:
-                if len(nifti.header_shape(file)) != 3:
+                shape = nifti.header_shape(file)
+                if len(shape) != 3:
                     raise DataError(
-                        f"{file} has shape {nifti.header_shape(file)}: each channel file of a "
-                        "case is one 3D volume."
+                        f"{file} has shape {shape}: each channel file of a case is one 3D volume."
                     )
             return
         first = volume_channels.first_file(path, channel_suffixes(info))
