@@ -35,10 +35,11 @@ def trained_like(key):
 def round_trips():
     """Every network in every format; the 3D networks' ONNX exports, a few seconds each,
     in the slow suite (a 3D ONNX export and reload stays in the default one:
-    tests/serving/test_export_cli.py's volume model)."""
+    tests/serving/test_export_cli.py's volume model), and so is the U-Net with pool
+    indices as a torch.export program (segnet3d's keeps MaxUnpool3d in the default one)."""
     for key in NETS:
         for fmt in export.FORMATS:
-            slow = fmt == "onnx" and (key.startswith("unet3d") or key == "segnet3d")
+            slow = (fmt == "onnx" and key != "segnet2d") or (key, fmt) == ("unet3d-unpool", "pt2")
             yield pytest.param(key, fmt, marks=pytest.mark.slow) if slow else (key, fmt)
 
 
@@ -53,8 +54,10 @@ def test_round_trip(key, fmt, tmp_path):
         torch.testing.assert_close(export.LOADERS[fmt](path)(x), net(x), rtol=1e-4, atol=1e-4)
 
 
+# the traced formats take 10 s or more here: in the slow suite
 @pytest.mark.parametrize(
-    "fmt", [pytest.param(f, marks=pytest.mark.slow) if f == "onnx" else f for f in export.FORMATS]
+    "fmt",
+    [f if f == "safetensors" else pytest.param(f, marks=pytest.mark.slow) for f in export.FORMATS],
 )
 def test_space_to_depth_round_trips_at_odd_and_even_sizes(fmt, tmp_path):
     # its padding to a multiple of 2 must not be specialised to the example's parity
