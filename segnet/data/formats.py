@@ -412,15 +412,24 @@ def input_files(folder: Path) -> list[Path]:
 def input_files_below(folder: Path, leave_out: Path | None = None) -> list[Path]:
     """:func:`input_files` of every folder below ``folder`` (hidden ones left out, each
     once: :func:`~segnet.data.image_pairs.folders_below`), ``leave_out`` and what is below
-    it left out (the output folder, where it is inside), in path order."""
+    it left out (the output folder, where it is inside), in path order. A folder whose
+    name says it holds labels (a case's ``segmentations/`` of a mask per class, a
+    dataset's ``labelsTr/``) is left out with what is below it, said."""
     skip = leave_out.resolve() if leave_out is not None else None
-    kept = []
+    kept, labels = [], []
     for d in folders_below(folder):
         real = d.resolve()
         if skip is not None and (real == skip or skip in real.parents):
             log.info("%s: inside the output folder %s, not read as inputs", d, leave_out)
+        elif any(role_of(p.name) == "labels" for p in (d, *d.relative_to(folder).parents)):
+            labels.append(d)
         else:
             kept.append(d)
+    if labels:
+        log.info(
+            "%s: %d folder(s) named as labels (%s) are not predicted", folder, len(labels),
+            labels[0].relative_to(folder),
+        )  # fmt: skip
     return sorted(f for d in kept for f in input_files(d))
 
 

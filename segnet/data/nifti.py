@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from segnet.data import dataset_json, volume_channels, volume_files
+from segnet.data import dataset_json, volume_channels, volume_class_masks, volume_files
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.errors import DataError
 from segnet.data.image_pairs import IMAGE_SUFFIXES, visible_folders
@@ -72,11 +72,21 @@ class Case:
     # (nnU-Net's 0000, 0001; BraTS's flair, t1 ...: segnet.data.volume_channels)
     channels: tuple[Path, ...] = ()
     channel_words: tuple[str, ...] = ()
+    # a label of one mask per class (segnet.data.volume_class_masks): ``label`` is their
+    # folder, and these each class's name and mask, in the order of the classes
+    class_masks: tuple[tuple[str, Path], ...] = ()
 
     @property
     def image_files(self) -> tuple[Path, ...]:
         """Every file of the image: the image, and its further channels."""
         return (self.image, *self.channels)
+
+    @property
+    def label_files(self) -> tuple[Path, ...]:
+        """Every file of the label: the label, or each class's mask."""
+        if self.class_masks:
+            return tuple(path for _, path in self.class_masks)
+        return (self.label,) if self.label is not None else ()
 
 
 @dataclass
@@ -131,8 +141,8 @@ def find_cases(
     check_unique_names(cases)
     check_same_channels(cases)
     for case in cases:
-        for path in (*case.image_files, case.label):
-            if path is not None and not path.is_file():
+        for path in (*case.image_files, *case.label_files):
+            if not path.is_file():
                 raise NiftiDataError(f"{path} (case {case.name}) does not exist.")
     return cases
 
@@ -184,6 +194,20 @@ def in_channel_order(cases: list[Case], words: Sequence[str]) -> list[Case]:
     return ordered
 
 
+def in_class_order(cases: list[Case], given: Sequence[str] | None) -> tuple[list[str], list[Case]]:
+    """The classes of cases given one mask per class, background first
+    (:func:`segnet.data.volume_class_masks.selected_classes`), and the cases with their
+    masks of those classes alone, in that order."""
+    names = volume_class_masks.selected_classes(
+        [c for c, _ in cases[0].class_masks], cases[0].label, given
+    )
+    ordered = [
+        replace(case, class_masks=tuple((n, dict(case.class_masks)[n]) for n in names[1:]))
+        for case in cases
+    ]
+    return names, ordered
+
+
 def files_said(words: tuple[str, ...]) -> str:
     return f"{len(words)} channel files ({', '.join(words)})" if words else "one image file"
 
@@ -208,11 +232,19 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
     named = None
     if not (image_dir or label_dir) and not _has_folders(root):
         named = named_folders(root)
-        found = [] if named else case_folders(root) or beside_their_images(root)
+        found = (
+            []
+            if named
+            else (
+                case_folders(root)
+                or volume_class_masks.class_mask_cases(root)
+                or beside_their_images(root)
+            )
+        )
         if found:
             return [
                 Case(f.name, f.image, f.label, group=f.group, channels=f.channels,
-                     channel_words=f.words if f.channels else ())
+                     channel_words=f.words if f.channels else (), class_masks=f.classes)
                 for f in found
             ]  # fmt: skip
     images, labels = named or _folders(root, image_dir, label_dir)
@@ -450,31 +482,7 @@ def load_volume(
         )
     label = None
     if case.label is not None:
-        # compared once both are in RAS: a label stored in another axis order or direction
-        # (LPS against RAS, say) on the same voxels in space is the same label
-        stored = _load(case.label, case.spacing)
-        lab = nib.as_closest_canonical(stored)
-        same_grid = lab.shape == canonical.shape[:3]
-        if lab.ndim != 3 or (not same_grid and stored.shape != img.shape[:3]):
-            reoriented = lab.shape != stored.shape or canonical.shape != img.shape
-            in_ras = f" ({lab.shape} against {canonical.shape[:3]} in RAS order)" * reoriented
-            raise NiftiDataError(
-                f"label {case.label} has shape {stored.shape} but image {case.image} has "
-                f"{img.shape}{in_ras}; the label must be 3D with the image's spatial shape."
-            )
-        if not same_grid or not np.allclose(lab.affine, canonical.affine, atol=1e-3):
-            raise NiftiDataError(affine_mismatch(case, lab.affine, canonical, stored, img))
-        values = np.asarray(lab.dataobj)
-        # some labels are stored as floats holding 0/1/2: accept those, refuse real fractions
-        fractions = ~np.isfinite(values) | (values != np.round(values))
-        if fractions.any():
-            some = ", ".join(f"{v:g}" for v in np.unique(values[fractions])[:3])
-            raise NiftiDataError(
-                f"label {case.label} holds {int(fractions.sum())} voxel(s) that are not a "
-                f"class index (e.g. {some}): a label holds one whole class number per voxel; "
-                "a label resampled with linear interpolation needs nearest-neighbour instead."
-            )
-        label = values.astype(np.int64)
+        label = _read_label(case, img, canonical)
         # the values a label may hold: the classes', and the ignore index past them
         allowed = num_classes
         if ignore_value is not None and num_classes is not None:
@@ -502,12 +510,56 @@ def load_volume(
     )
 
 
+def _read_label(case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image) -> np.ndarray:
+    """A case's label (int64, RAS) on its image's grid: its label file, or its masks given
+    one per class read into one label map (:mod:`segnet.data.volume_class_masks`)."""
+    if not case.class_masks:
+        return _label_values(case.label, case, img, canonical)
+    paths = case.label_files
+    # read one at a time: a CT's 100 masks side by side would not fit in memory
+    masks = (_label_values(path, case, img, canonical) for path in paths)
+    return volume_class_masks.combine_masks(masks, paths, case.name)
+
+
+def _label_values(
+    path: Path, case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image
+) -> np.ndarray:
+    """The whole numbers of a label file (int64, RAS), checked against its image: one
+    grid, and no fraction a resampling left."""
+    # compared once both are in RAS: a label stored in another axis order or direction
+    # (LPS against RAS, say) on the same voxels in space is the same label
+    stored = _load(path, case.spacing)
+    lab = nib.as_closest_canonical(stored)
+    same_grid = lab.shape == canonical.shape[:3]
+    if lab.ndim != 3 or (not same_grid and stored.shape != img.shape[:3]):
+        reoriented = lab.shape != stored.shape or canonical.shape != img.shape
+        in_ras = f" ({lab.shape} against {canonical.shape[:3]} in RAS order)" * reoriented
+        raise NiftiDataError(
+            f"label {path} has shape {stored.shape} but image {case.image} has "
+            f"{img.shape}{in_ras}; the label must be 3D with the image's spatial shape."
+        )
+    if not same_grid or not np.allclose(lab.affine, canonical.affine, atol=1e-3):
+        raise NiftiDataError(affine_mismatch(case, lab.affine, canonical, stored, img, path))
+    values = np.asarray(lab.dataobj)
+    # some labels are stored as floats holding 0/1/2: accept those, refuse real fractions
+    fractions = ~np.isfinite(values) | (values != np.round(values))
+    if fractions.any():
+        some = ", ".join(f"{v:g}" for v in np.unique(values[fractions])[:3])
+        raise NiftiDataError(
+            f"label {path} holds {int(fractions.sum())} voxel(s) that are not a "
+            f"class index (e.g. {some}): a label holds one whole class number per voxel; "
+            "a label resampled with linear interpolation needs nearest-neighbour instead."
+        )
+    return values.astype(np.int64)
+
+
 def affine_mismatch(
     case: Case,
     label_affine: np.ndarray,
     image: nib.Nifti1Image,
     stored_label: nib.Nifti1Image,
     stored_image: nib.Nifti1Image,
+    path: Path | None = None,
 ) -> str:
     """A label and image on different grids (``label_affine`` and ``image`` in RAS), with
     how far apart: the farthest a corner voxel lies from its image counterpart, in mm and in
@@ -536,7 +588,7 @@ def affine_mismatch(
             "(nearest neighbour), as the image's affine alone would mirror it"
         )
     return (
-        f"label {case.label} and image {case.image} have different affines (voxel positions "
+        f"label {path or case.label} and image {case.image} have different affines (voxel positions "
         f"in space, up to {mm:.3g} mm or {voxels:.2g} voxel apart at the corners); {advice}."
     )
 

@@ -469,6 +469,11 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         return regions, (list(order) if order is not None else None)
 
     def _read_class_names(self) -> list[str]:
+        """The classes: given, or dataset.json's; for cases of a mask per class the masks'
+        (given ones chosen among them), the cases' masks then put in that order."""
+        if self.cases[0].class_masks:  # the masks' names are the classes: no list read
+            class_names, self.cases = nifti.in_class_order(self.cases, self._class_names)
+            return class_names
         if self._class_names:
             return self._class_names
         # a CSV lists cases from anywhere: the dataset.json beside it, not data.root's

@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 class Found(NamedTuple):
     """A case a layout finds: its image (the first channel's file, where each channel has
     a file of its own), label and group (a patient, kept whole in one split); for a case
-    of channel files, ``channels`` its further files and ``words`` every channel's word."""
+    of channel files, ``channels`` its further files and ``words`` every channel's word;
+    for a case of one mask per class, ``label`` their folder and ``classes`` each class's
+    name and mask (:mod:`segnet.data.volume_class_masks`)."""
 
     name: str
     image: Path
@@ -47,6 +49,7 @@ class Found(NamedTuple):
     group: str | None = None
     channels: tuple[Path, ...] = ()
     words: tuple[str, ...] = ()
+    classes: tuple[tuple[str, Path], ...] = ()
 
 
 def nifti_files(folder: Path) -> list[Path]:

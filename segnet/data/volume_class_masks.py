@@ -1,0 +1,157 @@
+"""Volumes whose label is a folder of one mask per class, as TotalSegmentator and
+AbdomenAtlas keep them: a folder per case holding its image and a ``segmentations/``
+folder of one black-and-white volume per structure (``s0000/ct.nii.gz`` beside
+``s0000/segmentations/liver.nii.gz``, ``spleen.nii.gz`` ...).
+
+The masks of a case are read into one label map, class k for the k-th mask (background
+0), so such a folder trains, is scored and predicted as any label map is. The classes
+are the mask files' names (in name order), or those ``data.class_names`` gives (a subset,
+in the order the outputs should have: the other masks' voxels are background, said). A
+voxel two masks hold is refused, naming the case, the two classes and the voxels: a label
+map holds one class per voxel (leave one of them out with ``data.class_names``).
+
+Example:
+    >>> combine_masks([np.array([0, 1, 0, 0]), np.array([0, 0, 1, 1])], ["a.nii", "b.nii"], "s1")
+    array([0, 1, 2, 2])
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from segnet.data.errors import DataError
+from segnet.data.image_pairs import visible_folders
+from segnet.data.volume_channels import name_of
+from segnet.data.volume_layouts import Found, nifti_files, say_unlabelled, says_label
+
+log = logging.getLogger(__name__)
+
+BACKGROUND = "background"
+
+
+class ClassMaskVolumeError(DataError):
+    """Volumes given one mask per class that cannot be read as one label map."""
+
+
+def mask_folder(case_folder: Path) -> Path | None:
+    """The one folder of a case's folder whose name says it holds labels and that holds
+    volumes (``segmentations/``), where the case folder holds one image and no label
+    beside it; None otherwise."""
+    files = nifti_files(case_folder)
+    if len(files) != 1 or says_label(name_of(files[0])):
+        return None
+    folders = [d for d in visible_folders(case_folder) if says_label(d.name) and nifti_files(d)]
+    return folders[0] if len(folders) == 1 else None
+
+
+def class_mask_cases(root: Path) -> list[Found]:
+    """A folder per case of an image and a folder of one mask per class (TotalSegmentator's
+    ``s0000/ct.nii.gz`` with ``s0000/segmentations/<structure>.nii.gz``), the case named
+    by its folder and each class by its mask's name. Folders of an image alone are left
+    out, said. Empty unless most folders of volumes are such cases and at least two are;
+    a case whose masks are other classes than the first case's is refused, named."""
+    found, unlabelled, misfits = [], [], 0
+    for folder in visible_folders(root):
+        masks = mask_folder(folder)
+        files = nifti_files(folder)
+        if masks is not None:
+            classes = tuple((name_of(p), p) for p in nifti_files(masks))
+            found.append(Found(folder.name, files[0], masks, classes=classes))
+        elif len(files) == 1 and not visible_folders(folder):
+            unlabelled.append(folder.name)
+        else:
+            misfits += bool(files)
+    if len(found) < 2 or misfits * 2 >= len(found):
+        return []
+    first = found[0]
+    names = [c for c, _ in first.classes]
+    for case in found[1:]:
+        own = [c for c, _ in case.classes]
+        if own != names:
+            missing, extra = sorted(set(names) - set(own)), sorted(set(own) - set(names))
+            raise ClassMaskVolumeError(
+                f"{root} holds a folder per case of an image and a folder of one mask per "
+                f"class ({first.label}: {len(names)} masks), but {case.label} "
+                + (f"lacks {', '.join(missing[:5])}" if missing else "")
+                + (" and " if missing and extra else "")
+                + (f"has {', '.join(extra[:5])} besides" if extra else "")
+                + ": give every case a mask of every class (an empty one where the case "
+                "has none of it), named alike."
+            )
+    log.info(
+        "%s holds a folder per case, each an image (%s) and a folder of one mask per class "
+        "(%s/: %d classes, %s): read as one label map per case, class k for the k-th mask",
+        root, first.image.name, first.label.name, len(names), shortened(names),
+    )  # fmt: skip
+    say_unlabelled(unlabelled, root)
+    return found
+
+
+def shortened(names: Sequence[str], most: int = 6) -> str:
+    return ", ".join(names[:most]) + (f" ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def selected_classes(found: Sequence[str], where: Path, given: Sequence[str] | None) -> list[str]:
+    """The classes of cases given one mask per class (``found``, the first case's, in
+    ``where``), background first: the masks' names, or those ``given``
+    (``data.class_names``, with or without ``background`` first: a checkpoint's classes
+    come back with it), in that order; a subset leaves the other masks' voxels background,
+    said."""
+    found = list(found)
+    if BACKGROUND in found:
+        raise ClassMaskVolumeError(
+            f"{where} holds a mask named {BACKGROUND!r}: class 0 is the voxels of no mask; "
+            "rename it, or leave it out of the folder."
+        )
+    names = list(given or found)
+    names = names[1:] if names[:1] == [BACKGROUND] else names
+    unknown = [n for n in names if n not in found]
+    if unknown or len(set(names)) < len(names) or not names:
+        raise ClassMaskVolumeError(
+            f"data.class_names={list(given or [])} (given, or a checkpoint's classes): the "
+            f"labels of these cases are a mask per class ({where}: {shortened(found)}); "
+            + (f"{', '.join(unknown[:5])} is none of them; " if unknown else "")
+            + "name each class once, those masks (a subset of them is trained on, the other "
+            "masks' voxels read as background), or leave data.class_names null."
+        )
+    if len(names) < len(found):
+        log.info(
+            "data.class_names: %d of the %d masks per case are read (%s); the voxels of the "
+            "others are background", len(names), len(found), shortened(names),
+        )  # fmt: skip
+    return [BACKGROUND, *names]
+
+
+def combine_masks(
+    masks: Iterable[np.ndarray], paths: Sequence[Path | str], case: str
+) -> np.ndarray:
+    """One label map (int64) of a case's masks (read one at a time where ``masks`` is a
+    generator), class k + 1 where the k-th mask is not 0. A mask of more than one value
+    besides 0 (a label map, not a class's mask), and a voxel in two masks, are refused,
+    naming the files."""
+    label = None
+    for k, (mask, path) in enumerate(zip(masks, paths, strict=True)):
+        label = np.zeros(mask.shape, np.int64) if label is None else label
+        inside = mask != 0
+        values = np.unique(mask[inside])
+        if len(values) > 1:
+            raise ClassMaskVolumeError(
+                f"mask {path} (case {case}) holds {len(values)} values besides 0 "
+                f"({', '.join(f'{v:g}' for v in values[:6])}): a class's mask is 0 outside "
+                "the class and one value inside. A label map of several classes is a case's "
+                "label file of its own (label.nii.gz beside the image), not a class's mask."
+            )
+        both = inside & (label != 0)
+        if both.any():
+            other = paths[int(label[both][0]) - 1]
+            raise ClassMaskVolumeError(
+                f"masks {other} and {path} (case {case}) overlap on {int(both.sum())} voxel(s): "
+                "masks given one per class are read into one label map, one class per voxel; "
+                "leave one of the two out (data.class_names names the classes to train)."
+            )
+        label[inside] = k + 1
+    return label

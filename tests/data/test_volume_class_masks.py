@@ -1,0 +1,161 @@
+"""Volumes labelled by a folder of one mask per class, as TotalSegmentator and
+AbdomenAtlas keep them (``s0000/ct.nii.gz`` beside ``s0000/segmentations/liver.nii.gz``):
+read as one label map per case, trained, evaluated and predicted from the command line."""
+
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+
+from segnet.data import formats, nifti
+from segnet.data.errors import DataError
+from segnet.data.nifti_datamodule import NiftiDataModule
+from segnet.data.volume_class_masks import combine_masks
+
+STRUCTURES = ("spleen", "liver", "kidney_left")
+AFFINE = np.diag([1.5, 1.5, 2.0, 1.0])
+
+
+def save(array, path: Path, affine=AFFINE) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nib.save(nib.Nifti1Image(array, affine), str(path))
+
+
+def label_of_case(seed: int, shape=(20, 22, 18)) -> np.ndarray:
+    """Three boxes, one per structure (1 spleen, 2 liver, 3 kidney_left), a little moved
+    from case to case."""
+    rng = np.random.default_rng(seed)
+    label = np.zeros(shape, np.uint8)
+    x, y, z = rng.integers(0, 3, 3)
+    label[2 + x : 8 + x, 3:10, 2:8] = 1
+    label[11:17, 4 + y : 10 + y, 9:15] = 2
+    label[3:9, 13:19, 8 + z : 14 + z] = 3
+    return label
+
+
+def class_mask_cases(root: Path, n: int = 6, structures=STRUCTURES) -> Path:
+    """TotalSegmentator's layout: ``s<i>/ct.nii.gz`` and ``s<i>/segmentations/<name>.nii.gz``,
+    mask k (in ``structures``' order) holding structure k + 1 of :func:`label_of_case`."""
+    for i in range(n):
+        label = label_of_case(i)
+        image = label * 200.0 - 300 + np.random.default_rng(i).normal(0, 30, label.shape)
+        save(image.astype(np.int16), root / f"s{i:04d}" / "ct.nii.gz")
+        for k, name in enumerate(structures):
+            mask = (label == k + 1).astype(np.uint8)
+            save(mask, root / f"s{i:04d}" / "segmentations" / f"{name}.nii.gz")
+    return root
+
+
+def test_a_case_is_its_image_and_its_masks_read_as_one_label_map(tmp_path, caplog):
+    root = class_mask_cases(tmp_path / "TotalSeg")
+    (root / "meta.csv").write_text("image_id;split\n")  # files beside the cases are no case
+    dm = NiftiDataModule(str(root), val_fraction=0.2, test_fraction=0.2)
+    with caplog.at_level("INFO"):
+        info = dm.describe()
+    assert "a folder of one mask per class (segmentations/: 3 classes" in caplog.text
+    # the classes are the masks' names, in name order, background first
+    assert info.class_names == ["background", "kidney_left", "liver", "spleen"]
+    case = dm.cases[0]
+    assert case.name == "s0000" and case.image == root / "s0000" / "ct.nii.gz"
+    assert case.label == root / "s0000" / "segmentations"
+    volume = nifti.load_volume(case, info.num_classes)
+    truth = label_of_case(0)  # 1 spleen, 2 liver, 3 kidney_left
+    expected = np.select([truth == 3, truth == 2, truth == 1], [1, 2, 3], 0)
+    assert np.array_equal(volume.label, expected)  # RAS already: a diagonal affine
+
+
+def test_class_names_choose_and_order_the_masks_trained_on(tmp_path, caplog):
+    root = class_mask_cases(tmp_path / "TotalSeg")
+    dm = NiftiDataModule(str(root), class_names=["liver", "spleen"])
+    with caplog.at_level("INFO"):
+        info = dm.describe()
+    assert info.class_names == ["background", "liver", "spleen"]
+    assert "2 of the 3 masks per case are read (liver, spleen)" in caplog.text
+    volume = nifti.load_volume(dm.cases[0], info.num_classes)
+    truth = label_of_case(0)
+    # the kidney is background now; liver 1, spleen 2 as named
+    assert np.array_equal(volume.label, np.select([truth == 2, truth == 1], [1, 2], 0))
+    # a checkpoint's classes come back with background first: the same reading
+    again = NiftiDataModule(str(root), class_names=["background", "liver", "spleen"])
+    assert again.describe().class_names == info.class_names
+    with pytest.raises(DataError, match=r"kidney_left, liver, spleen\); pancreas is none of them"):
+        NiftiDataModule(str(root), class_names=["liver", "pancreas"]).describe()
+
+
+def test_a_case_of_other_masks_is_refused_naming_it(tmp_path):
+    root = class_mask_cases(tmp_path / "TotalSeg", n=4)
+    (root / "s0002" / "segmentations" / "liver.nii.gz").unlink()
+    with pytest.raises(DataError, match=r"s0002/segmentations lacks liver: give every case"):
+        NiftiDataModule(str(root)).describe()
+    save(np.zeros((20, 22, 18), np.uint8), root / "s0002" / "segmentations" / "liver.nii.gz")
+    save(np.zeros((20, 22, 18), np.uint8), root / "s0003" / "segmentations" / "aorta.nii.gz")
+    with pytest.raises(DataError, match=r"s0003/segmentations has aorta besides"):
+        NiftiDataModule(str(root)).describe()
+
+
+def test_overlapping_or_many_valued_masks_are_refused_naming_the_files():
+    a, b = np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1])
+    with pytest.raises(DataError, match=r"masks a.nii and b.nii \(case s1\) overlap on 1 voxel"):
+        combine_masks([a, b], ["a.nii", "b.nii"], "s1")
+    with pytest.raises(
+        DataError, match=r"mask b.nii \(case s1\) holds 2 values besides 0 \(1, 2\)"
+    ):
+        combine_masks([a, np.array([0, 0, 1, 2])], ["a.nii", "b.nii"], "s1")
+    # a mask of any one value inside (255, a float 1.0) is its class
+    inside = combine_masks([a * 255, np.array([1.0, 0, 0, 1.0])], ["a", "b"], "s1")
+    assert inside.tolist() == [2, 1, 1, 2]
+
+
+def test_a_mask_folder_beside_a_label_file_leaves_the_label_file_read(tmp_path):
+    """KiTS's ``segmentation.nii.gz`` beside a folder of masks: the case's label is its
+    label file, as before (the folder is not read)."""
+    root = class_mask_cases(tmp_path / "cases", n=3)
+    for i in range(3):
+        save(label_of_case(i), root / f"s{i:04d}" / "segmentation.nii.gz")
+    cases = nifti.find_cases(root)
+    assert [c.label.name for c in cases] == ["segmentation.nii.gz"] * 3
+    assert not any(c.class_masks for c in cases)
+
+
+def test_predicting_a_folder_of_cases_leaves_their_mask_folders_out(tmp_path):
+    root = class_mask_cases(tmp_path / "TotalSeg", n=2)
+    found = formats.input_files_below(root)
+    assert found == [root / "s0000" / "ct.nii.gz", root / "s0001" / "ct.nii.gz"]
+    # a 2D dataset's root given as it is: its images, not its masks
+    from PIL import Image
+
+    for folder in ("images", "masks"):
+        (tmp_path / "flat" / folder).mkdir(parents=True)
+        Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "flat" / folder / "1.png")
+    assert formats.input_files_below(tmp_path / "flat") == [tmp_path / "flat" / "images" / "1.png"]
+
+
+def test_a_class_mask_run_trains_evaluates_and_predicts_label_maps(tmp_path):
+    from segnet.commands.evaluate import evaluate
+    from segnet.commands.predict import main as predict
+    from segnet.commands.train import train
+    from tests.commands.test_train_volumes import FAST
+    from tests.conftest import compose
+
+    root = class_mask_cases(tmp_path / "TotalSeg", n=8)
+    settings = ["experiment=hippocampus_unet3d", f"data.root={root}", *FAST]
+    metrics, objects = train(
+        compose("train", [*settings, "trainer.max_epochs=1"], tmp_path / "run")
+    )
+    assert {"test/dice/liver", "test/dice/spleen", "test/dice/kidney_left"} <= set(metrics)
+    best = objects["best_ckpt"]
+    ev = [f"ckpt_path={best}", "save_predictions=true", "trainer.accelerator=cpu",
+          "data.num_workers=0"]  # fmt: skip
+    scores, _ = evaluate(compose("evaluate", ev, tmp_path / "ev"))
+    assert scores["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
+    test = [objects["datamodule"].cases[i].name for i in objects["datamodule"].splits["test"]]
+    saved = sorted(p.name for p in (tmp_path / "ev" / "predictions").glob("*.nii.gz"))
+    assert saved == sorted(f"{name}.nii.gz" for name in test)
+    predict([f"model={best}", f"inputs={root}", f"out={tmp_path / 'masks'}"])
+    written = sorted(
+        p.relative_to(tmp_path / "masks") for p in (tmp_path / "masks").rglob("*.nii*")
+    )
+    assert written == [Path(f"s{i:04d}") / "ct.nii.gz" for i in range(8)]
+    mask = nib.load(tmp_path / "masks" / written[0])
+    assert mask.shape == (20, 22, 18) and np.asarray(mask.dataobj).max() <= 3
