@@ -107,7 +107,7 @@ def selected_classes(found: Sequence[str], where: Path, given: Sequence[str] | N
             f"{where} holds a mask named {BACKGROUND!r}: class 0 is the voxels of no mask; "
             "rename it, or leave it out of the folder."
         )
-    names = list(given or found)
+    names = [mask_named(n, found) for n in given or found]
     names = names[1:] if names[:1] == [BACKGROUND] else names
     unknown = [n for n in names if n not in found]
     if unknown or len(set(names)) < len(names) or not names:
@@ -124,6 +124,15 @@ def selected_classes(found: Sequence[str], where: Path, given: Sequence[str] | N
             "others are background", len(names), len(found), shortened(names),
         )  # fmt: skip
     return [BACKGROUND, *names]
+
+
+def mask_named(name: str, found: Sequence[str]) -> str:
+    """The mask ``name`` names: of that name, else the one of that name in other case
+    (a dataset.json's ``Anterior`` is the mask ``anterior.nii.gz``); else ``name``."""
+    if name in found or name == BACKGROUND:
+        return name
+    alike = [f for f in found if f.lower() == name.lower()]
+    return alike[0] if len(alike) == 1 else name
 
 
 def combine_masks(

@@ -79,6 +79,9 @@ def test_class_names_choose_and_order_the_masks_trained_on(tmp_path, caplog):
     # a checkpoint's classes come back with background first: the same reading
     again = NiftiDataModule(str(root), class_names=["background", "liver", "spleen"])
     assert again.describe().class_names == info.class_names
+    # ... and a dataset.json's names may be written otherwise ("Liver")
+    capital = NiftiDataModule(str(root), class_names=["background", "Liver", "Spleen"])
+    assert capital.describe().class_names == info.class_names
     with pytest.raises(DataError, match=r"kidney_left, liver, spleen\); pancreas is none of them"):
         NiftiDataModule(str(root), class_names=["liver", "pancreas"]).describe()
 
