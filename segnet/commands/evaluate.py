@@ -174,7 +174,8 @@ def data_config(
         # a checkpoint from before nnU-Net's ignore label was void trained it as a class
         if named is not None and named + [IGNORE] == trained_names:
             named = trained_names
-        if named is not None and named != trained_names:
+        # a class written in other case ("Anterior", a mask "anterior.nii.gz") is the same
+        if named is not None and [n.lower() for n in named] != [n.lower() for n in trained_names]:
             where = (
                 f"data.csv={data_cfg.csv}" if data_cfg.get("csv") else f"data.root={data_cfg.root}"
             )

@@ -2,6 +2,7 @@
 AbdomenAtlas keep them (``s0000/ct.nii.gz`` beside ``s0000/segmentations/liver.nii.gz``):
 read as one label map per case, trained, evaluated and predicted from the command line."""
 
+import json
 from pathlib import Path
 
 import nibabel as nib
@@ -155,6 +156,18 @@ def test_a_class_mask_run_trains_evaluates_and_predicts_label_maps(tmp_path):
     test = [objects["datamodule"].cases[i].name for i in objects["datamodule"].splits["test"]]
     saved = sorted(p.name for p in (tmp_path / "ev" / "predictions").glob("*.nii.gz"))
     assert saved == sorted(f"{name}.nii.gz" for name in test)
+    # the same cases as label maps, a dataset.json naming the classes in other case
+    msd = tmp_path / "msd"
+    for i in range(8):
+        case = f"s{i:04d}"
+        save(nib.load(root / case / "ct.nii.gz").get_fdata(), msd / "imagesTr" / f"{case}.nii.gz")
+        truth = label_of_case(i)
+        save(np.select([truth == 3, truth == 2, truth == 1], [1, 2, 3], 0).astype(np.uint8),
+             msd / "labelsTr" / f"{case}.nii.gz")  # fmt: skip
+    labels = {"background": 0, "Kidney_Left": 1, "Liver": 2, "Spleen": 3}
+    (msd / "dataset.json").write_text(json.dumps({"labels": labels}))
+    as_maps, _ = evaluate(compose("evaluate", [*ev, f"+data.root={msd}"], tmp_path / "ev_msd"))
+    assert as_maps["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
     predict([f"model={best}", f"inputs={root}", f"out={tmp_path / 'masks'}"])
     written = sorted(
         p.relative_to(tmp_path / "masks") for p in (tmp_path / "masks").rglob("*.nii*")
