@@ -37,15 +37,19 @@ class ClassMaskVolumeError(DataError):
     """Volumes given one mask per class that cannot be read as one label map."""
 
 
-def mask_folder(case_folder: Path) -> Path | None:
-    """The one folder of a case's folder whose name says it holds labels and that holds
-    volumes (``segmentations/``), where the case folder holds one image and no label
-    beside it; None otherwise."""
+def mask_folder(case_folder: Path) -> tuple[Path, Path, Path | None] | None:
+    """A case folder's image, its one folder whose name says it holds labels and that
+    holds volumes (``segmentations/``), and the label file beside them if there is one
+    (AbdomenAtlas's ``combined_labels.nii.gz``: not read, as the masks name their
+    classes and it does not); None where the folder holds no such folder, or another
+    count of images or labels."""
     files = nifti_files(case_folder)
-    if len(files) != 1 or says_label(name_of(files[0])):
+    images = [f for f in files if not says_label(name_of(f))]
+    labels = [f for f in files if says_label(name_of(f))]
+    if len(images) != 1 or len(labels) > 1:
         return None
     folders = [d for d in visible_folders(case_folder) if says_label(d.name) and nifti_files(d)]
-    return folders[0] if len(folders) == 1 else None
+    return (images[0], folders[0], next(iter(labels), None)) if len(folders) == 1 else None
 
 
 def class_mask_cases(root: Path) -> list[Found]:
@@ -54,13 +58,15 @@ def class_mask_cases(root: Path) -> list[Found]:
     by its folder and each class by its mask's name. Folders of an image alone are left
     out, said. Empty unless most folders of volumes are such cases and at least two are;
     a case whose masks are other classes than the first case's is refused, named."""
-    found, unlabelled, misfits = [], [], 0
+    found, unlabelled, misfits, unread = [], [], 0, []
     for folder in visible_folders(root):
-        masks = mask_folder(folder)
+        held = mask_folder(folder)
         files = nifti_files(folder)
-        if masks is not None:
+        if held is not None:
+            image, masks, label = held
             classes = tuple((name_of(p), p) for p in nifti_files(masks))
-            found.append(Found(folder.name, files[0], masks, classes=classes))
+            found.append(Found(folder.name, image, masks, classes=classes))
+            unread += [label] if label is not None else []
         elif len(files) == 1 and not visible_folders(folder):
             unlabelled.append(folder.name)
         else:
@@ -87,6 +93,11 @@ def class_mask_cases(root: Path) -> list[Found]:
         "(%s/: %d classes, %s): read as one label map per case, class k for the k-th mask",
         root, first.image.name, first.label.name, len(names), shortened(names),
     )  # fmt: skip
+    if unread:
+        log.info(
+            "%d case(s) also hold a label file beside their masks (%s): not read, the masks "
+            "naming their classes", len(unread), unread[0],
+        )  # fmt: skip
     say_unlabelled(unlabelled, root)
     return found
 
