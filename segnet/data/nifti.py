@@ -130,10 +130,7 @@ def find_cases(
     # nnU-Net v2's dataset.json lists no cases: its imagesTr/labelsTr folders do
     index = dataset_json.read_index(root, NiftiDataError) or {}
     if "training" in index and not (image_dir or label_dir):
-        entries = index.get("training") or []
-        if not entries:
-            raise NiftiDataError(f"{root / 'dataset.json'} lists no 'training' cases.")
-        cases = [listed_case(root, e["image"], e["label"]) for e in entries]
+        cases = listed_cases(root, index.get("training") or [])
     else:
         cases = _folder_cases(root, image_dir, label_dir)
     if not cases:
@@ -212,9 +209,38 @@ def files_said(words: tuple[str, ...]) -> str:
     return f"{len(words)} channel files ({', '.join(words)})" if words else "one image file"
 
 
-def listed_case(root: Path, image: str, label: str) -> Case:
+def listed_cases(root: Path, entries: list) -> list[Case]:
+    """The cases a dataset.json's ``training`` list names, each an ``image`` (a file, or
+    a list of a file per channel) and a ``label``; an entry without them is refused,
+    named. Folds a list gives (a MONAI datalist's ``fold``) are not read, said."""
+    where = root / "dataset.json"
+    if not entries:
+        raise NiftiDataError(f"{where} lists no 'training' cases.")
+    for k, entry in enumerate(entries):
+        image = entry.get("image") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not image or not entry.get("label"):
+            raise NiftiDataError(
+                f"{where}: training case {k} is {str(entry)[:120]}; each case is "
+                '{"image": <file, or a list of a file per channel>, "label": <file>}, the '
+                "paths relative to the dataset.json."
+            )
+    if any(isinstance(e, dict) and "fold" in e for e in entries):
+        log.info(
+            "%s gives each case a fold; they are not read: folds and splits are drawn by "
+            "data.seed (data.fold=k data.num_folds=n)", where,
+        )  # fmt: skip
+    return [listed_case(root, e["image"], e["label"]) for e in entries]
+
+
+def listed_case(root: Path, image: str | list[str], label: str) -> Case:
     """A case as a dataset.json lists it. nnU-Net v1 lists a case of a file per channel by
-    its case's name (``imagesTr/BRATS_001.nii.gz`` for ``BRATS_001_0000.nii.gz`` ...)."""
+    its case's name (``imagesTr/BRATS_001.nii.gz`` for ``BRATS_001_0000.nii.gz`` ...); a
+    MONAI datalist by its channel files, in order (``"image": [".../c1_t1.nii.gz",
+    ".../c1_t2.nii.gz"]``)."""
+    if isinstance(image, list):
+        files = [root / str(f) for f in image]
+        name, words = volume_channels.listed_channels(files)
+        return Case(name, files[0], root / label, channels=tuple(files[1:]), channel_words=words)
     path = root / image
     first = volume_channels.renamed(path, f"{case_name(path)}_0000")
     if path.exists() or not first.is_file():
@@ -358,7 +384,8 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
     raise NiftiDataError(
         f"{root} has neither dataset.json nor imagesTr/+labelsTr/ or images/+labels/ folders, "
         "nor image and label folders its names say (img/, label/), nor a folder per case of "
-        "an image and a label its name says so (imaging.nii.gz with segmentation.nii.gz), nor "
+        "an image and a label its name says so (imaging.nii.gz with segmentation.nii.gz) or "
+        "a folder of a mask per class (ct.nii.gz with segmentations/), nor "
         "labels named from their images by one rule (case_01_seg for case_01, "
         "segmentation-0 for volume-0); "
         "set data.image_dir and data.label_dir, or data.csv (in evaluate.py with a leading "

@@ -12,6 +12,7 @@ prediction reads a case from the same files. Names only; no voxel is read here."
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -119,6 +120,27 @@ def word_after(name: str, case: str) -> str | None:
     if len(name) > len(case) + 1 and name.startswith(case) and name[len(case)] in SEPARATORS:
         return name[len(case) + 1 :]
     return None
+
+
+def listed_channels(files: Sequence[Path]) -> tuple[str, tuple[str, ...]]:
+    """The case and each channel's word of a case listed as its channel files (a MONAI
+    datalist's ``"image": [".../c1_t1.nii.gz", ".../c1_t2.nii.gz"]``): the case the text
+    the names share up to a separator (``c1``), the words what follows it (``t1``,
+    ``t2``); where the names share no such text, the first file's name and the files'
+    places (``0000``, ``0001`` ...).
+
+    >>> listed_channels([Path("a/c1_t1.nii.gz"), Path("a/c1_t2.nii.gz")])
+    ('c1', ('t1', 't2'))
+    >>> listed_channels([Path("flair.nii"), Path("t1.nii")])
+    ('flair', ('0000', '0001'))
+    """
+    names = [name_of(f) for f in files]
+    shared = os.path.commonprefix(names)
+    cut = max((i for i, c in enumerate(shared) if c in SEPARATORS), default=-1)
+    words = tuple(word_after(n, shared[:cut]) or "" for n in names) if cut > 0 else ()
+    if cut > 0 and all(words) and len(set(words)) == len(words):
+        return shared[:cut], words
+    return names[0], tuple(f"{k:04d}" for k in range(len(files)))
 
 
 def case_of(path: Path, words: Sequence[str]) -> tuple[str, str] | None:

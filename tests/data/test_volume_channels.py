@@ -358,3 +358,31 @@ def test_channels_given_set_the_order_and_a_run_records_the_ones_it_found(tmp_pa
     with pytest.raises(DataError, match=r"data.channels=\['t1', 'flair'\]"):
         NiftiDataModule(str(root), class_names=["bg", "one", "two"],
                         channels=["t1", "flair"]).prepare_data()  # fmt: skip
+
+
+def test_a_datalist_naming_each_cases_channel_files_reads_them_in_its_order(tmp_path, caplog):
+    """A MONAI datalist (dataset.json whose cases list their channel files, each with a
+    fold): the case named by what the files share, its channels in the list's order, the
+    folds said not to be read; a case without a label is refused, naming it."""
+    root = brats_folders(tmp_path / "BraTS", n=3, words=("t1", "t2"))
+    entries = [
+        {"fold": i, "label": f"BraTS2021_{i:05d}/BraTS2021_{i:05d}_seg.nii.gz",
+         "image": [f"BraTS2021_{i:05d}/BraTS2021_{i:05d}_{w}.nii.gz" for w in ("t2", "t1")]}
+        for i in range(3)
+    ]  # fmt: skip
+    (root / "dataset.json").write_text(json.dumps({"labels": {"0": "background", "1": "a",
+                                                               "2": "b"}, "training": entries}))  # fmt: skip
+    with caplog.at_level("INFO"):
+        cases = nifti.find_cases(root)
+    assert "gives each case a fold; they are not read" in caplog.text
+    assert [c.name for c in cases] == ["BraTS2021_00000", "BraTS2021_00001", "BraTS2021_00002"]
+    assert cases[1].channel_words == ("t2", "t1")
+    channels, _ = case_channels(1, 2)  # t1 the first file written, t2 the second
+    volume = nifti.load_volume(cases[1], 3)
+    assert np.allclose(volume.image[0], channels[1]) and np.allclose(volume.image[1], channels[0])
+    del entries[2]["label"]
+    (root / "dataset.json").write_text(
+        json.dumps({"labels": {"0": "background"}, "training": entries})
+    )
+    with pytest.raises(DataError, match=r"training case 2 is .*; each case is \{\"image\""):
+        nifti.find_cases(root)
