@@ -395,28 +395,53 @@ def _folders(root: Path, image_dir: str | None, label_dir: str | None) -> tuple[
 
 
 def _cases_from_csv(path: Path) -> list[Case]:
-    rows = read_case_table(path, error=NiftiDataError)
-    unlabelled = [r for r in rows if not r["label"]]
-    if unlabelled:
-        # every case is split into train, val or test, and each of those needs a label
-        first = unlabelled[0]
-        raise NiftiDataError(
-            f"{path} line {first['line']} ({first['image']}) has no label "
-            f"({len(unlabelled)} row(s) in all): every case is trained, validated or tested "
-            "on. Leave unlabelled volumes out; python -m segnet.predict segments them."
-        )
+    """A case per row: ``image`` (a file, 3D or 4D) or a file per channel in columns
+    ``image_<word>`` (``image_t1,image_t2``: the channels in the columns' order), and
+    ``label``; ``split`` and ``group`` where given."""
+    rows = read_case_table(path, required=(), error=NiftiDataError)
+    columns = image_columns(path, rows)
+    for r in rows:
+        empty = [c for c in columns if not r.get(c)]
+        if empty or not r["label"]:
+            # every case is split into train, val or test, and each of those needs a label
+            raise NiftiDataError(
+                f"{path} line {r['line']} ({r[columns[0]] or r['label']}) has no "
+                f"{empty[0] if empty else 'label'}: every case is trained, validated or tested "
+                "on, from its image and label. Leave unlabelled volumes out; python -m "
+                "segnet.predict segments them."
+            )
     if any(r.get("roi") for r in rows):
         log.warning(
             "%s: its roi column is not read for volumes: every voxel is trained and scored.",
             path,
         )
-    cases = [
-        Case(case_name(Path(r["image"])), resolve(path, r["image"]), resolve(path, r["label"]),
-             split=r.get("split") or None, group=r.get("group") or None)
-        for r in rows
-    ]  # fmt: skip
+    words = tuple(c[len("image_") :] for c in columns) if len(columns) > 1 else ()
+    cases = []
+    for r in rows:
+        files = [resolve(path, r[c]) for c in columns]
+        name = volume_channels.listed_channels(files)[0] if words else case_name(files[0])
+        cases.append(
+            Case(name, files[0], resolve(path, r["label"]), split=r.get("split") or None,
+                 group=r.get("group") or None, channels=tuple(files[1:]), channel_words=words)
+        )  # fmt: skip
     check_unique_names(cases)
     return cases
+
+
+def image_columns(path: Path, rows: list[dict]) -> list[str]:
+    """A CSV's image columns: ``image``, or two or more ``image_<word>`` (a file per
+    channel); refused, naming the file and its columns, with both or neither, or with no
+    ``label`` column."""
+    columns = [c for c in (rows[0] if rows else {}) if c != "line"]
+    channels = [c for c in columns if c.startswith("image_") and len(c) > len("image_")]
+    if ("image" in columns) == (len(channels) > 1) or len(channels) == 1 or "label" not in columns:
+        found = ", ".join(repr(c) for c in columns) if rows else "no rows"
+        raise NiftiDataError(
+            f"data.csv={path} needs a header with 'image' and 'label' columns (it has "
+            f"{found}); for a file per channel, two or more columns 'image_<channel>' "
+            "(image_t1,image_t2: the channels in that order) in place of 'image'."
+        )
+    return channels if len(channels) > 1 else ["image"]
 
 
 def check_unique_names(cases: list[Case]) -> None:

@@ -386,3 +386,28 @@ def test_a_datalist_naming_each_cases_channel_files_reads_them_in_its_order(tmp_
     )
     with pytest.raises(DataError, match=r"training case 2 is .*; each case is \{\"image\""):
         nifti.find_cases(root)
+
+
+def test_a_csv_of_a_column_per_channel_reads_them_in_the_columns_order(tmp_path):
+    """``image_t2,image_t1,label``: a case per row, its channels in the columns' order and
+    named by them; an empty channel cell, or an ``image`` column beside them, is refused."""
+    root = brats_folders(tmp_path / "BraTS", n=3, words=("t1", "t2"))
+    rows = ["image_t2,image_t1,label,split"] + [
+        f"{c}/{c}_t2.nii.gz,{c}/{c}_t1.nii.gz,{c}/{c}_seg.nii.gz,{s}"
+        for c, s in (("BraTS2021_00000", "train"), ("BraTS2021_00001", "val"),
+                     ("BraTS2021_00002", "test"))
+    ]  # fmt: skip
+    (root / "cases.csv").write_text("\n".join(rows) + "\n")
+    cases = nifti.find_cases(root, root / "cases.csv")
+    assert [c.name for c in cases] == ["BraTS2021_00000", "BraTS2021_00001", "BraTS2021_00002"]
+    assert cases[2].channel_words == ("t2", "t1") and cases[2].split == "test"
+    channels, _ = case_channels(2, 2)  # t1 the first written, t2 the second
+    volume = nifti.load_volume(cases[2], 3)
+    assert np.allclose(volume.image[0], channels[1]) and np.allclose(volume.image[1], channels[0])
+    (root / "cases.csv").write_text("\n".join([rows[0], rows[1], rows[2].replace("_t1.nii.gz", "")
+                                               .split(",", 1)[0] + ",," + rows[2].split(",")[2]]))  # fmt: skip
+    with pytest.raises(DataError, match=r"cases.csv line 3 \(.*_t2.nii.gz\) has no image_t1"):
+        nifti.find_cases(root, root / "cases.csv")
+    (root / "cases.csv").write_text("image,image_t1,image_t2,label\na,b,c,d\n")
+    with pytest.raises(DataError, match=r"it has 'image', 'image_t1', 'image_t2', 'label'\); for"):
+        nifti.find_cases(root, root / "cases.csv")
