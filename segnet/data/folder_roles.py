@@ -80,6 +80,28 @@ def name_words(name: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# parts of a mask folder's name that say nothing else (labelsTr's tr, 1st_manual's st)
+FILLER_PARTS = frozenset(["tr", "ts", "st", "nd", "rd", "th"])
+
+
+def says_labels_alone(name: str) -> bool:
+    """Whether every word of a folder's name says it holds labels, bar a split's name, a
+    number and fillers (``masks``, ``segmentations``, ``labelsTr``, ``1st_manual``,
+    ``GroundTruth``); ``Kvasir-SEG`` or ``ann_arbor`` say something else too.
+
+    >>> [says_labels_alone(n) for n in ("labelsTr", "GroundTruth", "Kvasir-SEG", "images")]
+    [True, True, False, False]
+    """
+    parts = [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+    pairs = {a + b for a, b in zip(parts, parts[1:], strict=False)} & MASK_WORDS
+    said = [p in MASK_WORDS or any(p in pair for pair in pairs) for p in parts]
+    other = [
+        p for p, says in zip(parts, said, strict=True)
+        if not says and not p.isdigit() and p not in _SPLIT_BY_NAME and p not in FILLER_PARTS
+    ]  # fmt: skip
+    return any(said) and not other
+
+
 # Words that may say mask (PH2's IMD002_lesion/) or picture (skin_lesions/ beside masks/):
 # read as masks only where no other folder's name says masks (:func:`weak_mask_name`)
 WEAK_MASK_WORDS = frozenset(["lesion", "lesions"])

@@ -23,7 +23,7 @@ from segnet.data import images as own_images
 from segnet.data import nifti, volume_channels
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
-from segnet.data.folder_roles import role_of
+from segnet.data.folder_roles import role_of, says_labels_alone
 from segnet.data.image_pairs import folders_below, without_side_arrays
 from segnet.data.info import WINDOW_BLENDING, DataInfo, sliding_window_steps, voxel_size_warning
 from segnet.data.palette import colorize
@@ -412,25 +412,38 @@ def input_files(folder: Path) -> list[Path]:
 def input_files_below(folder: Path, leave_out: Path | None = None) -> list[Path]:
     """:func:`input_files` of every folder below ``folder`` (hidden ones left out, each
     once: :func:`~segnet.data.image_pairs.folders_below`), ``leave_out`` and what is below
-    it left out (the output folder, where it is inside), in path order. A folder whose
-    name says it holds labels (a case's ``segmentations/`` of a mask per class, a
-    dataset's ``labelsTr/``) is left out with what is below it, said."""
+    it left out (the output folder, where it is inside), in path order. A folder of labels
+    beside the inputs (named as labels alone, beside a folder of inputs or in one: a
+    dataset's ``masks/`` beside ``images/``, a case's ``segmentations/`` beside its
+    ``ct.nii.gz``) is left out with what is below it, warned."""
     skip = leave_out.resolve() if leave_out is not None else None
     kept, labels = [], []
     for d in folders_below(folder):
         real = d.resolve()
         if skip is not None and (real == skip or skip in real.parents):
             log.info("%s: inside the output folder %s, not read as inputs", d, leave_out)
-        elif any(role_of(p.name) == "labels" for p in (d, *d.relative_to(folder).parents)):
+        elif any(d == m or m in d.parents for m in labels) or labels_beside_inputs(d):
             labels.append(d)
         else:
             kept.append(d)
     if labels:
-        log.info(
-            "%s: %d folder(s) named as labels (%s) are not predicted", folder, len(labels),
-            labels[0].relative_to(folder),
+        log.warning(
+            "%s: %d folder(s) of labels beside the inputs are not predicted (%s); give one "
+            "as inputs= to predict what it holds", folder, len(labels),
+            ", ".join(str(d.relative_to(folder)) for d in labels[:3]),
         )  # fmt: skip
     return sorted(f for d in kept for f in input_files(d))
+
+
+def labels_beside_inputs(d: Path) -> bool:
+    """Whether ``d`` is named as a folder of labels alone and lies in a folder of inputs
+    or beside one (``images/`` with ``masks/``; ``ct.nii.gz`` with ``segmentations/``)."""
+    if not says_labels_alone(d.name):
+        return False
+    places = [d.parent, *(s for s in d.parent.iterdir() if s.is_dir() and s != d)]
+    return any(
+        kind.files_in(p) for p in places if not p.name.startswith(".") for kind in FILE_KINDS
+    )
 
 
 def decode_whole(path: Path) -> None:

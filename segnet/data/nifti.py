@@ -262,8 +262,8 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
             []
             if named
             else (
-                case_folders(root)
-                or volume_class_masks.class_mask_cases(root)
+                volume_class_masks.class_mask_cases(root)
+                or case_folders(root)
                 or beside_their_images(root)
             )
         )
@@ -569,18 +569,28 @@ def _read_label(case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image) ->
         return _label_values(case.label, case, img, canonical)
     paths = case.label_files
     # read one at a time: a CT's 100 masks side by side would not fit in memory
-    masks = (_label_values(path, case, img, canonical) for path in paths)
+    masks = (_label_values(path, case, img, canonical, widen=False) for path in paths)
     return volume_class_masks.combine_masks(masks, paths, case.name)
 
 
+def _load_label(path: Path, spacing: Sequence[float] | None) -> nib.Nifti1Image:
+    """A label file decoded once, in the type it is stored in (a mask's uint8, not the
+    float32 an image is read as): a case of a hundred masks reads each once."""
+    try:
+        stored = volume_files.read(path, spacing)
+        return nib.Nifti1Image(np.asanyarray(stored.dataobj), stored.affine, stored.header)
+    except (OSError, EOFError, zlib.error, nib.filebasedimages.ImageFileError, ValueError) as err:
+        raise NiftiDataError(f"cannot read {path}: {err} (corrupt or truncated file?)") from err
+
+
 def _label_values(
-    path: Path, case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image
+    path: Path, case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image, widen: bool = True
 ) -> np.ndarray:
-    """The whole numbers of a label file (int64, RAS), checked against its image: one
-    grid, and no fraction a resampling left."""
+    """The whole numbers of a label file (int64 where ``widen``, else as stored; RAS),
+    checked against its image: one grid, and no fraction a resampling left."""
     # compared once both are in RAS: a label stored in another axis order or direction
     # (LPS against RAS, say) on the same voxels in space is the same label
-    stored = _load(path, case.spacing)
+    stored = _load_label(path, case.spacing)
     lab = nib.as_closest_canonical(stored)
     same_grid = lab.shape == canonical.shape[:3]
     if lab.ndim != 3 or (not same_grid and stored.shape != img.shape[:3]):
@@ -594,15 +604,17 @@ def _label_values(
         raise NiftiDataError(affine_mismatch(case, lab.affine, canonical, stored, img, path))
     values = np.asarray(lab.dataobj)
     # some labels are stored as floats holding 0/1/2: accept those, refuse real fractions
-    fractions = ~np.isfinite(values) | (values != np.round(values))
-    if fractions.any():
+    fractions = (
+        ~np.isfinite(values) | (values != np.round(values)) if values.dtype.kind == "f" else None
+    )
+    if fractions is not None and fractions.any():
         some = ", ".join(f"{v:g}" for v in np.unique(values[fractions])[:3])
         raise NiftiDataError(
             f"label {path} holds {int(fractions.sum())} voxel(s) that are not a "
             f"class index (e.g. {some}): a label holds one whole class number per voxel; "
             "a label resampled with linear interpolation needs nearest-neighbour instead."
         )
-    return values.astype(np.int64)
+    return values.astype(np.int64) if widen else values
 
 
 def affine_mismatch(

@@ -12,7 +12,7 @@ map holds one class per voxel (leave one of them out with ``data.class_names``).
 
 Example:
     >>> combine_masks([np.array([0, 1, 0, 0]), np.array([0, 0, 1, 1])], ["a.nii", "b.nii"], "s1")
-    array([0, 1, 2, 2])
+    array([0, 1, 2, 2], dtype=int16)
 """
 
 from __future__ import annotations
@@ -58,21 +58,32 @@ def class_mask_cases(root: Path) -> list[Found]:
     by its folder and each class by its mask's name. Folders of an image alone are left
     out, said. Empty unless most folders of volumes are such cases and at least two are;
     a case whose masks are other classes than the first case's is refused, named."""
-    found, unlabelled, misfits, unread = [], [], 0, []
+    found, unlabelled, misfits, unread = [], [], [], []
     for folder in visible_folders(root):
         held = mask_folder(folder)
         files = nifti_files(folder)
         if held is not None:
             image, masks, label = held
             classes = tuple((name_of(p), p) for p in nifti_files(masks))
+            check_unique_classes(classes)
             found.append(Found(folder.name, image, masks, classes=classes))
             unread += [label] if label is not None else []
         elif len(files) == 1 and not visible_folders(folder):
             unlabelled.append(folder.name)
-        else:
-            misfits += bool(files)
-    if len(found) < 2 or misfits * 2 >= len(found):
+        elif files or any(nifti_files(d) for d in visible_folders(folder)):
+            misfits.append(folder)
+    if len(found) < 2 or len(misfits) * 2 >= len(found):
         return []
+    if misfits:  # most folders are such cases: the odd one named, never left out unsaid
+        held = ", ".join(
+            str(p.relative_to(misfits[0])) for p in sorted(misfits[0].rglob("*")) if p.is_file()
+        )
+        raise ClassMaskVolumeError(
+            f"{root} holds a folder per case of an image and a folder of one mask per class "
+            f"({found[0].image.name} with {found[0].label.name}/), but {misfits[0]} holds "
+            f"{held[:300]}: give it one image and one such folder, or move it out "
+            f"({len(misfits)} such folder(s))."
+        )
     first = found[0]
     names = [c for c, _ in first.classes]
     for case in found[1:]:
@@ -100,6 +111,17 @@ def class_mask_cases(root: Path) -> list[Found]:
         )  # fmt: skip
     say_unlabelled(unlabelled, root)
     return found
+
+
+def check_unique_classes(classes: Sequence[tuple[str, Path]]) -> None:
+    """One mask per class name: ``liver.nii`` beside ``liver.nii.gz`` is refused, named."""
+    seen: dict[str, Path] = {}
+    for name, path in classes:
+        if name in seen:
+            raise ClassMaskVolumeError(
+                f"{seen[name]} and {path} are both masks of {name!r}: keep one of them."
+            )
+        seen[name] = path
 
 
 def shortened(names: Sequence[str], most: int = 6) -> str:
@@ -149,13 +171,14 @@ def mask_named(name: str, found: Sequence[str]) -> str:
 def combine_masks(
     masks: Iterable[np.ndarray], paths: Sequence[Path | str], case: str
 ) -> np.ndarray:
-    """One label map (int64) of a case's masks (read one at a time where ``masks`` is a
-    generator), class k + 1 where the k-th mask is not 0. A mask of more than one value
-    besides 0 (a label map, not a class's mask), and a voxel in two masks, are refused,
-    naming the files."""
+    """One label map (int16: a CT's takes a quarter of int64's memory) of a case's masks
+    (read one at a time where ``masks`` is a generator), class k + 1 where the k-th mask
+    is not 0. A mask of more than one value besides 0 (a label map, not a class's mask),
+    and a voxel in two masks, are refused, naming the files."""
     label = None
     for k, (mask, path) in enumerate(zip(masks, paths, strict=True)):
-        label = np.zeros(mask.shape, np.int64) if label is None else label
+        if label is None:
+            label = np.zeros(mask.shape, np.int16 if len(paths) < 2**15 else np.int32)
         inside = mask != 0
         values = np.unique(mask[inside])
         if len(values) > 1:

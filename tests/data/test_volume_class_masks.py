@@ -96,6 +96,12 @@ def test_a_case_of_other_masks_is_refused_naming_it(tmp_path):
     save(np.zeros((20, 22, 18), np.uint8), root / "s0003" / "segmentations" / "aorta.nii.gz")
     with pytest.raises(DataError, match=r"s0003/segmentations has aorta besides"):
         NiftiDataModule(str(root)).describe()
+    (root / "s0003" / "segmentations" / "aorta.nii.gz").rename(root / "s0003" / "liver.nii")
+    with pytest.raises(DataError, match=r"s0003 holds ct.nii.gz, liver.nii, segmentations/kidney_left"):
+        NiftiDataModule(str(root)).describe()  # a folder that fits no case is never left out
+    (root / "s0003" / "liver.nii").rename(root / "s0003" / "segmentations" / "liver.nii")
+    with pytest.raises(DataError, match=r"liver.nii and .*liver.nii.gz are both masks of 'liver'"):
+        NiftiDataModule(str(root)).describe()
 
 
 def test_overlapping_or_many_valued_masks_are_refused_naming_the_files():
@@ -111,15 +117,23 @@ def test_overlapping_or_many_valued_masks_are_refused_naming_the_files():
     assert inside.tolist() == [2, 1, 1, 2]
 
 
-def test_a_mask_folder_beside_a_label_file_leaves_the_label_file_read(tmp_path):
-    """KiTS's ``segmentation.nii.gz`` beside a folder of masks: the case's label is its
-    label file, as before (the folder is not read)."""
+def test_a_label_file_beside_the_masks_is_not_read(tmp_path, caplog):
+    """AbdomenAtlas's ``combined_labels.nii.gz`` beside ``segmentations/``: the masks are
+    read, as they name their classes and the label map does not; said."""
     root = class_mask_cases(tmp_path / "cases", n=3)
     for i in range(3):
-        save(label_of_case(i), root / f"s{i:04d}" / "segmentation.nii.gz")
-    cases = nifti.find_cases(root)
-    assert [c.label.name for c in cases] == ["segmentation.nii.gz"] * 3
-    assert not any(c.class_masks for c in cases)
+        save(label_of_case(i), root / f"s{i:04d}" / "combined_labels.nii.gz")
+    with caplog.at_level("INFO"):
+        cases = nifti.find_cases(root)
+    assert [c.label.name for c in cases] == ["segmentations"] * 3
+    assert [c.image.name for c in cases] == ["ct.nii.gz"] * 3
+    assert "3 case(s) also hold a label file beside their masks" in caplog.text
+    # without the mask folders, the label files are the labels, as before (KiTS19's)
+    for i in range(3):
+        for mask in (root / f"s{i:04d}" / "segmentations").iterdir():
+            mask.unlink()
+        (root / f"s{i:04d}" / "segmentations").rmdir()
+    assert [c.label.name for c in nifti.find_cases(root)] == ["combined_labels.nii.gz"] * 3
 
 
 def test_predicting_a_folder_of_cases_leaves_their_mask_folders_out(tmp_path):
@@ -133,6 +147,9 @@ def test_predicting_a_folder_of_cases_leaves_their_mask_folders_out(tmp_path):
         (tmp_path / "flat" / folder).mkdir(parents=True)
         Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "flat" / folder / "1.png")
     assert formats.input_files_below(tmp_path / "flat") == [tmp_path / "flat" / "images" / "1.png"]
+    # a folder whose name holds a mask's word among others is a dataset, not its labels
+    (tmp_path / "flat" / "masks").rename(tmp_path / "flat" / "Kvasir-SEG")
+    assert len(formats.input_files_below(tmp_path / "flat")) == 2
 
 
 def test_a_class_mask_run_trains_evaluates_and_predicts_label_maps(tmp_path):
