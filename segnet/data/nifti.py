@@ -276,6 +276,9 @@ def _folder_cases(root: Path, image_dir: str | None, label_dir: str | None) -> l
     images, labels = named or _folders(root, image_dir, label_dir)
     image_files = nifti_files(images)
     label_files = nifti_files(labels)
+    by_class = volume_class_masks.class_folder_cases(image_files, labels)
+    if by_class:
+        return [Case(f.name, f.image, f.label, class_masks=f.classes) for f in by_class]
     # a rule only where no label is named as its image: two ways in one folder are refused
     same_name = {case_name(p) for p in label_files} & {case_name(p) for p in image_files}
     renamed = label_folder_rule(image_files, label_files, labels) if not same_name else {}

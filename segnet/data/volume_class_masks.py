@@ -113,6 +113,36 @@ def class_mask_cases(root: Path) -> list[Found]:
     return found
 
 
+def class_folder_cases(images: Sequence[Path], labels: Path) -> list[Found]:
+    """Cases of an image folder whose label folder holds a folder of masks per class
+    (``labels/liver/case_01.nii.gz``, ``labels/spleen/case_01.nii.gz`` for
+    ``images/case_01.nii.gz``), each class named by its folder; empty where the label
+    folder holds volumes itself, or no folder of them. An image without its mask in every
+    class's folder is refused, named."""
+    folders = [d for d in visible_folders(labels) if nifti_files(d)]
+    if nifti_files(labels) or not folders:
+        return []
+    by_class = {d.name: {name_of(p): p for p in nifti_files(d)} for d in folders}
+    found = []
+    for image in images:
+        case = name_of(image)
+        lacking = [c for c, masks in by_class.items() if case not in masks]
+        if lacking:
+            raise ClassMaskVolumeError(
+                f"{labels} holds a folder of masks per class ({shortened(list(by_class))}), "
+                f"and {', '.join(lacking[:3])}/ has no mask named {case} for {image}: give "
+                "every image a mask in every class's folder (an empty one where it has none "
+                "of the class), named as the image."
+            )
+        classes = tuple((c, masks[case]) for c, masks in by_class.items())
+        found.append(Found(case, image, labels, classes=classes))
+    log.info(
+        "%s holds a folder of masks per class (%d classes, %s): each image's read as one "
+        "label map, class k for the k-th folder", labels, len(by_class), shortened(list(by_class)),
+    )  # fmt: skip
+    return found
+
+
 def check_unique_classes(classes: Sequence[tuple[str, Path]]) -> None:
     """One mask per class name: ``liver.nii`` beside ``liver.nii.gz`` is refused, named."""
     seen: dict[str, Path] = {}

@@ -97,7 +97,9 @@ def test_a_case_of_other_masks_is_refused_naming_it(tmp_path):
     with pytest.raises(DataError, match=r"s0003/segmentations has aorta besides"):
         NiftiDataModule(str(root)).describe()
     (root / "s0003" / "segmentations" / "aorta.nii.gz").rename(root / "s0003" / "liver.nii")
-    with pytest.raises(DataError, match=r"s0003 holds ct.nii.gz, liver.nii, segmentations/kidney_left"):
+    with pytest.raises(
+        DataError, match=r"s0003 holds ct.nii.gz, liver.nii, segmentations/kidney_left"
+    ):
         NiftiDataModule(str(root)).describe()  # a folder that fits no case is never left out
     (root / "s0003" / "liver.nii").rename(root / "s0003" / "segmentations" / "liver.nii")
     with pytest.raises(DataError, match=r"liver.nii and .*liver.nii.gz are both masks of 'liver'"):
@@ -192,3 +194,27 @@ def test_a_class_mask_run_trains_evaluates_and_predicts_label_maps(tmp_path):
     assert written == [Path(f"s{i:04d}") / "ct.nii.gz" for i in range(8)]
     mask = nib.load(tmp_path / "masks" / written[0])
     assert mask.shape == (20, 22, 18) and np.asarray(mask.dataobj).max() <= 3
+
+
+def test_a_label_folder_of_a_folder_per_class_pairs_by_name(tmp_path):
+    """``images/s0.nii.gz`` with ``labels/liver/s0.nii.gz`` ...: the 2D layout of a mask
+    per class, for volumes; an image lacking a class's mask is refused, named."""
+    cases = class_mask_cases(tmp_path / "cases", n=3)
+    root = tmp_path / "plain"
+    for i in range(3):
+        case = cases / f"s{i:04d}"
+        (root / "images").mkdir(parents=True, exist_ok=True)
+        (case / "ct.nii.gz").rename(root / "images" / f"s{i}.nii.gz")
+        for mask in (case / "segmentations").iterdir():
+            (root / "labels" / mask.name.split(".")[0]).mkdir(parents=True, exist_ok=True)
+            mask.rename(root / "labels" / mask.name.split(".")[0] / f"s{i}.nii.gz")
+    dm = NiftiDataModule(str(root), val_fraction=0.34, test_fraction=0.0)
+    assert dm.describe().class_names == ["background", "kidney_left", "liver", "spleen"]
+    volume = nifti.load_volume(dm.cases[1], 4)
+    truth = label_of_case(1)
+    assert np.array_equal(
+        volume.label, np.select([truth == 3, truth == 2, truth == 1], [1, 2, 3], 0)
+    )
+    (root / "labels" / "liver" / "s2.nii.gz").unlink()
+    with pytest.raises(DataError, match=r"liver/ has no mask named s2 for .*s2.nii.gz"):
+        nifti.find_cases(root)
