@@ -437,13 +437,18 @@ def input_files_below(folder: Path, leave_out: Path | None = None) -> list[Path]
 
 def labels_beside_inputs(d: Path) -> bool:
     """Whether ``d`` is named as a folder of labels alone and lies in a folder of inputs
-    or beside one (``images/`` with ``masks/``; ``ct.nii.gz`` with ``segmentations/``)."""
+    or beside a folder of them (``images/`` with ``masks/``, ``images/train/`` with
+    ``masks/train/``; ``ct.nii.gz`` with ``segmentations/``)."""
     if not says_labels_alone(d.name):
         return False
-    places = [d.parent, *(s for s in d.parent.iterdir() if s.is_dir() and s != d)]
+    if any(kind.files_in(d.parent) for kind in FILE_KINDS):
+        return True
+    beside = [s for s in d.parent.iterdir() if s.is_dir() and s != d and not s.name.startswith(".")]
+    # the first input found will do: a folder of thousands is not listed whole
     return any(
-        kind.files_in(p) for p in places if not p.name.startswith(".") for kind in FILE_KINDS
-    )
+        format_of_file(f) is not None for s in beside for f in s.rglob("*")
+        if not f.name.startswith(".")
+    )  # fmt: skip
 
 
 def decode_whole(path: Path) -> None:

@@ -130,7 +130,7 @@ def find_cases(
     # nnU-Net v2's dataset.json lists no cases: its imagesTr/labelsTr folders do
     index = dataset_json.read_index(root, NiftiDataError) or {}
     if "training" in index and not (image_dir or label_dir):
-        cases = listed_cases(root, index.get("training") or [])
+        cases = listed_cases(root, index)
     else:
         cases = _folder_cases(root, image_dir, label_dir)
     if not cases:
@@ -209,27 +209,48 @@ def files_said(words: tuple[str, ...]) -> str:
     return f"{len(words)} channel files ({', '.join(words)})" if words else "one image file"
 
 
-def listed_cases(root: Path, entries: list) -> list[Case]:
-    """The cases a dataset.json's ``training`` list names, each an ``image`` (a file, or
-    a list of a file per channel) and a ``label``; an entry without them is refused,
-    named. Folds a list gives (a MONAI datalist's ``fold``) are not read, said."""
+def listed_cases(root: Path, index: dict) -> list[Case]:
+    """The cases a dataset.json lists under ``training`` (and, in a MONAI datalist,
+    ``validation``: then the val split, and ``training`` the train split), each an
+    ``image`` (a file, or a list of a file per channel) and a ``label``; an entry without
+    them is refused, named. Folds a list gives (a MONAI datalist's ``fold``) are not read,
+    said."""
     where = root / "dataset.json"
-    if not entries:
+    training, validation = index.get("training") or [], index.get("validation") or []
+    if not training:
         raise NiftiDataError(f"{where} lists no 'training' cases.")
-    for k, entry in enumerate(entries):
-        image = entry.get("image") if isinstance(entry, dict) else None
-        if not isinstance(entry, dict) or not image or not entry.get("label"):
-            raise NiftiDataError(
-                f"{where}: training case {k} is {str(entry)[:120]}; each case is "
-                '{"image": <file, or a list of a file per channel>, "label": <file>}, the '
-                "paths relative to the dataset.json."
-            )
-    if any(isinstance(e, dict) and "fold" in e for e in entries):
+    for part, entries in (("training", training), ("validation", validation)):
+        for k, entry in enumerate(entries):
+            if not listed_entry(entry):
+                raise NiftiDataError(
+                    f"{where}: {part} case {k} is {str(entry)[:120]}; each case is "
+                    '{"image": <file, or a list of a file per channel>, "label": <file>}, '
+                    "the paths relative to the dataset.json."
+                )
+    if any("fold" in e for e in training):
         log.info(
             "%s gives each case a fold; they are not read: folds and splits are drawn by "
             "data.seed (data.fold=k data.num_folds=n)", where,
         )  # fmt: skip
-    return [listed_case(root, e["image"], e["label"]) for e in entries]
+    split = {"training": "train" if validation else None, "validation": "val"}
+    return [
+        replace(listed_case(root, e["image"], e["label"]), split=split[part])
+        for part, entries in (("training", training), ("validation", validation))
+        for e in entries
+    ]
+
+
+def listed_entry(entry: object) -> bool:
+    """Whether a dataset.json's case is an image (a file, or a list of distinct files)
+    and a label file."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("label"), str) or not entry["label"]:
+        return False
+    image = entry.get("image")
+    if isinstance(image, list):
+        return (
+            bool(image) and all(isinstance(f, str) for f in image) and len(set(image)) == len(image)
+        )
+    return isinstance(image, str) and bool(image)
 
 
 def listed_case(root: Path, image: str | list[str], label: str) -> Case:
@@ -237,6 +258,8 @@ def listed_case(root: Path, image: str | list[str], label: str) -> Case:
     its case's name (``imagesTr/BRATS_001.nii.gz`` for ``BRATS_001_0000.nii.gz`` ...); a
     MONAI datalist by its channel files, in order (``"image": [".../c1_t1.nii.gz",
     ".../c1_t2.nii.gz"]``)."""
+    if isinstance(image, list) and len(image) == 1:
+        image = image[0]  # one file: a case as any
     if isinstance(image, list):
         files = [root / str(f) for f in image]
         name, words = volume_channels.listed_channels(files)
@@ -423,6 +446,8 @@ def _cases_from_csv(path: Path) -> list[Case]:
     for r in rows:
         files = [resolve(path, r[c]) for c in columns]
         name = volume_channels.listed_channels(files)[0] if words else case_name(files[0])
+        if words and not cases:
+            say_unnamed_channels(path, files, name, words)
         cases.append(
             Case(name, files[0], resolve(path, r["label"]), split=r.get("split") or None,
                  group=r.get("group") or None, channels=tuple(files[1:]), channel_words=words)
@@ -431,13 +456,34 @@ def _cases_from_csv(path: Path) -> list[Case]:
     return cases
 
 
+def say_unnamed_channels(path: Path, files: list[Path], case: str, words: tuple[str, ...]) -> None:
+    """Warn where a CSV's channel files are not named as their columns say
+    (``<case>_t1`` under ``image_t1``): the run reads them by column, but
+    ``segnet.predict`` finds a new case's channels by name, and a file under the wrong
+    column would be read as another channel without a word."""
+    off = [f for f, w in zip(files, words, strict=True) if not volume_channels.case_of(f, [w])]
+    if off:
+        log.warning(
+            "%s: the channel file %s is not named <case>_%s as its column image_%s says; "
+            "training reads each file by its column, but segnet.predict finds a new "
+            "case's channels by their names (<case>_%s beside <case>_%s ...): name the "
+            "files so, or check each sits in its channel's column", path, off[0],
+            words[files.index(off[0])], words[files.index(off[0])], words[0], words[1],
+        )  # fmt: skip
+
+
 def image_columns(path: Path, rows: list[dict]) -> list[str]:
     """A CSV's image columns: ``image``, or two or more ``image_<word>`` (a file per
     channel); refused, naming the file and its columns, with both or neither, or with no
     ``label`` column."""
     columns = [c for c in (rows[0] if rows else {}) if c != "line"]
     channels = [c for c in columns if c.startswith("image_") and len(c) > len("image_")]
-    if ("image" in columns) == (len(channels) > 1) or len(channels) == 1 or "label" not in columns:
+    if "image" in columns and "label" in columns:
+        if channels:  # an image_id, an image_source: notes beside the image, as before
+            log.info("%s: its columns %s are not read (the image is column 'image')", path,
+                     ", ".join(channels))  # fmt: skip
+        return ["image"]
+    if len(channels) < 2 or "label" not in columns:
         found = ", ".join(repr(c) for c in columns) if rows else "no rows"
         raise NiftiDataError(
             f"data.csv={path} needs a header with 'image' and 'label' columns (it has "

@@ -126,13 +126,16 @@ def listed_channels(files: Sequence[Path]) -> tuple[str, tuple[str, ...]]:
     """The case and each channel's word of a case listed as its channel files (a MONAI
     datalist's ``"image": [".../c1_t1.nii.gz", ".../c1_t2.nii.gz"]``): the case the text
     the names share up to a separator (``c1``), the words what follows it (``t1``,
-    ``t2``); where the names share no such text, the first file's name and the files'
-    places (``0000``, ``0001`` ...).
+    ``t2``); where the names share no such text and the files one folder, the folder's
+    name and the files' (``c1/flair.nii.gz``, ``c1/t1.nii.gz``); else the first file's
+    name and the files' places (``0000``, ``0001`` ...).
 
     >>> listed_channels([Path("a/c1_t1.nii.gz"), Path("a/c1_t2.nii.gz")])
     ('c1', ('t1', 't2'))
-    >>> listed_channels([Path("flair.nii"), Path("t1.nii")])
-    ('flair', ('0000', '0001'))
+    >>> listed_channels([Path("c1/flair.nii"), Path("c1/t1.nii")])
+    ('c1', ('flair', 't1'))
+    >>> listed_channels([Path("a/x.nii"), Path("b/y.nii")])
+    ('x', ('0000', '0001'))
     """
     names = [name_of(f) for f in files]
     shared = os.path.commonprefix(names)
@@ -140,6 +143,9 @@ def listed_channels(files: Sequence[Path]) -> tuple[str, tuple[str, ...]]:
     words = tuple(word_after(n, shared[:cut]) or "" for n in names) if cut > 0 else ()
     if cut > 0 and all(words) and len(set(words)) == len(words):
         return shared[:cut], words
+    folders = {f.parent for f in files}
+    if len(folders) == 1 and files[0].parent.name and len(set(names)) == len(names):
+        return files[0].parent.name, tuple(names)
     return names[0], tuple(f"{k:04d}" for k in range(len(files)))
 
 

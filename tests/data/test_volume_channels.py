@@ -408,6 +408,56 @@ def test_a_csv_of_a_column_per_channel_reads_them_in_the_columns_order(tmp_path)
                                                .split(",", 1)[0] + ",," + rows[2].split(",")[2]]))  # fmt: skip
     with pytest.raises(DataError, match=r"cases.csv line 3 \(.*_t2.nii.gz\) has no image_t1"):
         nifti.find_cases(root, root / "cases.csv")
-    (root / "cases.csv").write_text("image,image_t1,image_t2,label\na,b,c,d\n")
-    with pytest.raises(DataError, match=r"it has 'image', 'image_t1', 'image_t2', 'label'\); for"):
+    (root / "cases.csv").write_text("image_t1,label\na,b\n")  # one channel's column alone
+    with pytest.raises(DataError, match=r"it has 'image_t1', 'label'\); for a file per channel"):
         nifti.find_cases(root, root / "cases.csv")
+
+
+def test_datalists_and_csvs_of_other_forms_read_as_meant(tmp_path, caplog):
+    """A one-file list is a case as any; a datalist's validation cases are the val split;
+    channel files named by modality alone are named by their folder; a CSV's image_*
+    columns beside an 'image' column are notes; channel files not named as their columns
+    say are warned about."""
+    root = tmp_path / "MONAI"
+    channels, label = case_channels(0, 2)
+    for i in range(3):
+        for word, image in zip(("flair", "t1"), channels, strict=True):
+            save(image, root / f"c{i}" / f"{word}.nii.gz")
+        save(label, root / f"c{i}" / "seg.nii.gz")
+
+    def entry(i, words):
+        return {"image": [f"c{i}/{w}.nii.gz" for w in words], "label": f"c{i}/seg.nii.gz"}
+
+    index = {"labels": {"0": "background", "1": "a", "2": "b"},
+             "training": [entry(0, ("flair", "t1")), entry(1, ("flair", "t1"))],
+             "validation": [entry(2, ("flair", "t1"))]}  # fmt: skip
+    (root / "dataset.json").write_text(json.dumps(index))
+    cases = nifti.find_cases(root)
+    assert [(c.name, c.split, c.channel_words) for c in cases] == [
+        ("c0", "train", ("flair", "t1")), ("c1", "train", ("flair", "t1")),
+        ("c2", "val", ("flair", "t1")),
+    ]  # fmt: skip
+    # a list of one file: the case named as that file, of one channel
+    for i in range(2):
+        (root / f"c{i}" / "t1.nii.gz").rename(root / f"c{i}" / f"case_{i}.nii.gz")
+    index["training"] = [
+        {"image": [f"c{i}/case_{i}.nii.gz"], "label": f"c{i}/seg.nii.gz"} for i in range(2)
+    ]
+    index.pop("validation")
+    (root / "dataset.json").write_text(json.dumps(index))
+    assert [(c.name, c.channels, c.split) for c in nifti.find_cases(root)] == [
+        ("case_0", (), None),
+        ("case_1", (), None),
+    ]
+    # a CSV: image_* columns beside 'image' are notes; channel columns of files not
+    # named by them are warned about
+    (root / "notes.csv").write_text(
+        "image,label,image_id\nc0/case_0.nii.gz,c0/seg.nii.gz,7\nc1/case_1.nii.gz,c1/seg.nii.gz,8\n"
+    )
+    assert [c.name for c in nifti.find_cases(root, root / "notes.csv")] == ["case_0", "case_1"]
+    (root / "channels.csv").write_text(
+        "image_t1,image_flair,label\nc2/flair.nii.gz,c2/t1.nii.gz,c2/seg.nii.gz\n"
+    )
+    with caplog.at_level("WARNING"):
+        nifti.find_cases(root, root / "channels.csv")
+    assert "flair.nii.gz is not named <case>_t1 as its column image_t1 says" in caplog.text

@@ -149,6 +149,13 @@ def test_predicting_a_folder_of_cases_leaves_their_mask_folders_out(tmp_path):
         (tmp_path / "flat" / folder).mkdir(parents=True)
         Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "flat" / folder / "1.png")
     assert formats.input_files_below(tmp_path / "flat") == [tmp_path / "flat" / "images" / "1.png"]
+    # ... and so with a split folder in each
+    for folder in ("images", "masks"):
+        (tmp_path / "flat" / folder / "1.png").rename(tmp_path / "flat" / f"{folder}.png")
+        (tmp_path / "flat" / folder / "train").mkdir()
+        (tmp_path / "flat" / f"{folder}.png").rename(tmp_path / "flat" / folder / "train" / "1.png")
+    found = formats.input_files_below(tmp_path / "flat")
+    assert found == [tmp_path / "flat" / "images" / "train" / "1.png"]
     # a folder whose name holds a mask's word among others is a dataset, not its labels
     (tmp_path / "flat" / "masks").rename(tmp_path / "flat" / "Kvasir-SEG")
     assert len(formats.input_files_below(tmp_path / "flat")) == 2
