@@ -138,6 +138,7 @@ while True:  # what trainer.save_checkpoint does for last.ckpt, as fast as possi
 """
 
 
+@pytest.mark.slow  # each attempt starts Python with Lightning: about 12 s in all
 def test_a_kill_during_a_checkpoint_write_leaves_a_loadable_checkpoint(tmp_path):
     path = tmp_path / "last.ckpt"
     for attempt in range(3):  # each attempt starts Python with torch: seconds each
