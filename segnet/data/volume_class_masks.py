@@ -198,6 +198,21 @@ def mask_named(name: str, found: Sequence[str]) -> str:
     return alike[0] if len(alike) == 1 else name
 
 
+def nonzero_voxels(voxels: np.ndarray, block: int = 4096) -> np.ndarray:
+    """The indices of ``voxels`` (1D) that are not 0, as ``np.flatnonzero`` gives them,
+    found block by block: a structure fills a few blocks of a CT's thousands, and a
+    block's ``any`` is many times faster than a voxel's index.
+
+    >>> nonzero_voxels(np.array([0, 3, 0, 0, -1, 0, 0]), block=2).tolist()
+    [1, 4]
+    """
+    head = voxels.size // block * block
+    blocks = voxels[:head].reshape(-1, block)
+    rows = np.flatnonzero(blocks.any(axis=1))
+    at_row, at = np.nonzero(blocks[rows])
+    return np.concatenate([rows[at_row] * block + at, head + np.flatnonzero(voxels[head:])])
+
+
 def combine_masks(
     masks: Iterable[np.ndarray], paths: Sequence[Path | str], case: str
 ) -> np.ndarray:
@@ -205,12 +220,21 @@ def combine_masks(
     (read one at a time where ``masks`` is a generator), class k + 1 where the k-th mask
     is not 0. A mask of more than one value besides 0 (a label map, not a class's mask),
     and a voxel in two masks, are refused, naming the files."""
-    label = None
+    label = flat = None
+    order = "C"
     for k, (mask, path) in enumerate(zip(masks, paths, strict=True)):
         if label is None:
-            label = np.zeros(mask.shape, np.int16 if len(paths) < 2**15 else np.int32)
-        inside = mask != 0
-        values = np.unique(mask[inside])
+            # the label laid out as the masks are (NIfTI's arrays are Fortran-ordered), so
+            # that each mask is read through as it lies, never copied
+            order = "F" if mask.flags.f_contiguous and not mask.flags.c_contiguous else "C"
+            dtype = np.int16 if len(paths) < 2**15 else np.int32
+            label = np.zeros(mask.shape, dtype, order=order)
+            flat = label.ravel(order=order)
+        # by the voxels a structure holds (a few thousand of millions), not by whole masks:
+        # a CT's hundred masks combine in a second, not ten
+        voxels = mask.ravel(order=order)
+        inside = nonzero_voxels(voxels)
+        values = np.unique(voxels[inside])
         if len(values) > 1:
             raise ClassMaskVolumeError(
                 f"mask {path} (case {case}) holds {len(values)} values besides 0 "
@@ -218,13 +242,14 @@ def combine_masks(
                 "the class and one value inside. A label map of several classes is a case's "
                 "label file of its own (label.nii.gz beside the image), not a class's mask."
             )
-        both = inside & (label != 0)
-        if both.any():
-            other = paths[int(label[both][0]) - 1]
+        taken = flat[inside]
+        if taken.any():
+            other = paths[int(taken[taken != 0][0]) - 1]
             raise ClassMaskVolumeError(
-                f"masks {other} and {path} (case {case}) overlap on {int(both.sum())} voxel(s): "
-                "masks given one per class are read into one label map, one class per voxel; "
-                "leave one of the two out (data.class_names names the classes to train)."
+                f"masks {other} and {path} (case {case}) overlap on "
+                f"{int(np.count_nonzero(taken))} voxel(s): masks given one per class are read "
+                "into one label map, one class per voxel; leave one of the two out "
+                "(data.class_names names the classes to train)."
             )
-        label[inside] = k + 1
+        flat[inside] = k + 1
     return label
