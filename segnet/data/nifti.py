@@ -75,6 +75,7 @@ class Case:
     # a label of one mask per class (segnet.data.volume_class_masks): ``label`` is their
     # folder, and these each class's name and mask, in the order of the classes
     class_masks: tuple[tuple[str, Path], ...] = ()
+    fold: int | None = None  # a datalist's fold (MONAI's "fold"): data.fold picks one as val
 
     @property
     def image_files(self) -> tuple[Path, ...]:
@@ -229,15 +230,41 @@ def listed_cases(root: Path, index: dict) -> list[Case]:
                 )
     if any("fold" in e for e in training):
         log.info(
-            "%s gives each case a fold; they are not read: folds and splits are drawn by "
-            "data.seed (data.fold=k data.num_folds=n)", where,
+            "%s gives each case a fold: data.fold=k makes fold k the val split and the "
+            "others train (without data.fold, splits are drawn by data.seed)", where,
         )  # fmt: skip
     split = {"training": "train" if validation else None, "validation": "val"}
     return [
-        replace(listed_case(root, e["image"], e["label"]), split=split[part])
+        replace(listed_case(root, e["image"], e["label"]), split=split[part], fold=fold_of(e))
         for part, entries in (("training", training), ("validation", validation))
         for e in entries
     ]
+
+
+def fold_of(entry: dict) -> int | None:
+    fold = entry.get("fold")
+    return fold if isinstance(fold, int) and not isinstance(fold, bool) else None
+
+
+def listed_splits(cases: list[Case], fold: int | None) -> list[str | None]:
+    """Each case's split as its list gives it (a CSV's ``split`` column, a datalist's
+    ``validation`` cases); with ``data.fold`` and a datalist that gives every case a fold
+    and none a val split, fold k is the val split and the other folds train (the run then
+    tests on val, no case being listed for test)."""
+    given = [c.split for c in cases]
+    folds = [c.fold for c in cases]
+    if fold is None or None in folds or "val" in given:
+        return given
+    if fold not in folds:
+        raise NiftiDataError(
+            f"data.fold={fold}: the datalist gives its cases the folds "
+            f"{sorted(set(folds))}; choose one of them."
+        )
+    log.info(
+        "data.fold=%d: the datalist's fold %d is the val split (%d cases), its other folds "
+        "train; none is listed for test, so the run tests on val", fold, fold, folds.count(fold),
+    )  # fmt: skip
+    return ["val" if f == fold else "train" for f in folds]
 
 
 def listed_entry(entry: object) -> bool:

@@ -390,9 +390,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         for case in self.cases:  # stacks and arrays that carry no voxel size
             case.spacing = self.stack_spacing
         where = f"data.csv={self.csv}" if self.csv else f"data.root={self.root}"
+        given = nifti.listed_splits(self.cases, self.split_args["fold"])
         self.splits = given_or_drawn(
-            [c.name for c in self.cases], [c.split for c in self.cases], where,
-            [c.group for c in self.cases], **self.split_args,
+            [c.name for c in self.cases], given, where, [c.group for c in self.cases],
+            **self.split_args,
         )  # fmt: skip
         shape = nifti.header_shape(self.cases[0].image)
         if self.cases[0].channels:

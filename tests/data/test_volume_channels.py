@@ -374,12 +374,21 @@ def test_a_datalist_naming_each_cases_channel_files_reads_them_in_its_order(tmp_
                                                                "2": "b"}, "training": entries}))  # fmt: skip
     with caplog.at_level("INFO"):
         cases = nifti.find_cases(root)
-    assert "gives each case a fold; they are not read" in caplog.text
+    assert "gives each case a fold: data.fold=k makes fold k the val split" in caplog.text
     assert [c.name for c in cases] == ["BraTS2021_00000", "BraTS2021_00001", "BraTS2021_00002"]
     assert cases[1].channel_words == ("t2", "t1")
     channels, _ = case_channels(1, 2)  # t1 the first file written, t2 the second
     volume = nifti.load_volume(cases[1], 3)
     assert np.allclose(volume.image[0], channels[1]) and np.allclose(volume.image[1], channels[0])
+    # data.fold picks the datalist's fold as val; the others train, and no case is test
+    dm = NiftiDataModule(str(root), fold=1, class_names=["background", "a", "b"])
+    dm.describe()
+    assert [dm.cases[i].name for i in dm.splits["val"]] == ["BraTS2021_00001"]
+    assert len(dm.splits["train"]) == 2 and not dm.splits["test"]
+    with pytest.raises(
+        DataError, match=r"data.fold=4: the datalist gives its cases the folds \[0, 1, 2\]"
+    ):
+        NiftiDataModule(str(root), fold=4).describe()
     del entries[2]["label"]
     (root / "dataset.json").write_text(
         json.dumps({"labels": {"0": "background"}, "training": entries})
