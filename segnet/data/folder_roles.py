@@ -65,12 +65,17 @@ ROLES = {"roi": ROI_WORDS, "labels": MASK_WORDS, "images": IMAGE_WORDS}
 _SPLIT_BY_NAME = {name: split for split, names in SPLIT_FOLDERS.items() for name in names}
 
 
+def name_parts(name: str) -> list[str]:
+    """A name's lower-case parts, split at separators, case changes and digits."""
+    return [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+
+
 def name_words(name: str) -> frozenset[str]:
     """The lower-case words of a folder's name, split at separators, case changes and
     digits (``ISIC2018_Task1-2_Training_Input``: isic, 2018, task, 1, 2, training,
     input), with each two neighbours joined too (``GroundTruth``: groundtruth) and a split's
     name glued to a role word taken apart (``trainannot``: train, annot)."""
-    parts = [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+    parts = name_parts(name)
     words = set(parts) | {a + b for a, b in zip(parts, parts[1:], strict=False)}
     for part in parts:
         for split_name in _SPLIT_BY_NAME:
@@ -92,7 +97,7 @@ def says_labels_alone(name: str) -> bool:
     >>> [says_labels_alone(n) for n in ("labelsTr", "GroundTruth", "Kvasir-SEG", "images")]
     [True, True, False, False]
     """
-    parts = [p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+    parts = name_parts(name)
     pairs = {a + b for a, b in zip(parts, parts[1:], strict=False)} & MASK_WORDS
     said = [p in MASK_WORDS or any(p in pair for pair in pairs) for p in parts]
     other = [

@@ -199,10 +199,10 @@ def in_class_order(cases: list[Case], given: Sequence[str] | None) -> tuple[list
     names = volume_class_masks.selected_classes(
         [c for c, _ in cases[0].class_masks], cases[0].label, given
     )
-    ordered = [
-        replace(case, class_masks=tuple((n, dict(case.class_masks)[n]) for n in names[1:]))
-        for case in cases
-    ]
+    ordered = []
+    for case in cases:
+        by_name = dict(case.class_masks)  # once per case: a hundred classes each
+        ordered.append(replace(case, class_masks=tuple((n, by_name[n]) for n in names[1:])))
     return names, ordered
 
 
@@ -214,8 +214,8 @@ def listed_cases(root: Path, index: dict) -> list[Case]:
     """The cases a dataset.json lists under ``training`` (and, in a MONAI datalist,
     ``validation``: then the val split, and ``training`` the train split), each an
     ``image`` (a file, or a list of a file per channel) and a ``label``; an entry without
-    them is refused, named. Folds a list gives (a MONAI datalist's ``fold``) are not read,
-    said."""
+    them is refused, named. A datalist's ``fold`` keys are kept on the cases for
+    :func:`listed_splits`."""
     where = root / "dataset.json"
     training, validation = index.get("training") or [], index.get("validation") or []
     if not training:
@@ -474,7 +474,7 @@ def _cases_from_csv(path: Path) -> list[Case]:
         files = [resolve(path, r[c]) for c in columns]
         name = volume_channels.listed_channels(files)[0] if words else case_name(files[0])
         if words and not cases:
-            say_unnamed_channels(path, files, name, words)
+            say_unnamed_channels(path, files, words)
         cases.append(
             Case(name, files[0], resolve(path, r["label"]), split=r.get("split") or None,
                  group=r.get("group") or None, channels=tuple(files[1:]), channel_words=words)
@@ -483,8 +483,8 @@ def _cases_from_csv(path: Path) -> list[Case]:
     return cases
 
 
-def say_unnamed_channels(path: Path, files: list[Path], case: str, words: tuple[str, ...]) -> None:
-    """Warn where a CSV's channel files are not named as their columns say
+def say_unnamed_channels(path: Path, files: list[Path], words: tuple[str, ...]) -> None:
+    """Warn where a CSV's channel files (its first row's) are not named as their columns say
     (``<case>_t1`` under ``image_t1``): the run reads them by column, but
     ``segnet.predict`` finds a new case's channels by name, and a file under the wrong
     column would be read as another channel without a word."""
@@ -517,7 +517,7 @@ def image_columns(path: Path, rows: list[dict]) -> list[str]:
             f"{found}); for a file per channel, two or more columns 'image_<channel>' "
             "(image_t1,image_t2: the channels in that order) in place of 'image'."
         )
-    return channels if len(channels) > 1 else ["image"]
+    return channels
 
 
 def check_unique_names(cases: list[Case]) -> None:
@@ -546,10 +546,17 @@ def channel_count(shape: Sequence[int]) -> int:
     return shape[3] if len(shape) == 4 else 1
 
 
-def _load(path: Path, spacing: Sequence[float] | None = None) -> nib.Nifti1Image:
+def _load(
+    path: Path, spacing: Sequence[float] | None = None, as_stored: bool = False
+) -> nib.Nifti1Image:
+    """A volume file read whole (a truncated file fails here, named): as float32 (an
+    image), or ``as_stored``, decoded once in the type it is stored in (a label: a mask's
+    uint8, so that a case of a hundred masks reads each once)."""
     try:
         img = volume_files.read(path, spacing)
-        img.get_fdata(dtype=np.float32)  # force the read: truncated files fail here
+        if as_stored:
+            return nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
+        img.get_fdata(dtype=np.float32)
         return img
     except (OSError, EOFError, zlib.error, nib.filebasedimages.ImageFileError, ValueError) as err:
         raise NiftiDataError(f"cannot read {path}: {err} (corrupt or truncated file?)") from err
@@ -639,24 +646,14 @@ def load_volume(
 
 
 def _read_label(case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image) -> np.ndarray:
-    """A case's label (int64, RAS) on its image's grid: its label file, or its masks given
-    one per class read into one label map (:mod:`segnet.data.volume_class_masks`)."""
+    """A case's label (RAS) on its image's grid: its label file (int64), or its masks given
+    one per class read into one label map (int16: :mod:`segnet.data.volume_class_masks`)."""
     if not case.class_masks:
         return _label_values(case.label, case, img, canonical)
     paths = case.label_files
     # read one at a time: a CT's 100 masks side by side would not fit in memory
     masks = (_label_values(path, case, img, canonical, widen=False) for path in paths)
     return volume_class_masks.combine_masks(masks, paths, case.name)
-
-
-def _load_label(path: Path, spacing: Sequence[float] | None) -> nib.Nifti1Image:
-    """A label file decoded once, in the type it is stored in (a mask's uint8, not the
-    float32 an image is read as): a case of a hundred masks reads each once."""
-    try:
-        stored = volume_files.read(path, spacing)
-        return nib.Nifti1Image(np.asanyarray(stored.dataobj), stored.affine, stored.header)
-    except (OSError, EOFError, zlib.error, nib.filebasedimages.ImageFileError, ValueError) as err:
-        raise NiftiDataError(f"cannot read {path}: {err} (corrupt or truncated file?)") from err
 
 
 def _label_values(
@@ -666,7 +663,7 @@ def _label_values(
     checked against its image: one grid, and no fraction a resampling left."""
     # compared once both are in RAS: a label stored in another axis order or direction
     # (LPS against RAS, say) on the same voxels in space is the same label
-    stored = _load_label(path, case.spacing)
+    stored = _load(path, case.spacing, as_stored=True)
     lab = nib.as_closest_canonical(stored)
     same_grid = lab.shape == canonical.shape[:3]
     if lab.ndim != 3 or (not same_grid and stored.shape != img.shape[:3]):

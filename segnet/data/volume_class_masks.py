@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,19 +38,31 @@ class ClassMaskVolumeError(DataError):
     """Volumes given one mask per class that cannot be read as one label map."""
 
 
-def mask_folder(case_folder: Path) -> tuple[Path, Path, Path | None] | None:
-    """A case folder's image, its one folder whose name says it holds labels and that
-    holds volumes (``segmentations/``), and the label file beside them if there is one
-    (AbdomenAtlas's ``combined_labels.nii.gz``: not read, as the masks name their
-    classes and it does not); None where the folder holds no such folder, or another
-    count of images or labels."""
-    files = nifti_files(case_folder)
+class CaseFolder(NamedTuple):
+    """What a case folder of a mask per class holds: its image, its folder of masks and
+    their files, and the label file beside them if there is one."""
+
+    image: Path
+    masks: Path
+    mask_files: list[Path]
+    label: Path | None
+
+
+def mask_folder(files: list[Path], folders: list[Path]) -> CaseFolder | None:
+    """Of a case folder's volume ``files`` and subfolders: its image, its one folder whose
+    name says it holds labels and that holds volumes (``segmentations/``), and the label
+    file beside them if there is one (AbdomenAtlas's ``combined_labels.nii.gz``: not
+    read, as the masks name their classes and it does not); None where the folder holds
+    no such folder, or another count of images or labels."""
     images = [f for f in files if not says_label(name_of(f))]
     labels = [f for f in files if says_label(name_of(f))]
     if len(images) != 1 or len(labels) > 1:
         return None
-    folders = [d for d in visible_folders(case_folder) if says_label(d.name) and nifti_files(d)]
-    return (images[0], folders[0], next(iter(labels), None)) if len(folders) == 1 else None
+    held = [(d, nifti_files(d)) for d in folders if says_label(d.name)]
+    held = [(d, masks) for d, masks in held if masks]
+    if len(held) != 1:
+        return None
+    return CaseFolder(images[0], held[0][0], held[0][1], next(iter(labels), None))
 
 
 def class_mask_cases(root: Path) -> list[Found]:
@@ -60,17 +73,16 @@ def class_mask_cases(root: Path) -> list[Found]:
     a case whose masks are other classes than the first case's is refused, named."""
     found, unlabelled, misfits, unread = [], [], [], []
     for folder in visible_folders(root):
-        held = mask_folder(folder)
-        files = nifti_files(folder)
+        files, folders = nifti_files(folder), visible_folders(folder)
+        held = mask_folder(files, folders)
         if held is not None:
-            image, masks, label = held
-            classes = tuple((name_of(p), p) for p in nifti_files(masks))
+            classes = tuple((name_of(p), p) for p in held.mask_files)
             check_unique_classes(classes)
-            found.append(Found(folder.name, image, masks, classes=classes))
-            unread += [label] if label is not None else []
-        elif len(files) == 1 and not visible_folders(folder):
+            found.append(Found(folder.name, held.image, held.masks, classes=classes))
+            unread += [held.label] if held.label is not None else []
+        elif len(files) == 1 and not folders:
             unlabelled.append(folder.name)
-        elif files or any(nifti_files(d) for d in visible_folders(folder)):
+        elif files or any(nifti_files(d) for d in folders):
             misfits.append(folder)
     if len(found) < 2 or len(misfits) * 2 >= len(found):
         return []
