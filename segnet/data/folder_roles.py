@@ -41,6 +41,11 @@ MASK_WORDS = frozenset(
         "trimaps",
         "target",
         "targets",
+        # radiotherapy's structure sets, as DICOM converters name their folders
+        "structure",
+        "structures",
+        "rtstruct",
+        "rtstructs",
     ]
 )
 ROI_WORDS = frozenset(["roi", "rois", "fov"])

@@ -199,10 +199,12 @@ def in_class_order(cases: list[Case], given: Sequence[str] | None) -> tuple[list
     names = volume_class_masks.selected_classes(
         [c for c, _ in cases[0].class_masks], cases[0].label, given
     )
-    ordered = []
-    for case in cases:
-        by_name = dict(case.class_masks)  # once per case: a hundred classes each
-        ordered.append(replace(case, class_masks=tuple((n, by_name[n]) for n in names[1:])))
+    ordered = [
+        replace(case, class_masks=volume_class_masks.masks_of_classes(
+            case.name, case.class_masks, names[1:], every=not given
+        ))
+        for case in cases
+    ]  # fmt: skip
     return names, ordered
 
 

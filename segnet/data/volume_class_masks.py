@@ -1,7 +1,12 @@
-"""Volumes whose label is a folder of one mask per class, as TotalSegmentator and
-AbdomenAtlas keep them: a folder per case holding its image and a ``segmentations/``
-folder of one black-and-white volume per structure (``s0000/ct.nii.gz`` beside
-``s0000/segmentations/liver.nii.gz``, ``spleen.nii.gz`` ...).
+"""Volumes whose label is one mask per class, as TotalSegmentator and AbdomenAtlas keep
+them: a folder per case holding its image and a ``segmentations/`` folder of one
+black-and-white volume per structure (``s0000/ct.nii.gz`` beside
+``s0000/segmentations/liver.nii.gz``, ``spleen.nii.gz`` ...); as radiotherapy structure
+sets come out of DICOM converters, the masks beside the image (dcmrtstruct2nii's
+``image.nii.gz`` beside ``mask_Heart.nii.gz``) or the image in a folder of its own
+(platipy's ``IMAGES/`` beside ``STRUCTURES/``); or in a folder per class beside a folder of
+images (``labels/liver/case_01.nii.gz``). A mask's class is its name less what every mask
+of the case shares to say whose it is and that it is a mask (the case's name, ``mask_``).
 
 The masks of a case are read into one label map, class k for the k-th mask (background
 0), so such a folder trains, is scored and predicted as any label map is. The classes
@@ -18,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -25,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from segnet.data.errors import DataError
+from segnet.data.folder_roles import MASK_WORDS, role_of
 from segnet.data.image_pairs import visible_folders
 from segnet.data.volume_channels import name_of
 from segnet.data.volume_layouts import Found, nifti_files, say_unlabelled, says_label
@@ -32,6 +39,7 @@ from segnet.data.volume_layouts import Found, nifti_files, say_unlabelled, says_
 log = logging.getLogger(__name__)
 
 BACKGROUND = "background"
+SEPARATORS = "_-. "
 
 
 class ClassMaskVolumeError(DataError):
@@ -49,34 +57,60 @@ class CaseFolder(NamedTuple):
 
 
 def mask_folder(files: list[Path], folders: list[Path]) -> CaseFolder | None:
-    """Of a case folder's volume ``files`` and subfolders: its image, its one folder whose
-    name says it holds labels and that holds volumes (``segmentations/``), and the label
-    file beside them if there is one (AbdomenAtlas's ``combined_labels.nii.gz``: not
-    read, as the masks name their classes and it does not); None where the folder holds
-    no such folder, or another count of images or labels."""
+    """Of a case folder's volume ``files`` and subfolders: its image, where its masks lie
+    and their files, and the label file beside them if there is one (AbdomenAtlas's
+    ``combined_labels.nii.gz``: not read, as the masks name their classes and it does
+    not); None where the folder holds none of these, or another count of images or labels:
+
+    * one folder whose name says it holds labels, of volumes (``segmentations/``);
+    * no such folder, and two or more volumes whose names say they are masks beside the
+      image (``mask_Heart.nii.gz``: dcmrtstruct2nii's);
+    * the image alone in a folder whose name says images (``IMAGES/``, platipy's)."""
     images = [f for f in files if not says_label(name_of(f))]
     labels = [f for f in files if says_label(name_of(f))]
-    if len(images) != 1 or len(labels) > 1:
-        return None
     held = [(d, nifti_files(d)) for d in folders if says_label(d.name)]
     held = [(d, masks) for d, masks in held if masks]
-    if len(held) != 1:
+    if not images:  # the image in a folder of its own, beside the masks'
+        images = [v for d in folders if role_of(d.name) == "images" for v in nifti_files(d)]
+    if len(images) != 1:
         return None
-    return CaseFolder(images[0], held[0][0], held[0][1], next(iter(labels), None))
+    if len(held) == 1 and len(labels) <= 1:
+        return CaseFolder(images[0], held[0][0], held[0][1], next(iter(labels), None))
+    if not held and len(labels) >= 2 and images[0].parent == labels[0].parent:
+        return CaseFolder(images[0], labels[0].parent, labels, None)
+    return None
+
+
+def class_names_of(masks: Sequence[Path], case: str) -> list[str]:
+    """The classes of a case's masks: their names, less a start every one shares that
+    names the case (platipy's ``Patient_01_Heart`` in ``Patient_01/``) and a first or
+    last word every one shares that says mask (``mask_Heart``, ``Heart_seg``); a name
+    these would leave empty is kept whole."""
+    names = [name_of(p) for p in masks]
+    own = [n[len(case) :].lstrip(SEPARATORS) for n in names if n.lower().startswith(case.lower())]
+    names = own if len(own) == len(names) and all(own) else names
+    for word in (r"^[^_\-. ]+[_\-. ]+", r"[_\-. ]+[^_\-. ]+$"):  # a first word, a last
+        found = [re.search(word, n) for n in names]
+        said = {m.group().strip(SEPARATORS).lower() for m in found if m}
+        if all(found) and len(said) == 1 and said <= MASK_WORDS:
+            names = [re.sub(word, "", n) for n in names]
+    return names
 
 
 def class_mask_cases(root: Path) -> list[Found]:
-    """A folder per case of an image and a folder of one mask per class (TotalSegmentator's
-    ``s0000/ct.nii.gz`` with ``s0000/segmentations/<structure>.nii.gz``), the case named
-    by its folder and each class by its mask's name. Folders of an image alone are left
-    out, said. Empty unless most folders of volumes are such cases and at least two are;
-    a case whose masks are other classes than the first case's is refused, named."""
+    """A folder per case of an image and one mask per class (TotalSegmentator's
+    ``s0000/ct.nii.gz`` with ``s0000/segmentations/<structure>.nii.gz``, and the others
+    :func:`mask_folder` reads), the case named by its folder and each class by its mask's
+    name (:func:`class_names_of`). Folders of an image alone are left out, said. Empty
+    unless most folders of volumes are such cases and at least two are. Whether every case
+    holds the classes trained is checked once they are chosen (:func:`masks_of_classes`)."""
     found, unlabelled, misfits, unread = [], [], [], []
     for folder in visible_folders(root):
         files, folders = nifti_files(folder), visible_folders(folder)
         held = mask_folder(files, folders)
         if held is not None:
-            classes = tuple((name_of(p), p) for p in held.mask_files)
+            names = class_names_of(held.mask_files, folder.name)
+            classes = tuple(zip(names, held.mask_files, strict=True))
             check_unique_classes(classes)
             found.append(Found(folder.name, held.image, held.masks, classes=classes))
             unread += [held.label] if held.label is not None else []
@@ -91,30 +125,17 @@ def class_mask_cases(root: Path) -> list[Found]:
             str(p.relative_to(misfits[0])) for p in sorted(misfits[0].rglob("*")) if p.is_file()
         )
         raise ClassMaskVolumeError(
-            f"{root} holds a folder per case of an image and a folder of one mask per class "
-            f"({found[0].image.name} with {found[0].label.name}/), but {misfits[0]} holds "
-            f"{held[:300]}: give it one image and one such folder, or move it out "
+            f"{root} holds a folder per case of an image and one mask per class "
+            f"({held_text(found[0])}), but {misfits[0]} holds "
+            f"{held[:300]}: give it an image and its masks as the others, or move it out "
             f"({len(misfits)} such folder(s))."
         )
     first = found[0]
     names = [c for c, _ in first.classes]
-    for case in found[1:]:
-        own = [c for c, _ in case.classes]
-        if own != names:
-            missing, extra = sorted(set(names) - set(own)), sorted(set(own) - set(names))
-            raise ClassMaskVolumeError(
-                f"{root} holds a folder per case of an image and a folder of one mask per "
-                f"class ({first.label}: {len(names)} masks), but {case.label} "
-                + (f"lacks {', '.join(missing[:5])}" if missing else "")
-                + (" and " if missing and extra else "")
-                + (f"has {', '.join(extra[:5])} besides" if extra else "")
-                + ": give every case a mask of every class (an empty one where the case "
-                "has none of it), named alike."
-            )
     log.info(
-        "%s holds a folder per case, each an image (%s) and a folder of one mask per class "
-        "(%s/: %d classes, %s): read as one label map per case, class k for the k-th mask",
-        root, first.image.name, first.label.name, len(names), shortened(names),
+        "%s holds a folder per case, each an image and one mask per class (%s: %d "
+        "classes, %s): read as one label map per case, class k for the k-th mask", root,
+        held_text(first), len(names), shortened(names),
     )  # fmt: skip
     if unread:
         log.info(
@@ -153,6 +174,43 @@ def class_folder_cases(images: Sequence[Path], labels: Path) -> list[Found]:
         "label map, class k for the k-th folder", labels, len(by_class), shortened(list(by_class)),
     )  # fmt: skip
     return found
+
+
+def held_text(case: Found) -> str:
+    """Where a case's masks lie, for the log: ``ct.nii.gz with segmentations/``, or
+    ``image.nii.gz beside mask_Body.nii.gz ...``."""
+    first = case.classes[0][1]
+    if first.parent == case.image.parent:
+        return f"{case.image.name} beside {first.name} ..."
+    return f"{case.image.relative_to(case.label.parent)} with {case.label.name}/"
+
+
+def masks_of_classes(
+    case: str, classes: Sequence[tuple[str, Path]], names: Sequence[str], every: bool
+) -> tuple[tuple[str, Path], ...]:
+    """A case's masks of the classes ``names`` (background not among them), in that order:
+    of the same name, else of that name in other case (one case's ``heart`` is another's
+    ``Heart``). A case lacking one is refused, named; so is a case with masks besides them
+    where ``every`` (no ``data.class_names``: every case must hold the same classes)."""
+    by_name = dict(classes)
+    by_lower = {n.lower(): path for n, path in reversed(classes)}
+    held = [(n, by_name.get(n) or by_lower.get(n.lower())) for n in names]
+    missing = [n for n, path in held if path is None]
+    chosen = {path for _, path in held}
+    extra = [n for n, path in classes if path not in chosen] if every else []
+    if missing or extra:
+        where = classes[0][1].parent if classes else case
+        raise ClassMaskVolumeError(
+            f"case {case} ({where}) "
+            + (f"lacks a mask of {', '.join(missing[:5])}" if missing else "")
+            + (" and " if missing and extra else "")
+            + (f"has masks of {', '.join(extra[:5])} besides" if extra else "")
+            + f", against the first case's {len(names)} classes ({shortened(names)}): give "
+            "every case a mask of every class (an empty one where the case has none of it), "
+            "or name the classes every case has in data.class_names (the other masks' "
+            "voxels are then background)."
+        )
+    return tuple(held)
 
 
 def check_unique_classes(classes: Sequence[tuple[str, Path]]) -> None:

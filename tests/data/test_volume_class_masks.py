@@ -54,7 +54,7 @@ def test_a_case_is_its_image_and_its_masks_read_as_one_label_map(tmp_path, caplo
     dm = NiftiDataModule(str(root), val_fraction=0.2, test_fraction=0.2)
     with caplog.at_level("INFO"):
         info = dm.describe()
-    assert "a folder of one mask per class (segmentations/: 3 classes" in caplog.text
+    assert "one mask per class (ct.nii.gz with segmentations/: 3 classes" in caplog.text
     # the classes are the masks' names, in name order, background first
     assert info.class_names == ["background", "kidney_left", "liver", "spleen"]
     case = dm.cases[0]
@@ -90,11 +90,14 @@ def test_class_names_choose_and_order_the_masks_trained_on(tmp_path, caplog):
 def test_a_case_of_other_masks_is_refused_naming_it(tmp_path):
     root = class_mask_cases(tmp_path / "TotalSeg", n=4)
     (root / "s0002" / "segmentations" / "liver.nii.gz").unlink()
-    with pytest.raises(DataError, match=r"s0002/segmentations lacks liver: give every case"):
+    with pytest.raises(DataError, match=r"s0002/segmentations\) lacks a mask of liver, against"):
         NiftiDataModule(str(root)).describe()
+    # the classes every case has, named, train: the others' voxels are background
+    chosen = NiftiDataModule(str(root), class_names=["spleen", "kidney_left"]).describe()
+    assert chosen.class_names == ["background", "spleen", "kidney_left"]
     save(np.zeros((20, 22, 18), np.uint8), root / "s0002" / "segmentations" / "liver.nii.gz")
     save(np.zeros((20, 22, 18), np.uint8), root / "s0003" / "segmentations" / "aorta.nii.gz")
-    with pytest.raises(DataError, match=r"s0003/segmentations has aorta besides"):
+    with pytest.raises(DataError, match=r"s0003/segmentations\) has masks of aorta besides"):
         NiftiDataModule(str(root)).describe()
     (root / "s0003" / "segmentations" / "aorta.nii.gz").rename(root / "s0003" / "liver.nii")
     with pytest.raises(
@@ -136,6 +139,54 @@ def test_a_label_file_beside_the_masks_is_not_read(tmp_path, caplog):
             mask.unlink()
         (root / f"s{i:04d}" / "segmentations").rmdir()
     assert [c.label.name for c in nifti.find_cases(root)] == ["combined_labels.nii.gz"] * 3
+
+
+def structure_set_cases(root: Path, beside: bool, n: int = 4) -> Path:
+    """Radiotherapy structure sets as DICOM converters write them: dcmrtstruct2nii's
+    ``P<i>/image.nii.gz`` beside ``P<i>/mask_<Structure>.nii.gz`` (``beside``), or
+    platipy's ``P<i>/IMAGES/P<i>_CT.nii.gz`` beside ``P<i>/STRUCTURES/P<i>_<Structure>``."""
+    for i in range(n):
+        label, case = label_of_case(i), root / f"P{i}"
+        image = label * 100.0 + np.random.default_rng(i).normal(0, 10, label.shape)
+        save(
+            image.astype(np.float32),
+            case / ("image.nii.gz" if beside else f"IMAGES/P{i}_CT.nii.gz"),
+        )
+        for k, name in enumerate(["Spleen", "Liver", "Kidney_L"]):
+            mask = case / (f"mask_{name}.nii.gz" if beside else f"STRUCTURES/P{i}_{name}.nii.gz")
+            save((label == k + 1).astype(np.uint8), mask)
+    return root
+
+
+@pytest.mark.parametrize("beside", [True, False], ids=["dcmrtstruct2nii", "platipy"])
+def test_structure_sets_of_dicom_converters_are_masks_named_by_their_structure(tmp_path, beside):
+    root = structure_set_cases(tmp_path / "RT", beside)
+    cases = nifti.find_cases(root)
+    assert [c.name for c in cases] == ["P0", "P1", "P2", "P3"]
+    assert [c.image.name for c in cases][:2] == (
+        ["image.nii.gz"] * 2 if beside else ["P0_CT.nii.gz", "P1_CT.nii.gz"]
+    )
+    # each class named by its structure alone: not by the case, nor by "mask_"
+    assert [n for n, _ in cases[1].class_masks] == ["Kidney_L", "Liver", "Spleen"]
+    info = NiftiDataModule(str(root), val_fraction=0.25, test_fraction=0.25).describe()
+    assert info.class_names == ["background", "Kidney_L", "Liver", "Spleen"]
+    label = nifti.load_volume(cases[2], 4).label
+    assert np.array_equal(
+        label, np.select([label_of_case(2) == k for k in (3, 2, 1)], [1, 2, 3], 0)
+    )
+    # predicting the folder: the images, not the masks nor the structures' folder
+    found = formats.input_files_below(root)
+    assert [f.parent.parent if not beside else f.parent for f in found] == [
+        root / f"P{i}" for i in range(4)
+    ]
+    assert all("CT" in f.name or f.name == "image.nii.gz" for f in found)
+    # structure sets often differ from patient to patient: the classes every case has train
+    mask = next(p for _, p in cases[3].class_masks if "Liver" in p.name)
+    mask.unlink()
+    with pytest.raises(DataError, match=r"case P3 \(.*\) lacks a mask of Liver"):
+        NiftiDataModule(str(root)).describe()
+    chosen = NiftiDataModule(str(root), class_names=["Spleen", "Kidney_L"]).describe()
+    assert chosen.class_names == ["background", "Spleen", "Kidney_L"]
 
 
 def test_predicting_a_folder_of_cases_leaves_their_mask_folders_out(tmp_path):
