@@ -75,6 +75,9 @@ class Case:
     # a label of one mask per class (segnet.data.volume_class_masks): ``label`` is their
     # folder, and these each class's name and mask, in the order of the classes
     class_masks: tuple[tuple[str, Path], ...] = ()
+    # where those masks overlap: the bits (mask k adds 2**k) of each class of the label
+    # map, their combinations (segnet.data.class_masks); empty where each mask is a class
+    combinations: tuple[int, ...] = ()
     fold: int | None = None  # a datalist's fold (MONAI's "fold"): data.fold picks one as val
 
     @property
@@ -655,7 +658,25 @@ def _read_label(case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image) ->
     paths = case.label_files
     # read one at a time: a CT's 100 masks side by side would not fit in memory
     masks = (_label_values(path, case, img, canonical, widen=False) for path in paths)
-    return volume_class_masks.combine_masks(masks, paths, case.name)
+    if not case.combinations:
+        return volume_class_masks.combine_masks(masks, paths, case.name)
+    bits = volume_class_masks.combine_masks(masks, paths, case.name, overlap=True)
+    names = [name for name, _ in case.class_masks]
+    return volume_class_masks.combination_indices(bits, case.combinations, names, case.name)
+
+
+def mask_combinations(case: Case) -> tuple[list[int], int]:
+    """The combinations of a case's masks (given one per class) its voxels hold, as bits
+    (mask k adds 2**k), and how many voxels two or more masks hold; read without its image
+    (each mask in RAS: masks stored in other axis orders combine voxel by voxel)."""
+    masks = (
+        np.asarray(nib.as_closest_canonical(_load(path, case.spacing, as_stored=True)).dataobj)
+        for path in case.label_files
+    )
+    bits = volume_class_masks.combine_masks(masks, case.label_files, case.name, overlap=True)
+    codes, counts = np.unique(bits, return_counts=True)
+    shared = sum(int(n) for c, n in zip(codes, counts, strict=True) if int(c).bit_count() > 1)
+    return [int(c) for c in codes], shared
 
 
 def _label_values(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from segnet.data import dataset_json, nifti
+from segnet.data import class_masks, dataset_json, nifti, stats_cache, volume_class_masks
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
@@ -353,6 +354,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.sliding_window["roi_size"] = self.sliding_window["roi_size"] or list(self.patch_size)
         self.cache_max_gb = cache_max_gb
         self.given_regions = (regions, regions_class_order)  # checked against the classes
+        # masks given one per class that overlap: each mask a region (see describe())
+        self.mask_regions: dict[str, list[int]] | None = None
         self.cases: list[nifti.Case] = []
         self.indexed: dataset_json.IndexedClasses | None = None  # read by describe()
         self.ignore_value: int | None = None
@@ -362,12 +365,20 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     # -- what the model needs to know -----------------------------------------------------
     def settings_found(self) -> dict[str, Any]:
         """The words of a case's channel files, where each channel was a file of its own
-        and no order was given: the run records them, so that its checkpoint reads other
-        cases' channels in the order it was trained on."""
+        and no order was given, and the regions of masks given one per class that overlap:
+        the run records them, so that its checkpoint reads other cases' channels in the
+        order it was trained on, and their masks as its regions."""
         first = self.cases[0] if self.cases else None
+        found: dict[str, Any] = {}
+        if self.mask_regions and self.given_regions[0] is None:
+            # the masks that overlap and their combinations, as trained
+            found["regions"] = dict(self.mask_regions)
+            found["class_names"] = class_masks.combination_names(
+                self.cases[0].combinations, list(self.mask_regions)
+            )
         if self.channels or first is None or not first.channels:
-            return {}
-        return {"channels": list(first.channel_words)}
+            return found
+        return {**found, "channels": list(first.channel_words)}
 
     @classmethod
     def class_names_in_data(cls, data_cfg) -> list[str] | None:
@@ -454,7 +465,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             normalization=zscore_normalization(self.clip, self.spacing, self.stack_spacing, words),
             input_size=list(self.patch_size),
             sliding_window=dict(self.sliding_window),
-            monitor="val/dice",
+            monitor="val/region_dice" if self.mask_regions else "val/dice",
             per_case=True,
             mirror_axes=list(self.flip_axes),
             voxel_sizes=voxel_sizes,
@@ -463,6 +474,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     def _regions(self, class_names: list[str]) -> tuple[dict | None, list[int] | None]:
         """``data.regions`` as given, else nnU-Net's region labels in dataset.json."""
         regions, order = self.given_regions
+        if self.mask_regions:  # checked against the masks by _class_mask_names()
+            return check_regions(self.mask_regions, None, class_names), None
         if regions is None and not self._class_names and self.indexed:
             regions = self.indexed.regions
             order = self.indexed.regions_class_order if regions else order
@@ -473,8 +486,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         """The classes: given, or dataset.json's; for cases of a mask per class the masks'
         (given ones chosen among them), the cases' masks then put in that order."""
         if self.cases[0].class_masks:  # the masks' names are the classes: no list read
-            class_names, self.cases = nifti.in_class_order(self.cases, self._class_names)
-            return class_names
+            return self._class_mask_names()
         if self._class_names:
             return self._class_names
         # a CSV lists cases from anywhere: the dataset.json beside it, not data.root's
@@ -486,6 +498,65 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             f"no class names for {where}: no dataset.json with 'labels' in {folder}; set "
             "data.class_names=[background,...] (one per label value)."
         )
+
+    def _class_mask_names(self) -> list[str]:
+        """The classes of cases given one mask per class: the masks' (given ones chosen
+        among them); where masks overlap, each is a region and the label map's classes are
+        the combinations the cases hold (:mod:`segnet.data.class_masks`), or a
+        checkpoint's, given back as its regions and classes."""
+        self.mask_regions = None
+        regions, order = self.given_regions
+        if order is not None:
+            raise nifti.NiftiDataError(
+                f"data.regions_class_order={list(order)}: the labels of {self.root} are a "
+                "mask per class, each class its own region where they overlap, and the label "
+                "map's classes their combinations: leave it out."
+            )
+        masks = list(regions) if regions is not None else self._class_names
+        class_names, self.cases = nifti.in_class_order(self.cases, masks)
+        masks = class_names[1:]
+        if regions is not None:
+            codes = class_masks.combination_codes(self._class_names or [], masks)
+            if codes is None or class_masks.combination_regions(codes, masks) != regions:
+                raise nifti.NiftiDataError(
+                    f"data.regions={dict(regions)}: the labels of {self.root} are a mask per "
+                    f"class ({', '.join(masks)}), and where masks overlap each is a region "
+                    "of its own, found from them: leave data.regions out (and "
+                    "data.class_names names masks, not combinations)."
+                )
+        else:
+            codes = self._overlapping_masks(masks)
+            if codes is None:
+                return class_names
+        self.cases = [replace(c, combinations=tuple(codes)) for c in self.cases]
+        self.mask_regions = class_masks.combination_regions(codes, masks)
+        names = class_masks.combination_names(codes, masks)
+        log.info(
+            "the masks overlap: each of the %d is a region of its own (a sigmoid each), and "
+            "the label map's classes are the combinations the cases hold: %s", len(masks),
+            ", ".join(f"{v} {n}" for v, n in enumerate(names)),
+        )  # fmt: skip
+        return names
+
+    def _overlapping_masks(self, masks: list[str]) -> list[int] | None:
+        """Where the cases' masks overlap (each mask read once, the finding kept for the
+        next run of these files), the combinations of them (bits) every case holds;
+        None where none overlap, or too many masks are trained to read them as bits (an
+        overlap then refused as each case is read)."""
+        if len(masks) > volume_class_masks.MAX_OVERLAPPING:
+            return None
+        files = [str(f) for case in self.cases for f in case.label_files]
+        key = stats_cache.file_key([*files, "mask combinations: 1"])
+        cached = stats_cache.read("volume-masks", key)
+        if cached is None:
+            log.info("reading the masks of %d cases for where they overlap", len(self.cases))
+            with ThreadPoolExecutor(4) as pool:  # nibabel's gzip decoding releases the GIL
+                found = list(pool.map(nifti.mask_combinations, self.cases))
+            cached = {"codes": sorted({c for codes, _ in found for c in codes}),
+                      "shared": sum(n for _, n in found)}  # fmt: skip
+            stats_cache.write("volume-masks", key, cached)
+        codes = sorted({0, *cached["codes"]})
+        return codes if any(c.bit_count() > 1 for c in codes) else None
 
     def _ignore_value(self, class_names: list[str]) -> int | None:
         """nnU-Net's ignore label in dataset.json, where it has one: the label value left

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from segnet.data import class_masks
 from segnet.data.errors import DataError
 from segnet.data.folder_roles import MASK_WORDS, role_of
 from segnet.data.image_pairs import visible_folders
@@ -39,6 +40,8 @@ from segnet.data.volume_layouts import Found, nifti_files, say_unlabelled, says_
 log = logging.getLogger(__name__)
 
 BACKGROUND = "background"
+# masks read as bits (int16) where they overlap: each combination of them is a class
+MAX_OVERLAPPING = 15
 SEPARATORS = "_-. "
 
 
@@ -284,12 +287,14 @@ def nonzero_voxels(voxels: np.ndarray, block: int = 4096) -> np.ndarray:
 
 
 def combine_masks(
-    masks: Iterable[np.ndarray], paths: Sequence[Path | str], case: str
+    masks: Iterable[np.ndarray], paths: Sequence[Path | str], case: str, overlap: bool = False
 ) -> np.ndarray:
     """One label map (int16: a CT's takes a quarter of int64's memory) of a case's masks
     (read one at a time where ``masks`` is a generator), class k + 1 where the k-th mask
-    is not 0. A mask of more than one value besides 0 (a label map, not a class's mask),
-    and a voxel in two masks, are refused, naming the files."""
+    is not 0; where ``overlap``, their bits instead (the k-th mask adds ``2**k``: at most
+    :data:`MAX_OVERLAPPING` masks), the classes a voxel is in. A mask of more than one value
+    besides 0 (a label map, not a class's mask) is refused, naming the file, and so is a
+    voxel in two masks unless ``overlap``."""
     label = flat = None
     order = "C"
     for k, (mask, path) in enumerate(zip(masks, paths, strict=True)):
@@ -312,14 +317,41 @@ def combine_masks(
                 "the class and one value inside. A label map of several classes is a case's "
                 "label file of its own (label.nii.gz beside the image), not a class's mask."
             )
+        if overlap:
+            flat[inside] |= 1 << k
+            continue
         taken = flat[inside]
         if taken.any():
             other = paths[int(taken[taken != 0][0]) - 1]
             raise ClassMaskVolumeError(
                 f"masks {other} and {path} (case {case}) overlap on "
                 f"{int(np.count_nonzero(taken))} voxel(s): masks given one per class are read "
-                "into one label map, one class per voxel; leave one of the two out "
-                "(data.class_names names the classes to train)."
+                "into one label map, one class per voxel, unless they overlap from the "
+                f"start, read as regions (at most {MAX_OVERLAPPING} masks): name at most "
+                f"{MAX_OVERLAPPING} classes in data.class_names to train them as regions, or "
+                "leave one of the two out."
             )
         flat[inside] = k + 1
+    return label
+
+
+def combination_indices(
+    bits: np.ndarray, codes: Sequence[int], names: Sequence[str], case: str
+) -> np.ndarray:
+    """A case's masks read as bits (:func:`combine_masks` with ``overlap``) as the classes
+    of a label map of their combinations ``codes`` (class i where the bits are
+    ``codes[i]``: :mod:`segnet.data.class_masks`); a combination none is refused, named."""
+    table = np.full(2 ** len(names), -1, np.int16)
+    table[list(codes)] = np.arange(len(codes))
+    label = table[bits]
+    if (label < 0).any():
+        code = int(bits[label < 0].flat[0])
+        combo = class_masks.combination_names([code], names)[0]
+        known = ", ".join(class_masks.combination_names(codes, names))
+        raise ClassMaskVolumeError(
+            f"the masks of case {case} hold {combo} on {int((bits == code).sum())} voxel(s), "
+            f"a combination of masks that is none of the label map's classes ({known}: those "
+            "the training cases hold, which a checkpoint keeps). Score cases whose masks "
+            "overlap as the training cases' do; to train, check that mask."
+        )
     return label

@@ -189,6 +189,60 @@ def test_structure_sets_of_dicom_converters_are_masks_named_by_their_structure(t
     assert chosen.class_names == ["background", "Spleen", "Kidney_L"]
 
 
+def nested_cases(root: Path, n: int = 6) -> Path:
+    """dcmrtstruct2nii's layout, a ``Body`` mask holding the organs' masks (``Liver``,
+    ``Spleen``: structures 2 and 1 of :func:`label_of_case`), as structure sets do."""
+    for i in range(n):
+        label, case = label_of_case(i), root / f"P{i}"
+        body = np.zeros(label.shape, np.uint8)
+        body[1:19, 1:21, 1:17] = 1
+        image = label * 100.0 + body * 50 + np.random.default_rng(i).normal(0, 10, label.shape)
+        save(image.astype(np.float32), case / "image.nii.gz")
+        save(body, case / "mask_Body.nii.gz")
+        for k, name in enumerate(["Spleen", "Liver"]):
+            save((label == k + 1).astype(np.uint8), case / f"mask_{name}.nii.gz")
+    return root
+
+
+def test_masks_that_overlap_are_regions_and_their_combinations_the_classes(tmp_path):
+    root = nested_cases(tmp_path / "RT")
+    dm = NiftiDataModule(str(root), val_fraction=0.2, test_fraction=0.2)
+    info = dm.describe()
+    # bits in the masks' order (Body 1, Liver 2, Spleen 4): the combinations the cases hold
+    assert info.class_names == ["background", "Body", "Body+Liver", "Body+Spleen"]
+    assert info.regions == {"Body": [1, 2, 3], "Liver": [2], "Spleen": [3]}
+    assert info.monitor == "val/region_dice" and info.num_classes == 4
+    label = nifti.load_volume(dm.cases[2], info.num_classes).label
+    truth = label_of_case(2)
+    body = np.zeros(truth.shape, bool)
+    body[1:19, 1:21, 1:17] = True
+    assert np.array_equal(label, np.select([truth == 1, truth == 2, body], [3, 2, 1], 0))
+    # the run records them: evaluation reads the masks as the checkpoint's regions
+    found = dm.settings_found()
+    assert found == {"regions": info.regions, "class_names": info.class_names}
+    again = NiftiDataModule(str(root), **found).describe()
+    assert (again.class_names, again.regions) == (info.class_names, info.regions)
+    # regions other than the masks' are refused, before any voxel is read
+    with pytest.raises(DataError, match=r"data.regions=.*each is a region of its own"):
+        NiftiDataModule(str(root), regions={"Body": [1, 2]}).describe()
+    with pytest.raises(DataError, match=r"data.regions_class_order=\[1, 2\]: the labels"):
+        NiftiDataModule(str(root), regions_class_order=[1, 2]).describe()
+    # masks that do not overlap, named alone: one class per voxel, as before
+    apart = NiftiDataModule(str(root), class_names=["Liver", "Spleen"]).describe()
+    assert apart.class_names == ["background", "Liver", "Spleen"] and apart.regions is None
+    # a case whose masks overlap otherwise: a class of its own when training, and refused,
+    # named, where a checkpoint fixes the classes
+    body = np.asarray(nib.load(root / "P5" / "mask_Body.nii.gz").dataobj).copy()
+    body[label_of_case(5) == 2] = 0
+    save(body, root / "P5" / "mask_Body.nii.gz")
+    fixed = NiftiDataModule(str(root), **found)
+    fixed.describe()
+    with pytest.raises(DataError, match=r"case P5 hold Liver on 216 voxel\(s\), a combination"):
+        nifti.load_volume(next(c for c in fixed.cases if c.name == "P5"), 4)
+    retrained = NiftiDataModule(str(root)).describe()
+    assert retrained.class_names == ["background", "Body", "Liver", "Body+Liver", "Body+Spleen"]
+
+
 def test_predicting_a_folder_of_cases_leaves_their_mask_folders_out(tmp_path):
     root = class_mask_cases(tmp_path / "TotalSeg", n=2)
     found = formats.input_files_below(root)
@@ -276,3 +330,26 @@ def test_a_label_folder_of_a_folder_per_class_pairs_by_name(tmp_path):
     (root / "labels" / "liver" / "s2.nii.gz").unlink()
     with pytest.raises(DataError, match=r"liver/ has no mask named s2 for .*s2.nii.gz"):
         nifti.find_cases(root)
+
+
+def test_a_run_of_overlapping_masks_trains_regions_and_evaluates_as_trained(tmp_path):
+    from segnet.commands.evaluate import evaluate
+    from segnet.commands.train import train
+    from tests.commands.test_train_volumes import FAST
+    from tests.conftest import compose
+
+    root = nested_cases(tmp_path / "RT", n=8)
+    settings = ["experiment=hippocampus_unet3d", f"data.root={root}", *FAST]
+    metrics, objects = train(
+        compose("train", [*settings, "trainer.max_epochs=1"], tmp_path / "run")
+    )
+    assert {"test/region_dice/Body", "test/region_dice/Liver", "test/dice/Body+Spleen"} <= set(
+        metrics
+    )
+    assert objects["module"].hparams["data_cfg"]["regions"] == {
+        "Body": [1, 2, 3], "Liver": [2], "Spleen": [3],
+    }  # fmt: skip
+    ev = [f"ckpt_path={objects['best_ckpt']}", "trainer.accelerator=cpu", "data.num_workers=0"]
+    scores, _ = evaluate(compose("evaluate", ev, tmp_path / "ev"))
+    assert scores["test/region_dice"] == pytest.approx(metrics["test/region_dice"], abs=1e-6)
+    assert scores["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
