@@ -261,6 +261,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         ['background', 'Anterior', 'Posterior']
     """
 
+    # masks given one per class that overlap: each mask a region (_class_mask_names())
+    mask_regions: dict[str, list[int]] | None = None
     settings = {
         **WHERE_AND_HOW_FAST,
         **DRAWN_SPLITS,
@@ -354,8 +356,6 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.sliding_window["roi_size"] = self.sliding_window["roi_size"] or list(self.patch_size)
         self.cache_max_gb = cache_max_gb
         self.given_regions = (regions, regions_class_order)  # checked against the classes
-        # masks given one per class that overlap: each mask a region (see describe())
-        self.mask_regions: dict[str, list[int]] | None = None
         self.cases: list[nifti.Case] = []
         self.indexed: dataset_json.IndexedClasses | None = None  # read by describe()
         self.ignore_value: int | None = None
