@@ -16,6 +16,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from segnet.data.dataset_json import IGNORE
+from segnet.data.info import DataInfo
 from segnet.data.settings import AS_BEFORE_THEY_EXISTED
 from segnet.runs.building import build, build_trainer
 from segnet.runs.checks import check_accelerator, check_config_values, check_datamodule_provides
@@ -336,6 +337,7 @@ def settle_data(
     dm = build(data_cfg)  # refuses bad window settings, naming them
     check_datamodule_provides(cfg, dm, module)
     dm.prepare_data()
+    check_read_as_trained(dm.info(), module.data_info, ckpt)
     if overrides.get("split") == "test" and not dm.has_split("test"):
         # asked for by name: val figures under test/* names would pass for held-out ones
         raise ValueError(
@@ -367,6 +369,27 @@ def settle_data(
             }
         log.info("sliding window for this evaluation: %s", module.sliding_window)
     return dm, split
+
+
+def check_read_as_trained(info: DataInfo, trained: DataInfo, ckpt: Path) -> None:
+    """The data scored must read as the classes and regions the network was trained for
+    (names compared in any case: a dataset.json's ``Liver`` is a mask's ``liver``), or the
+    scores would compare its outputs with other classes: masks given one per class that
+    overlap, scored by a network trained on masks that did not, are refused here."""
+
+    def said(names: list[str], regions: dict | None) -> tuple:
+        return [n.lower() for n in names], {k.lower(): list(v) for k, v in (regions or {}).items()}
+
+    if said(info.class_names, info.regions) != said(trained.class_names, trained.regions):
+        raise ValueError(
+            f"{ckpt} was trained for the classes {list(trained.class_names)}"
+            + (f" as the regions {trained.regions}" if trained.regions else "")
+            + f", and the data given reads as {list(info.class_names)}"
+            + (f" of the regions {info.regions}" if info.regions else "")
+            + ": score data labelled as its training data was (masks given one per class "
+            "that overlap train as regions, and a network trained on masks that did not "
+            "cannot score them)."
+        )
 
 
 def refuse_other_regions(

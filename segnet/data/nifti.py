@@ -665,18 +665,17 @@ def _read_label(case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image) ->
     return volume_class_masks.combination_indices(bits, case.combinations, names, case.name)
 
 
-def mask_combinations(case: Case) -> tuple[list[int], int]:
-    """The combinations of a case's masks (given one per class) its voxels hold, as bits
-    (mask k adds 2**k), and how many voxels two or more masks hold; read without its image
-    (each mask in RAS: masks stored in other axis orders combine voxel by voxel)."""
+def mask_combinations(case: Case) -> dict[int, int]:
+    """The voxel count of each combination of a case's masks (given one per class) as bits
+    (mask k adds 2**k), read without its image (each mask in RAS: masks stored in other
+    axis orders combine voxel by voxel)."""
     masks = (
         np.asarray(nib.as_closest_canonical(_load(path, case.spacing, as_stored=True)).dataobj)
         for path in case.label_files
     )
     bits = volume_class_masks.combine_masks(masks, case.label_files, case.name, overlap=True)
-    codes, counts = np.unique(bits, return_counts=True)
-    shared = sum(int(n) for c, n in zip(codes, counts, strict=True) if int(c).bit_count() > 1)
-    return [int(c) for c in codes], shared
+    counts = np.bincount(bits.ravel(order="K"))
+    return {int(c): int(counts[c]) for c in np.flatnonzero(counts)}
 
 
 def _label_values(

@@ -503,29 +503,19 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         """The classes of cases given one mask per class: the masks' (given ones chosen
         among them); where masks overlap, each is a region and the label map's classes are
         the combinations the cases hold (:mod:`segnet.data.class_masks`), or a
-        checkpoint's, given back as its regions and classes."""
+        checkpoint's, given back as its regions and classes. Regions given otherwise
+        (``data.regions`` over the masks' classes) are those regions of one label map."""
         self.mask_regions = None
         regions, order = self.given_regions
-        if order is not None:
-            raise nifti.NiftiDataError(
-                f"data.regions_class_order={list(order)}: the labels of {self.root} are a "
-                "mask per class, each class its own region where they overlap, and the label "
-                "map's classes their combinations: leave it out."
-            )
-        masks = list(regions) if regions is not None else self._class_names
-        class_names, self.cases = nifti.in_class_order(self.cases, masks)
-        masks = class_names[1:]
-        if regions is not None:
-            codes = class_masks.combination_codes(self._class_names or [], masks)
-            if codes is None or class_masks.combination_regions(codes, masks) != regions:
-                raise nifti.NiftiDataError(
-                    f"data.regions={dict(regions)}: the labels of {self.root} are a mask per "
-                    f"class ({', '.join(masks)}), and where masks overlap each is a region "
-                    "of its own, found from them: leave data.regions out (and "
-                    "data.class_names names masks, not combinations)."
-                )
+        if regions is not None and class_masks.is_combination_run(self._class_names, regions):
+            masks = list(regions)  # a checkpoint's, spelt as trained
+            _, self.cases = nifti.in_class_order(self.cases, masks)
+            codes = class_masks.combination_codes(self._class_names, masks)
         else:
-            codes = self._overlapping_masks(masks)
+            class_names, self.cases = nifti.in_class_order(self.cases, self._class_names)
+            masks = class_names[1:]
+            given = regions is not None or order is not None
+            codes = None if given else self._overlapping_masks(masks)
             if codes is None:
                 return class_names
         self.cases = [replace(c, combinations=tuple(codes)) for c in self.cases]
@@ -539,24 +529,26 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         return names
 
     def _overlapping_masks(self, masks: list[str]) -> list[int] | None:
-        """Where the cases' masks overlap (each mask read once, the finding kept for the
-        next run of these files), the combinations of them (bits) every case holds;
-        None where none overlap, or too many masks are trained to read them as bits (an
+        """Where the cases' masks overlap (each mask read once, what it found kept for the
+        next run of these files), the combinations of them (bits) the cases hold; None
+        where none overlap, or too many masks are trained to read them as bits (an
         overlap then refused as each case is read)."""
         if len(masks) > volume_class_masks.MAX_OVERLAPPING:
             return None
         files = [str(f) for case in self.cases for f in case.label_files]
-        key = stats_cache.file_key([*files, "mask combinations: 1"])
+        key = stats_cache.file_key([*files, "mask combinations: 2"])
         cached = stats_cache.read("volume-masks", key)
         if cached is None:
             log.info("reading the masks of %d cases for where they overlap", len(self.cases))
+            counts: dict[int, int] = {}
             with ThreadPoolExecutor(4) as pool:  # nibabel's gzip decoding releases the GIL
-                found = list(pool.map(nifti.mask_combinations, self.cases))
-            cached = {"codes": sorted({c for codes, _ in found for c in codes}),
-                      "shared": sum(n for _, n in found)}  # fmt: skip
+                for found in pool.map(nifti.mask_combinations, self.cases):
+                    for code, n in found.items():
+                        counts[code] = counts.get(code, 0) + n
+            cached = {"counts": counts}
             stats_cache.write("volume-masks", key, cached)
-        codes = sorted({0, *cached["codes"]})
-        return codes if any(c.bit_count() > 1 for c in codes) else None
+        counts = {int(c): int(n) for c, n in cached["counts"].items()}
+        return volume_class_masks.overlapping_combinations(counts, masks, self.root)
 
     def _ignore_value(self, class_names: list[str]) -> int | None:
         """nnU-Net's ignore label in dataset.json, where it has one: the label value left

@@ -5,15 +5,17 @@ black-and-white volume per structure (``s0000/ct.nii.gz`` beside
 sets come out of DICOM converters, the masks beside the image (dcmrtstruct2nii's
 ``image.nii.gz`` beside ``mask_Heart.nii.gz``) or the image in a folder of its own
 (platipy's ``IMAGES/`` beside ``STRUCTURES/``); or in a folder per class beside a folder of
-images (``labels/liver/case_01.nii.gz``). A mask's class is its name less what every mask
-of the case shares to say whose it is and that it is a mask (the case's name, ``mask_``).
+images (``labels/liver/case_01.nii.gz``). A mask's class is its name less the case's name
+at its start and, beside the image, the word every mask shares to say it is one (``mask_``).
 
 The masks of a case are read into one label map, class k for the k-th mask (background
 0), so such a folder trains, is scored and predicted as any label map is. The classes
 are the mask files' names (in name order), or those ``data.class_names`` gives (a subset,
-in the order the outputs should have: the other masks' voxels are background, said). A
-voxel two masks hold is refused, naming the case, the two classes and the voxels: a label
-map holds one class per voxel (leave one of them out with ``data.class_names``).
+in the order the outputs should have: the other masks' voxels are background, said).
+Masks that overlap (a body holding the organs) are read as bits instead (mask k adds
+``2**k``), each mask a region and the combinations the cases hold the label map's classes
+(:mod:`segnet.data.class_masks`, the 2D masks' reading; chosen by
+:class:`~segnet.data.nifti_datamodule.NiftiDataModule`).
 
 Example:
     >>> combine_masks([np.array([0, 1, 0, 0]), np.array([0, 0, 1, 1])], ["a.nii", "b.nii"], "s1")
@@ -66,11 +68,12 @@ def mask_folder(files: list[Path], folders: list[Path]) -> CaseFolder | None:
     not); None where the folder holds none of these, or another count of images or labels:
 
     * one folder whose name says it holds labels, of volumes (``segmentations/``);
-    * no such folder, and two or more volumes whose names say they are masks beside the
-      image (``mask_Heart.nii.gz``: dcmrtstruct2nii's);
+    * no such folder, and two or more volumes beside the image whose names share a first
+      or last word that says mask (``mask_Heart.nii.gz``: dcmrtstruct2nii's), not a
+      label of the image beside a mask of something else (``T1w_seg``, ``brain_mask``);
     * the image alone in a folder whose name says images (``IMAGES/``, platipy's)."""
-    images = [f for f in files if not says_label(name_of(f))]
-    labels = [f for f in files if says_label(name_of(f))]
+    images = [f for f in files if not says_mask(name_of(f))]
+    labels = [f for f in files if says_mask(name_of(f))]
     held = [(d, nifti_files(d)) for d in folders if says_label(d.name)]
     held = [(d, masks) for d, masks in held if masks]
     if not images:  # the image in a folder of its own, beside the masks'
@@ -79,25 +82,55 @@ def mask_folder(files: list[Path], folders: list[Path]) -> CaseFolder | None:
         return None
     if len(held) == 1 and len(labels) <= 1:
         return CaseFolder(images[0], held[0][0], held[0][1], next(iter(labels), None))
-    if not held and len(labels) >= 2 and images[0].parent == labels[0].parent:
+    beside = not held and len(labels) >= 2 and images[0].parent == labels[0].parent
+    if beside and shared_mask_word([name_of(f) for f in labels]) is not None:
         return CaseFolder(images[0], labels[0].parent, labels, None)
     return None
 
 
-def class_names_of(masks: Sequence[Path], case: str) -> list[str]:
-    """The classes of a case's masks: their names, less a start every one shares that
-    names the case (platipy's ``Patient_01_Heart`` in ``Patient_01/``) and a first or
-    last word every one shares that says mask (``mask_Heart``, ``Heart_seg``); a name
-    these would leave empty is kept whole."""
-    names = [name_of(p) for p in masks]
-    own = [n[len(case) :].lstrip(SEPARATORS) for n in names if n.lower().startswith(case.lower())]
-    names = own if len(own) == len(names) and all(own) else names
-    for word in (r"^[^_\-. ]+[_\-. ]+", r"[_\-. ]+[^_\-. ]+$"):  # a first word, a last
+def lone_image(files: list[Path], folders: list[Path]) -> bool:
+    """Whether a case folder holds one volume, in it or a folder of its own, and it is no
+    label: a case without labels (platipy's ``IMAGES/`` without ``STRUCTURES/``)."""
+    volumes = [*files, *(v for d in folders for v in nifti_files(d))]
+    return len(volumes) == 1 and not says_mask(name_of(volumes[0]))
+
+
+# a name's first word and what follows it, its last and what precedes it
+FIRST_WORD, LAST_WORD = r"^[^_\-. ]+[_\-. ]+", r"[_\-. ]+[^_\-. ]+$"
+
+
+def shared_mask_word(names: Sequence[str]) -> str | None:
+    """Of a first or a last word, the one every name has and says mask, the same
+    (``mask_Heart``, ``mask_Lung``; ``Heart_seg``): its pattern; None where none is."""
+    for word in (FIRST_WORD, LAST_WORD):
         found = [re.search(word, n) for n in names]
         said = {m.group().strip(SEPARATORS).lower() for m in found if m}
         if all(found) and len(said) == 1 and said <= MASK_WORDS:
-            names = [re.sub(word, "", n) for n in names]
-    return names
+            return word
+    return None
+
+
+def says_mask(name: str) -> bool:
+    """Whether a volume's name says it is a label or a mask: as a folder's would, or by
+    its first or last word (``mask_ROI_1``, whose other words say region of interest)."""
+    words = [w.lower() for w in re.split(r"[_\-. ]+", name) if w]
+    return says_label(name) or bool(words) and (words[0] in MASK_WORDS or words[-1] in MASK_WORDS)
+
+
+def class_names_of(masks: Sequence[Path], case: str, beside: bool) -> list[str]:
+    """The classes of a case's masks: their names, each less the case's name at its start
+    (platipy's ``Patient_01_Heart`` in ``Patient_01/``), and where the masks lie
+    ``beside`` the image, less the word every one shares to say it is a mask
+    (``mask_Heart``); a name this would leave empty is kept whole."""
+    names = [name_of(p) for p in masks]
+    names = [
+        n[len(case) :].lstrip(SEPARATORS)
+        if n.lower().startswith(case.lower()) and n[len(case) :].lstrip(SEPARATORS)
+        and n[len(case)] in SEPARATORS else n
+        for n in names
+    ]  # fmt: skip
+    word = shared_mask_word(names) if beside else None
+    return [re.sub(word, "", n) for n in names] if word else names
 
 
 def class_mask_cases(root: Path) -> list[Found]:
@@ -112,12 +145,13 @@ def class_mask_cases(root: Path) -> list[Found]:
         files, folders = nifti_files(folder), visible_folders(folder)
         held = mask_folder(files, folders)
         if held is not None:
-            names = class_names_of(held.mask_files, folder.name)
+            beside = held.masks == folder
+            names = class_names_of(held.mask_files, folder.name, beside)
             classes = tuple(zip(names, held.mask_files, strict=True))
             check_unique_classes(classes)
             found.append(Found(folder.name, held.image, held.masks, classes=classes))
             unread += [held.label] if held.label is not None else []
-        elif len(files) == 1 and not folders:
+        elif lone_image(files, folders):
             unlabelled.append(folder.name)
         elif files or any(nifti_files(d) for d in folders):
             misfits.append(folder)
@@ -208,10 +242,15 @@ def masks_of_classes(
             + (f"lacks a mask of {', '.join(missing[:5])}" if missing else "")
             + (" and " if missing and extra else "")
             + (f"has masks of {', '.join(extra[:5])} besides" if extra else "")
-            + f", against the first case's {len(names)} classes ({shortened(names)}): give "
-            "every case a mask of every class (an empty one where the case has none of it), "
-            "or name the classes every case has in data.class_names (the other masks' "
-            "voxels are then background)."
+            + (
+                f", against the first case's {len(names)} classes ({shortened(names)}): give "
+                "every case a mask of every class (an empty one where the case has none of "
+                "it), or name the classes every case has in data.class_names (the other "
+                "masks' voxels are then background)."
+                if every
+                else f", of the classes trained ({shortened(names)}: data.class_names, or "
+                "a checkpoint's): give it one (an empty mask where the case has none of it)."
+            )
         )
     return tuple(held)
 
@@ -305,6 +344,11 @@ def combine_masks(
             dtype = np.int16 if len(paths) < 2**15 else np.int32
             label = np.zeros(mask.shape, dtype, order=order)
             flat = label.ravel(order=order)
+        if mask.shape != label.shape:
+            raise ClassMaskVolumeError(
+                f"mask {path} (case {case}) is {mask.shape} and mask {paths[0]} "
+                f"{label.shape}: a case's masks lie on one grid, its image's."
+            )
         # by the voxels a structure holds (a few thousand of millions), not by whole masks:
         # a CT's hundred masks combine in a second, not ten
         voxels = mask.ravel(order=order)
@@ -355,3 +399,47 @@ def combination_indices(
             "overlap as the training cases' do; to train, check that mask."
         )
     return label
+
+
+def overlapping_combinations(
+    counts: dict[int, int], masks: Sequence[str], where: Path | str
+) -> list[int] | None:
+    """Of the voxel count of each combination of ``masks`` (bits) over every case of
+    ``where``: the combinations, background first, where two masks hold a voxel; None
+    where none do. Each overlap is logged with its share of its smaller mask, and one of a
+    few voxels in a hundred warned (outlines drawn apart that touch). A mask no case holds,
+    or named with '+' (which joins a combination's names), is refused, named: each mask is
+    then a region to train."""
+    codes = sorted({0, *counts})
+    shared = [c for c in codes if c.bit_count() > 1]
+    if not shared:
+        return None
+    totals = [sum(n for c, n in counts.items() if c >> k & 1) for k in range(len(masks))]
+    empty = [m for m, total in zip(masks, totals, strict=True) if total == 0]
+    joined = [m for m in masks if "+" in m]
+    if empty or joined:
+        raise ClassMaskVolumeError(
+            f"the masks of {where} overlap, so each is a region of its own and the label "
+            "map's classes their combinations (named by joining the masks' names with '+'), "
+            "but "
+            + (f"{', '.join(empty[:5])} hold(s) no voxel in any case" if empty else "")
+            + (" and " if empty and joined else "")
+            + (f"the mask(s) {', '.join(joined[:5])} have '+' in their names" if joined else "")
+            + ": leave these out of the classes trained (data.class_names names the others)"
+            + (", or rename them" if joined else "")
+            + "."
+        )
+    share = {c: counts[c] / min(totals[k] for k in range(len(masks)) if c >> k & 1) for c in shared}
+    said = [f"{n} {counts[c]} voxels ({100 * share[c]:.2g}% of the smaller mask)"
+            for c, n in zip(shared, class_masks.combination_names(shared, masks), strict=True)]  # fmt: skip
+    log.info("where the masks overlap, over every case: %s", "; ".join(said))
+    slight = [text for c, text in zip(shared, said, strict=True) if share[c] < 0.01]
+    if slight:
+        log.warning(
+            "masks that touch rather than hold one another: %s. Each such overlap is a class "
+            "of the label map, scored on few voxels, and a checkpoint scoring cases whose "
+            "masks overlap otherwise refuses them; where these masks should not overlap, "
+            "clean them, or train one of them alone with data.class_names.",
+            "; ".join(slight),
+        )
+    return codes

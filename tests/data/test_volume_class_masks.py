@@ -189,6 +189,45 @@ def test_structure_sets_of_dicom_converters_are_masks_named_by_their_structure(t
     assert chosen.class_names == ["background", "Spleen", "Kidney_L"]
 
 
+def test_structure_names_and_case_folders_that_are_not_structure_sets(tmp_path, caplog):
+    from segnet.data.volume_class_masks import class_names_of
+
+    names = class_names_of
+    # the case's name at a mask's start goes, mask by mask; a whole-name match stays
+    assert names([Path("P_00_Heart.nii.gz"), Path("External.nii.gz")], "P_00", False) == [
+        "Heart", "External",
+    ]  # fmt: skip
+    assert names([Path("P_00.nii.gz"), Path("P_001_x.nii.gz")], "P_00", False) == [
+        "P_00", "P_001_x",
+    ]  # fmt: skip
+    # a word every mask shares to say so goes beside the image only: a segmentations/
+    # folder's liver_mask stays the class it was
+    assert names([Path("mask_ROI_1.nii.gz"), Path("mask_Heart.nii")], "P", True) == [
+        "ROI_1", "Heart",
+    ]  # fmt: skip
+    assert names([Path("liver_mask.nii.gz"), Path("spleen_mask.nii")], "P", False) == [
+        "liver_mask", "spleen_mask",
+    ]  # fmt: skip
+    # an image beside its label and a mask of something else pairs by the label's name
+    for i in range(3):
+        case = tmp_path / "bids" / f"sub-0{i}"
+        save(np.zeros((8, 8, 8), np.float32), case / f"sub-0{i}_T1w.nii.gz")
+        save(label_of_case(i)[:8, :8, :8], case / f"sub-0{i}_T1w_seg.nii.gz")
+        save(np.ones((8, 8, 8), np.uint8), case / f"sub-0{i}_brain_mask.nii.gz")
+    cases = nifti.find_cases(tmp_path / "bids")
+    assert [(c.image.name, c.label.name) for c in cases][0] == (
+        "sub-00_T1w.nii.gz",
+        "sub-00_T1w_seg.nii.gz",
+    )
+    assert not cases[0].class_masks
+    # platipy's folder of a patient not contoured: left out, said, not refused
+    root = structure_set_cases(tmp_path / "RT", beside=False)
+    save(np.zeros((8, 8, 8), np.float32), root / "P9" / "IMAGES" / "P9_CT.nii.gz")
+    with caplog.at_level("WARNING"):
+        assert len(nifti.find_cases(root)) == 4
+    assert "P9" in caplog.text
+
+
 def nested_cases(root: Path, n: int = 6) -> Path:
     """dcmrtstruct2nii's layout, a ``Body`` mask holding the organs' masks (``Liver``,
     ``Spleen``: structures 2 and 1 of :func:`label_of_case`), as structure sets do."""
@@ -222,11 +261,14 @@ def test_masks_that_overlap_are_regions_and_their_combinations_the_classes(tmp_p
     assert found == {"regions": info.regions, "class_names": info.class_names}
     again = NiftiDataModule(str(root), **found).describe()
     assert (again.class_names, again.regions) == (info.class_names, info.regions)
-    # regions other than the masks' are refused, before any voxel is read
-    with pytest.raises(DataError, match=r"data.regions=.*each is a region of its own"):
-        NiftiDataModule(str(root), regions={"Body": [1, 2]}).describe()
-    with pytest.raises(DataError, match=r"data.regions_class_order=\[1, 2\]: the labels"):
-        NiftiDataModule(str(root), regions_class_order=[1, 2]).describe()
+    # regions given otherwise are regions of the masks' label map, as they always were
+    given = {"organs": [1, 2], "liver": [1]}
+    over = NiftiDataModule(str(root), class_names=["Liver", "Spleen"], regions=given).describe()
+    assert over.regions == given and over.class_names == ["background", "Liver", "Spleen"]
+    # a checkpoint's regions and classes, in other case than the masks' files: as trained
+    upper = {"regions": {k.upper(): v for k, v in info.regions.items()},
+             "class_names": ["background", *(n.upper() for n in info.class_names[1:])]}  # fmt: skip
+    assert NiftiDataModule(str(root), **upper).describe().class_names == upper["class_names"]
     # masks that do not overlap, named alone: one class per voxel, as before
     apart = NiftiDataModule(str(root), class_names=["Liver", "Spleen"]).describe()
     assert apart.class_names == ["background", "Liver", "Spleen"] and apart.regions is None
@@ -299,6 +341,16 @@ def test_a_class_mask_run_trains_evaluates_and_predicts_label_maps(tmp_path):
     (msd / "dataset.json").write_text(json.dumps({"labels": labels}))
     as_maps, _ = evaluate(compose("evaluate", [*ev, f"+data.root={msd}"], tmp_path / "ev_msd"))
     assert as_maps["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
+    # cases whose masks overlap read as regions: a network of one class per voxel cannot
+    # score them, and says so rather than comparing its classes with their combinations
+    nested = class_mask_cases(tmp_path / "nested", n=8)
+    for i in range(8):
+        save(
+            (label_of_case(i) > 0).astype(np.uint8),
+            nested / f"s{i:04d}" / "segmentations" / "liver.nii.gz",
+        )
+    with pytest.raises(ValueError, match=r"trained for the classes .*, and the data given reads"):
+        evaluate(compose("evaluate", [*ev, f"+data.root={nested}"], tmp_path / "ev_nested"))
     predict([f"model={best}", f"inputs={root}", f"out={tmp_path / 'masks'}"])
     written = sorted(
         p.relative_to(tmp_path / "masks") for p in (tmp_path / "masks").rglob("*.nii*")
@@ -330,6 +382,35 @@ def test_a_label_folder_of_a_folder_per_class_pairs_by_name(tmp_path):
     (root / "labels" / "liver" / "s2.nii.gz").unlink()
     with pytest.raises(DataError, match=r"liver/ has no mask named s2 for .*s2.nii.gz"):
         nifti.find_cases(root)
+
+
+def test_masks_that_overlap_but_cannot_be_regions_are_refused_naming_them(tmp_path, caplog):
+    root = nested_cases(tmp_path / "RT", n=4)
+    for i in range(4):  # a mask no case holds
+        save(np.zeros((20, 22, 18), np.uint8), root / f"P{i}" / "mask_Tumor.nii.gz")
+    with pytest.raises(DataError, match=r"overlap, .* but Tumor hold\(s\) no voxel in any case"):
+        NiftiDataModule(str(root)).describe()
+    assert NiftiDataModule(str(root), class_names=["Body", "Liver"]).describe().regions
+    for i in range(4):  # '+' joins the names of combinations
+        (root / f"P{i}" / "mask_Tumor.nii.gz").unlink()
+        margin = (label_of_case(i) == 2).astype(np.uint8)
+        save(margin, root / f"P{i}" / "mask_Liver+5mm.nii.gz")
+    with pytest.raises(DataError, match=r"the mask\(s\) Liver\+5mm have '\+' in their names"):
+        NiftiDataModule(str(root)).describe()
+    # outlines that touch: trained as regions, warned
+    for i in range(4):
+        spleen = (label_of_case(i) == 1).astype(np.uint8)
+        liver = (label_of_case(i) == 2).astype(np.uint8)
+        liver[np.argwhere(spleen)[0][0], np.argwhere(spleen)[0][1], np.argwhere(spleen)[0][2]] = 1
+        save(liver, root / f"P{i}" / "mask_Liver.nii.gz")
+    with caplog.at_level("INFO"):
+        info = NiftiDataModule(str(root), class_names=["Liver", "Spleen"]).describe()
+    assert info.class_names == ["background", "Liver", "Spleen", "Liver+Spleen"]
+    assert "masks that touch rather than hold one another: Liver+Spleen 4 voxels" in caplog.text
+    # masks of two grids in a case
+    save(np.zeros((20, 22, 17), np.uint8), root / "P2" / "mask_Spleen.nii.gz")
+    with pytest.raises(DataError, match=r"mask_Spleen.nii.gz \(case P2\) is \(20, 22, 17\)"):
+        NiftiDataModule(str(root), class_names=["Liver", "Spleen"]).describe()
 
 
 def test_a_run_of_overlapping_masks_trains_regions_and_evaluates_as_trained(tmp_path):
