@@ -387,16 +387,18 @@ def with_further_masks(codes: np.ndarray, pair: Pair, how: dict[str, Any]) -> np
 
 
 def order_class_masks(
-    pairs: list[Pair], class_names: Sequence[str] | None
+    pairs: list[Pair], class_names: Sequence[str] | None, trained: Sequence[str] | None = None
 ) -> tuple[list[str], list[int] | None]:
-    """The classes of masks given one per class, in the outputs' order: ``data.class_names``
-    where it names them, else the folders' (or columns') order; the pairs' masks put in that
-    order. Returns them with the combinations a checkpoint was trained for, where
-    ``data.class_names`` holds those (its classes as evaluate reads them back), else None."""
+    """The classes of masks given one per class, in the outputs' order: a checkpoint's
+    (``trained``, its regions' order), or ``data.class_names`` where it names them, else
+    the folders' (or columns') order; the pairs' masks put in that order. Returns them with
+    the combinations a checkpoint was trained for, where ``data.class_names`` holds those
+    (its classes as evaluate reads them back), else None."""
     found = [c for c, _ in pairs[0].class_masks]
     where = f"the masks of {pairs[0].image.parent.parent}"
-    codes = class_masks.combination_codes(class_names, found) if class_names else None
-    names = found if codes is not None or not class_names else list(class_names)
+    order = list(trained or found)
+    codes = class_masks.combination_codes(class_names, order) if class_names else None
+    names = order if codes is not None or not class_names else list(class_names)
     if sorted(names) != sorted(found):
         raise ImageDataError(
             f"data.class_names={list(class_names or [])}: the masks are given one per class, "

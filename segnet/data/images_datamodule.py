@@ -481,11 +481,18 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self.label_values = self.palette = self._class_names = None
             self.ignore_values, self.found_settings = self.own_ignore, {}
             self.class_list = None
+        # a checkpoint's regions come back with its classes: the masks in its outputs' order
+        trained = (
+            list(self.regions)
+            if self.regions_given and self.regions_class_order is None
+            and class_masks.is_combination_run(self._class_names or [], self.regions)
+            else None
+        )  # fmt: skip
         given = [
             name
             for name, is_given in (("data.label_values", self.label_values is not None),
                                    ("data.palette", self.palette is not None),
-                                   ("data.regions", self.regions_given),
+                                   ("data.regions", self.regions_given and not trained),
                                    ("data.instance_masks", self.instance_masks))
             if is_given
         ]  # fmt: skip
@@ -496,7 +503,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 "outside its class and one value inside, and each class is its own region; "
                 "leave these settings out (data.ignore_values still makes values void)."
             )
-        names, codes = img.order_class_masks(self.pairs, self._class_names)
+        names, codes = img.order_class_masks(self.pairs, self._class_names, trained)
         self.mask_classes = names
         self.mask_ignore = [
             img.colour_code(v, "data.ignore_values") for v in self.ignore_values or []
@@ -801,8 +808,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         norm = info.normalization
         fixed = {"color_mode": norm["color_mode"], "mean": norm["mean"], "std": norm["std"]}
         if class_masks.is_combination_run(info.class_names, info.regions):
-            # one mask per class: the label map's classes are the combinations it trained on
+            # one mask per class: the label map's classes are the combinations it trained on,
+            # and its regions the masks in the order of its outputs
             fixed["class_names"] = list(info.class_names)
+            fixed["regions"] = dict(info.regions)
         return fixed
 
     def _draw_splits(self) -> dict[str, list[int]]:
