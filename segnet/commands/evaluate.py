@@ -167,8 +167,37 @@ def data_config(
     for key, value in AS_BEFORE_THEY_EXISTED.items():  # a run recorded before key existed
         if key in getattr(data_format, "settings", {}) and key not in data_cfg:
             data_cfg[key] = value
+    settle_classes(data_cfg, data_format, module, ckpt, overrides)
+    fixed = data_format.settings_from_info(module.data_info)
+    for key, value in fixed.items():
+        data_cfg[key] = value
+    return data_cfg, overrides, as_trained
+
+
+def settle_classes(
+    data_cfg: DictConfig,
+    data_format: Any,
+    module: SegmentationModule,
+    ckpt: Path,
+    overrides: dict[str, Any],
+) -> None:
+    """The classes and regions an evaluation reads the data as: the checkpoint's, where the
+    run recorded none (a folder's own dataset.json or class file must then name them
+    alike), or recorded them without the background the run added (masks per class);
+    and regions a dataset.json gave, which the classes given would no longer read."""
+    info = module.data_info
+    trained_names = list(info.class_names)
+    recorded = data_cfg.get("class_names")
+    if (
+        recorded
+        and "class_names" not in overrides
+        and [n.lower() for n in ["background", *recorded]] == [n.lower() for n in trained_names]
+    ):
+        data_cfg.class_names = trained_names
+    if "regions" in data_cfg and data_cfg.get("regions") is None and info.regions:
+        data_cfg.regions = dict(info.regions)
+        data_cfg.regions_class_order = info.regions_class_order
     if "class_names" in data_cfg and not data_cfg.class_names:
-        trained_names = list(module.data_info.class_names)
         # the folder's own dataset.json or class file, where it has one, must name the label
         # values as the checkpoint does, or every per-class score would carry another class's name
         named = data_format.class_names_in_data(data_cfg)
@@ -188,10 +217,6 @@ def data_config(
             )
         # e.g. a plain folder without dataset.json: the checkpoint knows its classes
         data_cfg.class_names = trained_names
-    fixed = data_format.settings_from_info(module.data_info)
-    for key, value in fixed.items():
-        data_cfg[key] = value
-    return data_cfg, overrides, as_trained
 
 
 def check_overrides(
@@ -372,23 +397,31 @@ def settle_data(
 
 
 def check_read_as_trained(info: DataInfo, trained: DataInfo, ckpt: Path) -> None:
-    """The data scored must read as the classes and regions the network was trained for
-    (names compared in any case: a dataset.json's ``Liver`` is a mask's ``liver``), or the
-    scores would compare its outputs with other classes: masks given one per class that
-    overlap, scored by a network trained on masks that did not, are refused here."""
+    """The data scored must read as the classes and regions, in the order of the outputs,
+    the network was trained for (names compared in any case: a dataset.json's ``Liver``
+    is a mask's ``liver``), or the scores would compare its outputs with other classes:
+    masks given one per class that overlap, scored by a network trained on masks that did
+    not, are refused here."""
 
-    def said(names: list[str], regions: dict | None) -> tuple:
-        return [n.lower() for n in names], {k.lower(): list(v) for k, v in (regions or {}).items()}
+    def said(data: DataInfo) -> tuple:
+        regions = [(k.lower(), list(v)) for k, v in (data.regions or {}).items()]
+        return [n.lower() for n in data.class_names], regions, data.regions_class_order
 
-    if said(info.class_names, info.regions) != said(trained.class_names, trained.regions):
+    if said(info) != said(trained):
+        combined = any("+" in n for n in [*info.class_names, *trained.class_names])
         raise ValueError(
             f"{ckpt} was trained for the classes {list(trained.class_names)}"
             + (f" as the regions {trained.regions}" if trained.regions else "")
             + f", and the data given reads as {list(info.class_names)}"
             + (f" of the regions {info.regions}" if info.regions else "")
-            + ": score data labelled as its training data was (masks given one per class "
-            "that overlap train as regions, and a network trained on masks that did not "
-            "cannot score them)."
+            + ": score data labelled as its training data was"
+            + (
+                " (masks given one per class that overlap train as regions of their "
+                "combinations: a network trained on masks that did not, or that overlapped "
+                "otherwise, cannot score them)."
+                if combined
+                else "."
+            )
         )
 
 

@@ -315,7 +315,9 @@ def check_same_data(infos: Sequence[Any], paths: Sequence[Path]) -> None:
     for info, path in zip(infos[1:], paths[1:], strict=True):
         for key in keys:
             mine, theirs = getattr(info, key, None), getattr(infos[0], key, None)
-            if mine != theirs:
+            # regions in another order are other outputs: a dict's == would not see it
+            ordered = isinstance(mine, dict) and isinstance(theirs, dict)
+            if mine != theirs or ordered and list(mine) != list(theirs):
                 raise ValueError(
                     f"{path} and {paths[0]} differ in {key} ({mine} against {theirs}): an "
                     "ensemble averages models of one dataset, prepared one way."

@@ -185,3 +185,28 @@ def test_one_mask_per_class_trains_evaluates_exports_and_predicts(tmp_path):
     assert classes == ["artery", "vessel"] and probs.shape == (2, 40, 48)
     # the bits of the label map are the classes whose probability passes one half
     assert ((probs[0] > 0.5) * 1 + (probs[1] > 0.5) * 2 == mask).all()
+
+
+def test_regions_a_dataset_json_gave_are_read_back_by_an_evaluation(tmp_path):
+    """nnU-Net's region labels in dataset.json are not recorded (read again where no class
+    is given); an evaluation gives the checkpoint's classes, so it takes its regions too,
+    and reads the data as the network's outputs, on this folder or another."""
+    from segnet.commands.evaluate import settle_data
+    from segnet.runs.building import build_datamodule, build_module
+
+    root = nifti_dataset(tmp_path / "data", n=8)
+    index = json.loads((root / "dataset.json").read_text())
+    index.update(labels={"background": 0, "whole": [1, 2], "two": 2}, regions_class_order=[1, 2])
+    (root / "dataset.json").write_text(json.dumps(index))
+    cfg = compose("train", ["experiment=hippocampus_unet3d", f"data.root={root}", *FAST],
+                  tmp_path / "train")  # fmt: skip
+    dm = build_datamodule(cfg)
+    dm.prepare_data()
+    module = build_module(cfg, dm)
+    assert module.data_info.regions == {"whole": [1, 2], "two": [2]}
+    for extra in ([], [f"+data.root={root}"]):
+        ev = compose("evaluate", ["ckpt_path=x.ckpt", "trainer.accelerator=cpu", *extra],
+                     tmp_path / f"ev{len(extra)}")  # fmt: skip
+        read, _ = settle_data(ev, [module], [tmp_path / "x.ckpt"])
+        assert list(read.info().regions.items()) == list(module.data_info.regions.items())
+        assert read.info().regions_class_order == [1, 2]

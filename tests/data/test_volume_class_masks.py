@@ -434,3 +434,35 @@ def test_a_run_of_overlapping_masks_trains_regions_and_evaluates_as_trained(tmp_
     scores, _ = evaluate(compose("evaluate", ev, tmp_path / "ev"))
     assert scores["test/region_dice"] == pytest.approx(metrics["test/region_dice"], abs=1e-6)
     assert scores["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
+
+
+def test_classes_chosen_among_masks_are_read_back_on_label_maps(tmp_path):
+    """A run given data.class_names (masks, no background) records them so; an evaluation
+    on label maps reads the checkpoint's classes, background first."""
+    from segnet.commands.evaluate import settle_data
+    from segnet.runs.building import build_datamodule, build_module
+    from tests.commands.test_train_volumes import FAST
+    from tests.conftest import compose
+
+    root = class_mask_cases(tmp_path / "TotalSeg", n=6)
+    settings = ["experiment=hippocampus_unet3d", f"data.root={root}", *FAST,
+                "data.class_names=[liver,spleen]"]  # fmt: skip
+    cfg = compose("train", settings, tmp_path / "train")
+    dm = build_datamodule(cfg)
+    dm.prepare_data()
+    module = build_module(cfg, dm)
+    msd = tmp_path / "msd"
+    for i in range(6):
+        save(
+            nib.load(root / f"s{i:04d}" / "ct.nii.gz").get_fdata(),
+            msd / "imagesTr" / f"c{i}.nii.gz",
+        )
+        truth = label_of_case(i)
+        save(
+            np.select([truth == 2, truth == 1], [1, 2], 0).astype(np.uint8),
+            msd / "labelsTr" / f"c{i}.nii.gz",
+        )
+    ev = compose("evaluate", ["ckpt_path=x.ckpt", "trainer.accelerator=cpu", f"+data.root={msd}",
+                              "data.split=all"], tmp_path / "ev")  # fmt: skip
+    read, _ = settle_data(ev, [module], [tmp_path / "x.ckpt"])
+    assert read.info().class_names == ["background", "liver", "spleen"]

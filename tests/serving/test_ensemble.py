@@ -129,6 +129,18 @@ def test_members_that_cannot_be_averaged_or_scored_fairly_are_refused(second, sp
         check_members([first, second], [Path("a.ckpt"), Path("b.ckpt")], split)
 
 
+def test_members_of_regions_in_another_order_are_refused():
+    """Regions are the outputs in their order: {whole, core} and {core, whole} are other
+    networks' channels, though equal as dicts."""
+    first, second = member(), member()
+    first.data_info.regions = {"whole": [1, 2], "core": [2]}
+    second.data_info.regions = {"core": [2], "whole": [1, 2]}
+    with pytest.raises(ValueError, match=r"b.ckpt and a.ckpt differ in regions"):
+        check_members([first, second], [Path("a.ckpt"), Path("b.ckpt")], "test")
+    second.data_info.regions = {"whole": [1, 2], "core": [2]}
+    check_members([first, second], [Path("a.ckpt"), Path("b.ckpt")], "test")
+
+
 def test_folds_of_one_split_pass_on_test():
     # an older checkpoint's description: its normalisation does not name a spacing (read as
     # None), and for volumes each member keeps its own training patch (its window)
