@@ -124,6 +124,18 @@ def role_of(name: str) -> str | None:
     return next((role for role, known in ROLES.items() if words & known), None)
 
 
+def says_mask(name: str) -> bool:
+    """Whether a file's name (its kind left out) says it holds a label or a mask: as a
+    folder's would, or by its first or last word (``mask_ROI_1``, ``roi_mask``, whose
+    other words say region of interest)."""
+    words = [w.lower() for w in re.split(r"[_\-. ]+", name) if w]
+    return (
+        role_of(name) == "labels"
+        or bool(words)
+        and (words[0] in MASK_WORDS or words[-1] in MASK_WORDS)
+    )
+
+
 def weak_mask_name(name: str) -> bool:
     """A name that says nothing else and a word that may say mask (``IMD002_lesion``):
     the mask folder where no folder beside it says masks."""

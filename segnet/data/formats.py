@@ -23,7 +23,7 @@ from segnet.data import images as own_images
 from segnet.data import nifti, volume_channels
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
-from segnet.data.folder_roles import role_of, says_labels_alone
+from segnet.data.folder_roles import says_labels_alone, says_mask
 from segnet.data.image_pairs import folders_below, without_side_arrays
 from segnet.data.info import WINDOW_BLENDING, DataInfo, sliding_window_steps, voxel_size_warning
 from segnet.data.palette import colorize
@@ -399,7 +399,7 @@ def input_files(folder: Path) -> list[Path]:
     ``_gt`` files), those are labels, not inputs: left out, said."""
     found = {p for kind in FILE_KINDS for p in kind.files_in(folder)}
     files = sorted(p for p in found if p.is_file() and not p.name.startswith("."))
-    labels = [p for p in files if role_of(nifti.case_name(p)) == "labels"]
+    labels = [p for p in files if says_mask(nifti.case_name(p))]
     if labels and len(labels) < len(files):
         log.info(
             "%s: %d file(s) named as labels (%s) are not predicted", folder, len(labels),

@@ -34,7 +34,7 @@ import numpy as np
 
 from segnet.data import class_masks
 from segnet.data.errors import DataError
-from segnet.data.folder_roles import MASK_WORDS, role_of
+from segnet.data.folder_roles import MASK_WORDS, role_of, says_mask
 from segnet.data.image_pairs import visible_folders
 from segnet.data.volume_channels import name_of
 from segnet.data.volume_layouts import Found, nifti_files, say_unlabelled, says_label
@@ -108,13 +108,6 @@ def shared_mask_word(names: Sequence[str]) -> str | None:
         if all(found) and len(said) == 1 and said <= MASK_WORDS:
             return word
     return None
-
-
-def says_mask(name: str) -> bool:
-    """Whether a volume's name says it is a label or a mask: as a folder's would, or by
-    its first or last word (``mask_ROI_1``, whose other words say region of interest)."""
-    words = [w.lower() for w in re.split(r"[_\-. ]+", name) if w]
-    return says_label(name) or bool(words) and (words[0] in MASK_WORDS or words[-1] in MASK_WORDS)
 
 
 def class_names_of(masks: Sequence[Path], case: str, beside: bool) -> list[str]:

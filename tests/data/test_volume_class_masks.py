@@ -13,6 +13,7 @@ from segnet.data import formats, nifti
 from segnet.data.errors import DataError
 from segnet.data.nifti_datamodule import NiftiDataModule
 from segnet.data.volume_class_masks import combine_masks
+from segnet.data.volume_layouts import nifti_files
 
 STRUCTURES = ("spleen", "liver", "kidney_left")
 AFFINE = np.diag([1.5, 1.5, 2.0, 1.0])
@@ -220,6 +221,15 @@ def test_structure_names_and_case_folders_that_are_not_structure_sets(tmp_path, 
         "sub-00_T1w_seg.nii.gz",
     )
     assert not cases[0].class_masks
+    # a structure named as a region of interest is a mask too: not predicted, not an image
+    rt = tmp_path / "rt_case"
+    for name in ("image", "mask_ROI_1", "mask_Heart"):
+        save(np.zeros((8, 8, 8), np.uint8), rt / f"{name}.nii.gz")
+    assert formats.input_files(rt) == [rt / "image.nii.gz"]
+    from segnet.data.volume_class_masks import mask_folder
+
+    held = mask_folder(nifti_files(rt), [])
+    assert held.image == rt / "image.nii.gz" and len(held.mask_files) == 2
     # platipy's folder of a patient not contoured: left out, said, not refused
     root = structure_set_cases(tmp_path / "RT", beside=False)
     save(np.zeros((8, 8, 8), np.float32), root / "P9" / "IMAGES" / "P9_CT.nii.gz")
