@@ -186,6 +186,8 @@ def settle_classes(
     alike), or recorded them without the background the run added (masks per class);
     and regions a dataset.json gave, which the classes given would no longer read."""
     info = module.data_info
+    if info is None:  # a description-less module: nothing to settle from it
+        return
     trained_names = list(info.class_names)
     recorded = data_cfg.get("class_names")
     if (
