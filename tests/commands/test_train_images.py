@@ -86,13 +86,13 @@ def test_evaluate_a_csv_of_new_images_at_native_size_and_save_predictions(traine
     (new / "test.csv").write_text(
         "image,label\n" + "".join(f"images/{i}.png,labels/{i}.png\n" for i in range(3))
     )
+    from segnet.commands.evaluate import evaluate
+
     out = tmp_path / "ev"
-    run_cli(
-        ["evaluate.py", f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}",
-         f"data.csv={new / 'test.csv'}", "data.split=all", "save_predictions=true",
-         f"hydra.run.dir={out}"],
-        cwd=REPO,
-    )  # fmt: skip
+    # in this process: the command line's own path is the README's, tested in test_cli
+    settings = [f"ckpt_path={run / 'checkpoints' / 'best.ckpt'}", f"data.csv={new / 'test.csv'}",
+                "data.split=all", "save_predictions=true", "trainer.accelerator=cpu"]  # fmt: skip
+    evaluate(compose("evaluate", settings, out))
     saved = sorted(p.name for p in (out / "predictions").iterdir())
     assert saved == [f"{i}{kind}.png" for i in range(3) for kind in ("", "_color")]
     mask = np.asarray(Image.open(out / "predictions" / "0.png"))
