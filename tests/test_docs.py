@@ -82,9 +82,17 @@ def shown_commands() -> list[tuple[str, str, str]]:
     found = []
     for doc in DOCS:
         text = doc.read_text()
-        for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, re.S):
+        # every fence with its info string, so that a ```text block's closing fence is
+        # never taken for an opening one (the blocks after it would then be misread)
+        for kind, block in re.findall(r"```([\w-]*)\n(.*?)```", text, re.S):
+            if kind not in ("", "bash", "sh"):
+                continue
             block = block.replace("\\\n", " ")
+            # a shell variable the block sets (H=experiment=...) stands for its value
+            values = {k: v.strip("'\"") for k, v in re.findall(r"^(\w+)=(\S+)\s*$", block, re.M)}
             for script, args in COMMAND.findall(block):
+                for name, value in values.items():
+                    args = args.replace(f"${name}", value)
                 found.append((doc.name, script, args))
     return found
 
