@@ -61,8 +61,8 @@ class CaseFolder(NamedTuple):
     label: Path | None
 
 
-def mask_folder(files: list[Path], folders: list[Path]) -> CaseFolder | None:
-    """Of a case folder's volume ``files`` and subfolders: its image, where its masks lie
+def mask_folder(files: list[Path], folders: dict[Path, list[Path]]) -> CaseFolder | None:
+    """Of a case folder's volume ``files`` and subfolders (each with its volumes): its image, where its masks lie
     and their files, and the label file beside them if there is one (AbdomenAtlas's
     ``combined_labels.nii.gz``: not read, as the masks name their classes and it does
     not); None where the folder holds none of these, or another count of images or labels:
@@ -74,10 +74,10 @@ def mask_folder(files: list[Path], folders: list[Path]) -> CaseFolder | None:
     * the image alone in a folder whose name says images (``IMAGES/``, platipy's)."""
     images = [f for f in files if not says_mask(name_of(f))]
     labels = [f for f in files if says_mask(name_of(f))]
-    held = [(d, nifti_files(d)) for d in folders if says_label(d.name)]
-    held = [(d, masks) for d, masks in held if masks]
+    held = [(d, masks) for d, masks in folders.items() if masks and says_label(d.name)]
     if not images:  # the image in a folder of its own, beside the masks'
-        images = [v for d in folders if role_of(d.name) == "images" for v in nifti_files(d)]
+        images = [v for d, held_here in folders.items() if role_of(d.name) == "images"
+                  for v in held_here]  # fmt: skip
     if len(images) != 1:
         return None
     if len(held) == 1 and len(labels) <= 1:
@@ -88,10 +88,10 @@ def mask_folder(files: list[Path], folders: list[Path]) -> CaseFolder | None:
     return None
 
 
-def lone_image(files: list[Path], folders: list[Path]) -> bool:
+def lone_image(files: list[Path], folders: dict[Path, list[Path]]) -> bool:
     """Whether a case folder holds one volume, in it or a folder of its own, and it is no
     label: a case without labels (platipy's ``IMAGES/`` without ``STRUCTURES/``)."""
-    volumes = [*files, *(v for d in folders for v in nifti_files(d))]
+    volumes = [*files, *(v for held in folders.values() for v in held)]
     return len(volumes) == 1 and not says_mask(name_of(volumes[0]))
 
 
@@ -135,7 +135,9 @@ def class_mask_cases(root: Path) -> list[Found]:
     holds the classes trained is checked once they are chosen (:func:`masks_of_classes`)."""
     found, unlabelled, misfits, unread = [], [], [], []
     for folder in visible_folders(root):
-        files, folders = nifti_files(folder), visible_folders(folder)
+        # each subfolder listed once: a case folder is read by three rules below
+        files = nifti_files(folder)
+        folders = {d: nifti_files(d) for d in visible_folders(folder)}
         held = mask_folder(files, folders)
         if held is not None:
             beside = held.masks == folder
@@ -146,7 +148,7 @@ def class_mask_cases(root: Path) -> list[Found]:
             unread += [held.label] if held.label is not None else []
         elif lone_image(files, folders):
             unlabelled.append(folder.name)
-        elif files or any(nifti_files(d) for d in folders):
+        elif files or any(folders.values()):
             misfits.append(folder)
     if len(found) < 2 or len(misfits) * 2 >= len(found):
         return []
@@ -182,10 +184,11 @@ def class_folder_cases(images: Sequence[Path], labels: Path) -> list[Found]:
     ``images/case_01.nii.gz``), each class named by its folder; empty where the label
     folder holds volumes itself, or no folder of them. An image without its mask in every
     class's folder is refused, named."""
-    folders = [d for d in visible_folders(labels) if nifti_files(d)]
+    folders = {d: nifti_files(d) for d in visible_folders(labels)}
+    folders = {d: masks for d, masks in folders.items() if masks}
     if nifti_files(labels) or not folders:
         return []
-    by_class = {d.name: {name_of(p): p for p in nifti_files(d)} for d in folders}
+    by_class = {d.name: {name_of(p): p for p in masks} for d, masks in folders.items()}
     found = []
     for image in images:
         case = name_of(image)

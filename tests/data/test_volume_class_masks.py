@@ -228,7 +228,7 @@ def test_structure_names_and_case_folders_that_are_not_structure_sets(tmp_path, 
     assert formats.input_files(rt) == [rt / "image.nii.gz"]
     from segnet.data.volume_class_masks import mask_folder
 
-    held = mask_folder(nifti_files(rt), [])
+    held = mask_folder(nifti_files(rt), {})
     assert held.image == rt / "image.nii.gz" and len(held.mask_files) == 2
     # platipy's folder of a patient not contoured: left out, said, not refused
     root = structure_set_cases(tmp_path / "RT", beside=False)
