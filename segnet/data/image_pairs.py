@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from segnet.data import coco
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
@@ -287,6 +288,8 @@ def find_pairs(
             f"data.root={root}: no such folder. Point data.root at the folder holding your "
             "images and masks, or data.csv at a CSV listing them."
         )
+    elif not any(dirs) and not naming.rules_given and coco.annotation_files(root):
+        pairs = coco_pairs(root)
     elif is_nnunet_layout(root, dirs):
         pairs = nnunet_pairs(root, naming)
     elif is_cityscapes_layout(root) and not any(dirs) and not naming.rules_given:
@@ -377,6 +380,18 @@ def sibling_split_pairs(
             continue
         pairs += paired(images, masks, None, naming, split)
     return pairs
+
+
+def coco_pairs(root: Path) -> list[Pair]:
+    """The images ``root``'s COCO files list, each with the mask drawn from its objects
+    (:mod:`segnet.data.coco`), in the split its file gives."""
+    files = coco.annotation_files(root)
+    found = coco.annotated_images(root, [*image_files(root), *files_below(root)])
+    log.info(
+        "the masks of %d image(s) drawn from the objects of %s (kept in %s)", len(found),
+        ", ".join(str(f.path.relative_to(root)) for f in files), coco.mask_folder(files),
+    )  # fmt: skip
+    return [Pair(a.name, a.image, a.mask, split=a.split) for a in found]
 
 
 def cityscapes_pairs(root: Path, naming: Naming) -> list[Pair]:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, stats_cache
+from segnet.data import class_files, class_masks, coco, stats_cache
 from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
@@ -309,6 +309,13 @@ def own_layout(settings: Any) -> bool:
     return not any(folders) and rules == ["{id}", "{id}"]
 
 
+def classes_beside(root: Path | None, own: bool) -> class_files.ShippedClasses | None:
+    """The classes a list shipped in ``root`` names (:mod:`segnet.data.class_files`), or
+    where it ships none and is read as its own layout says, its COCO files' categories."""
+    shipped = class_files.shipped_classes(root, own)
+    return shipped or (coco.coco_classes(root) if own else None)
+
+
 def nnunet_root(root: Path | None, csv: str | None) -> Path | None:
     """``data.root`` where it is an nnU-Net dataset (``imagesTr/``, ``labelsTr/``: its
     dataset.json names the classes, whichever of its folders are read); None for any other
@@ -544,7 +551,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.own_ignore = given["ignore_values"]
         overriding = class_files.classes_given({**given, "palette": palette})
         if nnunet is None and not self.csv and not overriding:
-            shipped = class_files.shipped_classes(self.root, own_layout(self.layout))
+            shipped = classes_beside(self.root, own_layout(self.layout))
             shipped = shipped.by_row() if shipped and by_row else shipped
             given = class_files.with_shipped_classes(shipped, palette=palette, **given)
             palette = given.pop("palette")
@@ -794,9 +801,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if found is not None:
             return found.class_names
         shipped = (
-            None
-            if nnunet or data_cfg.get("csv")
-            else class_files.shipped_classes(root, own_layout(data_cfg))
+            None if nnunet or data_cfg.get("csv") else classes_beside(root, own_layout(data_cfg))
         )
         return shipped.class_names if shipped else None
 

@@ -1,0 +1,370 @@
+"""COCO-format annotation files, read as masks: what CVAT, Label Studio, Roboflow and COCO
+itself export (a JSON file of ``images``, ``annotations`` and ``categories``), so that a
+folder of images annotated with outlines trains with no mask files and no class settings.
+
+* **Where**: a JSON file in ``data.root``, in its ``annotations/`` folder, or in a split
+  folder beside the images (Roboflow's ``train/_annotations.coco.json``). A file's split
+  is its folder's (``valid/``) or its name's (``instances_val2017.json``); a file of
+  neither (CVAT's ``instances_default.json``) leaves the splits to be drawn. Only where no
+  folder of mask images is there: masks, where a folder holds both, are what is read.
+* **Images**: each file name is looked for beside the JSON file, in ``data.root`` and in
+  its ``images/`` folder, then by its name alone anywhere below ``data.root`` (COCO's
+  ``train2017/``; Label Studio's upload paths). Images the file lists and the folder
+  lacks are left out, counted in a warning; a file none of whose images is there is
+  refused.
+* **Masks**: each image's objects are drawn into a mask of class numbers with
+  pycocotools (polygons and run-length crowd regions, as COCO's own tools draw them),
+  larger objects first, so that a smaller one lying on a larger keeps its class (where
+  objects of two classes overlap, the log counts the images). An object with no outline,
+  a box alone, is void over its box: neither trained nor scored, never background.
+* **Classes**: background (mask value 0), then the categories in order of their ids; a
+  category that is only the others' supercategory and has no object of its own
+  (Roboflow's dataset name) is no class. Every file must list the same categories.
+* The masks are drawn once and kept in the cache (``~/.cache/segnet/coco-masks``, beside
+  the statistics of :mod:`segnet.data.stats_cache`), never in the data folder: keyed by
+  the annotation files' paths, sizes and times, so that an edited file is drawn afresh.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from segnet.data import stats_cache
+from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses
+from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import split_named, split_of
+from segnet.data.name_rules import IMAGE_SUFFIXES
+from segnet.files import staged
+
+COCO_KEYS = frozenset({"images", "annotations", "categories"})
+ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
+MASK_FOLDERS = ("labels", "label", "masks", "mask", "segmentationclass", "gt", *ANNOTATION_FOLDERS)
+VOID = 255  # a mask value no class takes: objects with a box and no outline
+MAX_CLASSES = VOID - 1  # background and the categories, in one byte
+DRAWING = "coco-masks-1"
+EXIF_ORIENTATION = 0x0112  # bumped where the drawing changes: masks drawn before, redrawn
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AnnotatedImage:
+    """An image a COCO file lists, and the mask drawn from its objects."""
+
+    name: str  # its path below data.root: what splits.json and predictions name it by
+    image: Path
+    mask: Path
+    split: str | None
+
+
+@dataclass(frozen=True)
+class CocoFile:
+    path: Path
+    split: str | None  # its folder's or its name's; None: drawn
+
+
+# -- finding the files ------------------------------------------------------------------
+@functools.lru_cache(maxsize=8)
+def _parsed(path: Path, size: int, mtime: int) -> dict[str, Any] | None:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and found.keys() >= COCO_KEYS else None
+
+
+def parsed(path: Path) -> dict[str, Any] | None:
+    """The COCO file at ``path`` as read (each file parsed once while it is unchanged);
+    None for a JSON file of anything else."""
+    stat = path.stat()
+    return _parsed(path, stat.st_size, stat.st_mtime_ns)
+
+
+def annotation_files(root: Path) -> list[CocoFile]:
+    """The COCO files in ``root``, its annotations folder and its split folders, in path
+    order; none where a folder of mask images is there (its masks are read instead)."""
+    if not root.is_dir():
+        return []
+    places = [root]
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if d.name.lower() in ANNOTATION_FOLDERS or split_named(d.name):
+            places.append(d)
+    found = []
+    for place in places:
+        for f in sorted(place.glob("*.json")):
+            if f.is_file() and parsed(f) is not None:
+                split = split_named(place.name) if place != root else None
+                found.append(CocoFile(f, split or split_of(f.stem.removesuffix(".coco"))))
+    return found if found and not _mask_folder(root) else []
+
+
+def _mask_folder(root: Path) -> bool:
+    """Whether ``root`` holds a folder of mask images (``labels/``, ``masks/`` ...)."""
+    folders = [d for d in root.iterdir() if d.is_dir() and d.name.lower() in MASK_FOLDERS]
+    return any(f.suffix.lower() in IMAGE_SUFFIXES for d in folders for f in d.iterdir())
+
+
+# -- classes --------------------------------------------------------------------------------
+def categories(files: Sequence[CocoFile]) -> list[tuple[int, str]]:
+    """The classes' categories, ``(id, name)`` in order of id, that every file lists
+    alike (:func:`kept_categories`); files that list others are refused, naming two."""
+    lists = [(f.path, kept_categories(parsed(f.path) or {})) for f in files]
+    first_path, first = lists[0]
+    for path, other in lists[1:]:
+        if other != first:
+            raise ImageDataError(
+                f"{first_path} and {path} list different categories "
+                f"({', '.join(n for _, n in first)} against {', '.join(n for _, n in other)}): "
+                "export every split with the same categories."
+            )
+    return first
+
+
+def kept_categories(coco: dict[str, Any]) -> list[tuple[int, str]]:
+    """A file's categories, in order of id, without those that are only the others'
+    supercategory and hold no object (Roboflow lists its dataset's name so)."""
+    cats = sorted((int(c["id"]), str(c["name"])) for c in coco["categories"])
+    used = {a.get("category_id") for a in coco["annotations"]}
+    parents = {str(c.get("supercategory")) for c in coco["categories"]}
+    return [(i, n) for i, n in cats if i in used or n not in parents]
+
+
+def class_values(cats: Sequence[tuple[int, str]]) -> dict[int, int]:
+    """Each category id's mask value: 1, 2, ... in order, a category named as the
+    background 0."""
+    values, k = {}, 0
+    for cat_id, name in cats:
+        if name.strip().lower() in BACKGROUND_NAMES:
+            values[cat_id] = 0
+        else:
+            k += 1
+            values[cat_id] = k
+    return values
+
+
+def coco_classes(root: Path | None) -> ShippedClasses | None:
+    """The classes of ``root``'s COCO files (:func:`annotation_files`), by mask value,
+    void last; None where it has none."""
+    files = annotation_files(root) if root is not None else []
+    if not files:
+        return None
+    cats = categories(files)
+    values = class_values(cats)
+    names = ["background", *(n for i, n in cats if values[i])]
+    if len(names) > MAX_CLASSES:
+        raise ImageDataError(
+            f"{files[0].path} lists {len(names) - 1} categories: at most {MAX_CLASSES - 1} "
+            "are read. Merge categories, or draw masks yourself and point data.root at them."
+        )
+    source = ", ".join(str(f.path) for f in files[:2]) + (" ..." if len(files) > 2 else "")
+    return ShippedClasses(
+        f"the categories of {source}", (*names, "void"), (*range(len(names)), VOID),
+        by_colour=False,
+    )  # fmt: skip
+
+
+# -- drawing ------------------------------------------------------------------------------
+def object_pixels(segmentation: Any, height: int, width: int) -> np.ndarray | None:
+    """The pixels an object's outline covers (polygons, or run lengths as COCO writes a
+    crowd), as a boolean array; None where it has no outline."""
+    from pycocotools import mask as coco_mask
+
+    if isinstance(segmentation, list):
+        polygons = [p for p in segmentation if len(p) >= 6]  # three points or more
+        if not polygons:
+            return None
+        rle = coco_mask.merge(coco_mask.frPyObjects(polygons, height, width))
+    elif isinstance(segmentation, dict) and "counts" in segmentation:
+        if list(segmentation.get("size", [])) != [height, width]:
+            raise ValueError(f"its run lengths are of size {segmentation.get('size')}")
+        counts = segmentation["counts"]
+        rle = (
+            coco_mask.frPyObjects(segmentation, height, width)
+            if isinstance(counts, list)
+            else {
+                "size": [height, width],
+                "counts": counts.encode() if isinstance(counts, str) else counts,
+            }
+        )
+    else:
+        return None
+    return coco_mask.decode(rle).astype(bool)
+
+
+def draw_mask(
+    height: int, width: int, objects: Sequence[dict[str, Any]], values: dict[int, int]
+) -> tuple[np.ndarray, bool]:
+    """The mask of one image's ``objects``, larger ones first; and whether objects of
+    two classes overlap. An object of a category that is no class is refused."""
+    mask = np.zeros((height, width), np.uint8)
+    overlap = False
+    for obj in sorted(objects, key=area, reverse=True):
+        value = values.get(obj.get("category_id"))
+        if value is None:
+            raise ValueError(f"its category_id {obj.get('category_id')} is no category listed")
+        pixels = object_pixels(obj.get("segmentation"), height, width)
+        if pixels is None:  # a box alone: not known to be background, so void
+            x, y, w, h = obj.get("bbox") or (0, 0, 0, 0)
+            rows = slice(max(0, math.floor(y)), max(0, math.ceil(y + h)))
+            cols = slice(max(0, math.floor(x)), max(0, math.ceil(x + w)))
+            mask[rows, cols] = VOID
+            continue
+        under = mask[pixels]
+        overlap = overlap or bool(np.any((under != 0) & (under != VOID) & (under != value)))
+        mask[pixels] = value
+    return mask, overlap
+
+
+def area(obj: dict[str, Any]) -> float:
+    if obj.get("area"):
+        return float(obj["area"])
+    box = obj.get("bbox") or (0, 0, 0, 0)
+    return float(box[2]) * float(box[3])
+
+
+def write_mask(path: Path, mask: np.ndarray) -> None:
+    from PIL import Image
+
+    with staged(path) as tmp:
+        Image.fromarray(mask, mode="L").save(tmp, format="PNG")
+
+
+# -- the images -----------------------------------------------------------------------------
+def image_index(images: Sequence[Path]) -> dict[str, Path]:
+    """The images below data.root by file name, names that occur once only."""
+    by_name: dict[str, Path] = {}
+    twice = set()
+    for f in images:
+        if f.name in by_name:
+            twice.add(f.name)
+        by_name[f.name] = f
+    return {n: f for n, f in by_name.items() if n not in twice}
+
+
+def image_of(file_name: str, places: Sequence[Path], by_name: dict[str, Path]) -> Path | None:
+    """The image a COCO file names: in one of ``places``, else by its name alone."""
+    rel = PurePosixPath(str(file_name).replace("\\", "/"))
+    for place in places:
+        candidate = place / rel if not rel.is_absolute() else Path(rel)
+        if candidate.is_file():
+            return candidate
+    return by_name.get(rel.name)
+
+
+def mask_folder(files: Sequence[CocoFile]) -> Path:
+    """Where the masks of ``files`` are kept: a folder of the cache named for the files
+    as they are now (an edited file's masks are drawn again, into another folder)."""
+    key = stats_cache.file_key([DRAWING, *(str(f.path) for f in files)])
+    return stats_cache.folder() / "coco-masks" / key
+
+
+def annotated_images(root: Path, images: Sequence[Path]) -> list[AnnotatedImage]:
+    """Every image ``root``'s COCO files list and the folder holds, each with its mask
+    (drawn now, or found drawn in the cache); ``images`` are the image files below
+    ``root``."""
+    files = annotation_files(root)
+    values = class_values(categories(files))
+    folder = mask_folder(files)
+    by_name = image_index(images)
+    found: list[AnnotatedImage] = []
+    for f in files:
+        found += _file_images(root, f, values, folder, by_name)
+    return found
+
+
+def _file_images(
+    root: Path, f: CocoFile, values: dict[int, int], folder: Path, by_name: dict[str, Path]
+) -> list[AnnotatedImage]:
+    coco = parsed(f.path) or {}
+    objects: dict[Any, list[dict[str, Any]]] = {}
+    for obj in coco["annotations"]:
+        objects.setdefault(obj.get("image_id"), []).append(obj)
+    places = list(dict.fromkeys([f.path.parent, root, f.path.parent.parent, root / "images"]))
+    found, missing, overlapping, boxes = [], [], 0, 0
+    for entry in coco["images"]:
+        image = image_of(entry["file_name"], places, by_name)
+        if image is None:
+            missing.append(entry["file_name"])
+            continue
+        name = image.relative_to(root).as_posix() if image.is_relative_to(root) else image.name
+        mask = folder / PurePosixPath(name).with_suffix(".png")
+        own = objects.get(entry["id"], [])
+        boxes += sum(not _outlined(o) for o in own)
+        if not mask.is_file():  # each written whole: one there was drawn from this file
+            overlapping += _draw_one(f.path, entry, image, own, values, mask)
+        found.append(AnnotatedImage(name, image, mask, f.split))
+    _say_what_was_left(f.path, len(coco["images"]), missing, found, overlapping, boxes)
+    return found
+
+
+def _outlined(obj: dict[str, Any]) -> bool:
+    seg = obj.get("segmentation")
+    return bool(seg) and not (isinstance(seg, list) and all(len(p) < 6 for p in seg))
+
+
+def _draw_one(
+    path: Path, entry: dict[str, Any], image: Path, objects: list, values: dict, mask: Path
+) -> bool:
+    height, width = int(entry["height"]), int(entry["width"])
+    shown, turned = shown_size(image)
+    if shown != (height, width):
+        raise ImageDataError(
+            f"{path} gives {entry['file_name']} the size {width}x{height}, and {image} is "
+            f"{shown[1]}x{shown[0]}{' as its EXIF orientation shows it' * turned}: export "
+            "the annotations of these very images."
+        )
+    try:
+        drawn, overlap = draw_mask(height, width, objects, values)
+    except (ValueError, TypeError, KeyError) as err:
+        raise ImageDataError(
+            f"{path}: an object of {entry['file_name']} cannot be drawn: {err}."
+        ) from None
+    write_mask(mask, drawn)
+    return overlap
+
+
+def shown_size(image: Path) -> tuple[tuple[int, int], bool]:
+    """The image's height and width as viewers show it (a quarter turn of its EXIF
+    orientation swaps them, as training reads it), and whether it is turned."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(image) as im:
+            turned = im.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8)
+            return ((im.width, im.height) if turned else (im.height, im.width)), turned
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        raise ImageDataError(f"cannot read {image}: {err}") from None
+
+
+def _say_what_was_left(
+    path: Path, listed: int, missing: list[str], found: list, overlapping: int, boxes: int
+) -> None:
+    if not found and listed:
+        raise ImageDataError(
+            f"{path} lists {listed} images and none is in the folder (the first: "
+            f"{missing[0]}): put the images beside the file, in an images/ folder, or "
+            "anywhere below data.root under the names the file gives."
+        )
+    if missing:
+        log.warning(
+            "%s: %d of its %d images are not in the folder (e.g. %s): left out.",
+            path, len(missing), listed, missing[0],
+        )  # fmt: skip
+    if overlapping:
+        log.info(
+            "%s: in %d image(s) objects of two classes overlap: the smaller object's class "
+            "is kept where they do.", path, overlapping,
+        )  # fmt: skip
+    if boxes:
+        log.warning(
+            "%s: %d object(s) have a box and no outline: their boxes are void (neither "
+            "trained nor scored).", path, boxes,
+        )  # fmt: skip

@@ -1,0 +1,226 @@
+"""COCO annotation files (Roboflow's, CVAT's, COCO's own) train with no mask files and no
+class settings: each image's objects drawn into its mask, the categories its classes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+from pycocotools import mask as coco_mask
+
+from segnet.data import coco
+from segnet.data.errors import ImageDataError
+from tests.data.test_images import prepared, train_labels
+
+H, W = 24, 32
+# Roboflow lists its dataset's name as a category, the others' supercategory
+CATEGORIES = [
+    {"id": 0, "name": "shapes", "supercategory": "none"},
+    {"id": 1, "name": "leaf", "supercategory": "shapes"},
+    {"id": 2, "name": "bug", "supercategory": "shapes"},
+]
+
+
+def square(x: int, y: int, side: int) -> list[float]:
+    """A polygon of the square of pixels [x, x + side) x [y, y + side)."""
+    return [x, y, x + side, y, x + side, y + side, x, y + side]
+
+
+def obj(image_id: int, category: int, segmentation, bbox=None, oid: int = 0) -> dict:
+    return {
+        "id": oid, "image_id": image_id, "category_id": category,
+        "segmentation": segmentation, "bbox": bbox or [0, 0, 0, 0], "iscrowd": 0,
+    }  # fmt: skip
+
+
+def write_images(folder, names, size=(H, W)):
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, name in enumerate(names):
+        pixels = np.full((*size, 3), 40 + 10 * k, np.uint8)
+        Image.fromarray(pixels).save(folder / name)
+
+
+def coco_file(path, names, objects, categories=CATEGORIES, size=(H, W)):
+    images = [
+        {"id": k, "file_name": n, "height": size[0], "width": size[1]} for k, n in enumerate(names)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps({"images": images, "annotations": objects, "categories": categories})
+    )
+    return path
+
+
+def roboflow_folder(root, n: int = 4):
+    """train/, valid/, test/, each of images and _annotations.coco.json: in each image a
+    leaf square, and a bug square lying on it."""
+    for split in ("train", "valid", "test"):
+        names = [f"{split}_{k}.jpg" for k in range(n)]
+        write_images(root / split, names)
+        objects = []
+        for k in range(n):
+            objects.append(obj(k, 1, [square(4, 4, 12)], oid=2 * k))
+            objects.append(obj(k, 2, [square(8, 8, 4)], oid=2 * k + 1))
+        coco_file(root / split / "_annotations.coco.json", names, objects)
+    return root
+
+
+def mask_of(dm, name: str) -> np.ndarray:
+    pair = next(p for p in dm.pairs if p.name == name)
+    return np.array(Image.open(pair.label))
+
+
+def test_a_roboflow_export_trains_with_its_categories_and_splits(tmp_path, caplog):
+    root = roboflow_folder(tmp_path / "rf")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    info = dm.info()
+    assert info.class_names == ["background", "leaf", "bug"]  # no class of the dataset's name
+    assert {s: len(dm.splits[s]) for s in ("train", "val", "test")} == {
+        "train": 4, "val": 4, "test": 4,
+    }  # fmt: skip
+    mask = mask_of(dm, "train/train_0.jpg")
+    assert mask.shape == (H, W)
+    # the smaller bug lies on the leaf and keeps its class; polygons cover their pixels
+    assert (mask == 2).sum() == 16 and (mask[8:12, 8:12] == 2).all()
+    assert (mask == 1).sum() == 12 * 12 - 16 and (mask[4:16, 4:16] > 0).all()
+    assert (mask == 0).sum() == H * W - 144
+    assert "objects of two classes overlap" in caplog.text
+    assert set(np.unique(train_labels(dm))) == {0, 1, 2}
+    assert not list(root.rglob("*.png"))  # nothing written into the user's folder
+
+
+def test_masks_are_drawn_once_and_again_when_the_file_changes(tmp_path, monkeypatch):
+    root = roboflow_folder(tmp_path / "rf", n=2)
+    first = prepared(root)
+    drawn = []
+    monkeypatch.setattr(coco, "write_mask", lambda path, mask: drawn.append(path))
+    again = prepared(root)
+    assert drawn == [] and [p.label for p in again.pairs] == [p.label for p in first.pairs]
+    path = root / "train" / "_annotations.coco.json"
+    text = json.loads(path.read_text())
+    text["annotations"] = text["annotations"][:1]  # one object less: other masks
+    path.write_text(json.dumps(text))
+    os.utime(path, ns=(1, 1))  # a time of its own, however fast the disk's clock
+    monkeypatch.undo()
+    edited = prepared(root)
+    train = [p.label for p in edited.pairs if p.split == "train"]
+    assert set(train).isdisjoint(p.label for p in first.pairs)
+    assert (np.array(Image.open(train[1])) == 0).all()  # its objects were edited away
+
+
+def test_one_cvat_file_of_images_elsewhere_draws_its_splits(tmp_path, caplog):
+    root = tmp_path / "cvat"
+    names = [f"{k}.png" for k in range(10)]
+    write_images(root / "images", names[:9])  # one image the file lists is not there
+    objects = [obj(k, 1, [square(2, 2, 6)], oid=k) for k in range(10)]
+    coco_file(root / "annotations" / "instances_default.json", names, objects,
+              categories=[{"id": 1, "name": "leaf", "supercategory": ""}])  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert dm.info().class_names == ["background", "leaf"]
+    assert len(dm.pairs) == 9 and all(p.split is None for p in dm.pairs)  # drawn
+    assert len(dm.splits["train"]) + len(dm.splits["val"]) + len(dm.splits["test"]) == 9
+    assert "1 of its 10 images are not in the folder (e.g. 9.png)" in caplog.text
+
+
+def test_coco_image_folders_are_found_by_name_and_split_by_file_name(tmp_path):
+    root = tmp_path / "coco"
+    write_images(root / "train2017", ["a.jpg", "b.jpg"])
+    write_images(root / "val2017", ["c.jpg"])
+    cats = [{"id": 7, "name": "person"}, {"id": 3, "name": "car"}]
+    coco_file(
+        root / "annotations" / "instances_train2017.json",
+        ["a.jpg", "b.jpg"],
+        [obj(0, 7, [square(0, 0, 4)]), obj(1, 3, [square(0, 0, 4)], oid=1)],
+        cats,
+    )
+    coco_file(root / "annotations" / "instances_val2017.json", ["c.jpg"],
+              [obj(0, 7, [square(0, 0, 4)], oid=2)], cats)  # fmt: skip
+    files = coco.annotation_files(root)
+    assert [(f.path.name, f.split) for f in files] == [
+        ("instances_train2017.json", "train"), ("instances_val2017.json", "val"),
+    ]  # fmt: skip
+    found = coco.annotated_images(root, sorted(root.rglob("*.jpg")))
+    assert [(a.name, a.split) for a in found] == [
+        ("train2017/a.jpg", "train"), ("train2017/b.jpg", "train"), ("val2017/c.jpg", "val"),
+    ]  # fmt: skip
+    # classes in the order of the categories' ids: car (3) before person (7)
+    assert coco.coco_classes(root).class_names == ["background", "car", "person"]
+    assert np.array(Image.open(found[0].mask))[0, 0] == 2  # a's person
+    assert np.array(Image.open(found[1].mask))[0, 0] == 1  # b's car
+
+
+def test_crowds_as_run_lengths_are_drawn_and_a_box_alone_is_void(tmp_path, caplog):
+    root = tmp_path / "d"
+    write_images(root / "images", ["0.png", "1.png"])
+    pixels = np.zeros((H, W), np.uint8, order="F")
+    pixels[2:6, 3:9] = 1
+    compressed = coco_mask.encode(np.asfortranarray(pixels))
+    compressed["counts"] = compressed["counts"].decode()  # as a JSON file holds it
+    # uncompressed run lengths, column by column: 20 off, 4 on, the rest off
+    runs = {"size": [H, W], "counts": [20, 4, H * W - 24]}
+    objects = [
+        obj(0, 1, compressed, oid=0),
+        obj(1, 1, runs, oid=1),
+        obj(1, 2, [], bbox=[10.5, 2.2, 5, 3], oid=2),  # a box alone: no outline
+    ]
+    coco_file(root / "annotations.json", ["0.png", "1.png"], objects)
+    with caplog.at_level(logging.WARNING):
+        found = coco.annotated_images(root, sorted((root / "images").iterdir()))
+    first = np.array(Image.open(found[0].mask))
+    assert (first == 1).sum() == 24 and (first[2:6, 3:9] == 1).all()
+    second = np.array(Image.open(found[1].mask))
+    assert (second[20:24, 0] == 1).all() and (second == 1).sum() == 4
+    assert (second[2:6, 10:16] == coco.VOID).all() and (second == coco.VOID).sum() == 24
+    assert "1 object(s) have a box and no outline" in caplog.text
+    assert coco.coco_classes(root).settings()["ignore_values"] == [coco.VOID]
+
+
+def test_a_folder_of_masks_beside_a_coco_file_is_read_as_masks(tmp_path):
+    root = tmp_path / "d"
+    write_images(root / "images", ["0.png"])
+    (root / "masks").mkdir()
+    Image.fromarray(np.zeros((H, W), np.uint8)).save(root / "masks" / "0.png")
+    coco_file(root / "annotations.json", ["0.png"], [obj(0, 1, [square(0, 0, 4)])])
+    assert coco.annotation_files(root) == []
+
+
+@pytest.mark.parametrize(
+    "problem, words",
+    [
+        ("size", "gives 0.png the size 32x24, and"),
+        ("category", "its category_id 9 is no category listed"),
+        ("none", "lists 1 images and none is in the folder (the first: 0.png)"),
+        ("categories", "list different categories"),
+    ],
+)
+def test_what_cannot_be_drawn_is_refused_naming_the_file(tmp_path, problem, words):
+    root = tmp_path / "d"
+    write_images(root / "train", ["0.png"], size=(H + 1, W) if problem == "size" else (H, W))
+    if problem == "none":
+        (root / "train" / "0.png").rename(root / "train" / "elsewhere.png")
+    category = 9 if problem == "category" else 1
+    coco_file(root / "train" / "a.json", ["0.png"], [obj(0, category, [square(0, 0, 4)])])
+    if problem == "categories":
+        write_images(root / "test", ["1.png"])
+        coco_file(root / "test" / "b.json", ["1.png"], [obj(0, 1, [square(0, 0, 4)])],
+                  categories=[{"id": 1, "name": "car"}])  # fmt: skip
+    with pytest.raises(ImageDataError, match="json") as err:
+        prepared(root)
+    assert words in str(err.value)
+
+
+def test_a_category_named_background_is_the_background(tmp_path):
+    cats = [{"id": 1, "name": "Background"}, {"id": 2, "name": "leaf"}]
+    root = tmp_path / "d"
+    write_images(root, ["0.png"])
+    coco_file(root / "a.json", ["0.png"],
+              [obj(0, 1, [square(0, 0, 8)]), obj(0, 2, [square(0, 0, 2)], oid=1)], cats)  # fmt: skip
+    assert coco.coco_classes(root).class_names == ["background", "leaf"]
+    mask = np.array(Image.open(coco.annotated_images(root, [root / "0.png"])[0].mask))
+    assert (mask == 1).sum() == 4 and set(np.unique(mask)) == {0, 1}
