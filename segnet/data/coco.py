@@ -33,36 +33,32 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from segnet.data import stats_cache
 from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses
+from segnet.data.drawn_masks import (
+    MAX_CLASSES,
+    VOID,
+    AnnotatedImage,
+    cache_folder,
+    check_size,
+    has_mask_folder,
+    image_index,
+    image_of,
+    mask_path,
+    name_below,
+    write_mask,
+)
 from segnet.data.errors import ImageDataError
 from segnet.data.folder_roles import split_named, split_of
-from segnet.data.name_rules import IMAGE_SUFFIXES
-from segnet.files import staged
 
 COCO_KEYS = frozenset({"images", "annotations", "categories"})
 ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
-MASK_FOLDERS = ("labels", "label", "masks", "mask", "segmentationclass", "gt", *ANNOTATION_FOLDERS)
-VOID = 255  # a mask value no class takes: objects with a box and no outline
-MAX_CLASSES = VOID - 1  # background and the categories, in one byte
-DRAWING = "coco-masks-1"
-EXIF_ORIENTATION = 0x0112  # bumped where the drawing changes: masks drawn before, redrawn
+DRAWING = "coco-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AnnotatedImage:
-    """An image a COCO file lists, and the mask drawn from its objects."""
-
-    name: str  # its path below data.root: what splits.json and predictions name it by
-    image: Path
-    mask: Path
-    split: str | None
 
 
 @dataclass(frozen=True)
@@ -103,13 +99,7 @@ def annotation_files(root: Path) -> list[CocoFile]:
             if f.is_file() and parsed(f) is not None:
                 split = split_named(place.name) if place != root else None
                 found.append(CocoFile(f, split or split_of(f.stem.removesuffix(".coco"))))
-    return found if found and not _mask_folder(root) else []
-
-
-def _mask_folder(root: Path) -> bool:
-    """Whether ``root`` holds a folder of mask images (``labels/``, ``masks/`` ...)."""
-    folders = [d for d in root.iterdir() if d.is_dir() and d.name.lower() in MASK_FOLDERS]
-    return any(f.suffix.lower() in IMAGE_SUFFIXES for d in folders for f in d.iterdir())
+    return found if found and not has_mask_folder(root) else []
 
 
 # -- classes --------------------------------------------------------------------------------
@@ -230,40 +220,11 @@ def area(obj: dict[str, Any]) -> float:
     return float(box[2]) * float(box[3])
 
 
-def write_mask(path: Path, mask: np.ndarray) -> None:
-    from PIL import Image
-
-    with staged(path) as tmp:
-        Image.fromarray(mask, mode="L").save(tmp, format="PNG")
-
-
 # -- the images -----------------------------------------------------------------------------
-def image_index(images: Sequence[Path]) -> dict[str, Path]:
-    """The images below data.root by file name, names that occur once only."""
-    by_name: dict[str, Path] = {}
-    twice = set()
-    for f in images:
-        if f.name in by_name:
-            twice.add(f.name)
-        by_name[f.name] = f
-    return {n: f for n, f in by_name.items() if n not in twice}
-
-
-def image_of(file_name: str, places: Sequence[Path], by_name: dict[str, Path]) -> Path | None:
-    """The image a COCO file names: in one of ``places``, else by its name alone."""
-    rel = PurePosixPath(str(file_name).replace("\\", "/"))
-    for place in places:
-        candidate = place / rel if not rel.is_absolute() else Path(rel)
-        if candidate.is_file():
-            return candidate
-    return by_name.get(rel.name)
-
-
 def mask_folder(files: Sequence[CocoFile]) -> Path:
     """Where the masks of ``files`` are kept: a folder of the cache named for the files
     as they are now (an edited file's masks are drawn again, into another folder)."""
-    key = stats_cache.file_key([DRAWING, *(str(f.path) for f in files)])
-    return stats_cache.folder() / "coco-masks" / key
+    return cache_folder(DRAWING, [f.path for f in files])
 
 
 def annotated_images(root: Path, images: Sequence[Path]) -> list[AnnotatedImage]:
@@ -294,8 +255,8 @@ def _file_images(
         if image is None:
             missing.append(entry["file_name"])
             continue
-        name = image.relative_to(root).as_posix() if image.is_relative_to(root) else image.name
-        mask = folder / PurePosixPath(name).with_suffix(".png")
+        name = name_below(root, image)
+        mask = mask_path(folder, name)
         own = objects.get(entry["id"], [])
         boxes += sum(not _outlined(o) for o in own)
         if not mask.is_file():  # each written whole: one there was drawn from this file
@@ -314,13 +275,7 @@ def _draw_one(
     path: Path, entry: dict[str, Any], image: Path, objects: list, values: dict, mask: Path
 ) -> bool:
     height, width = int(entry["height"]), int(entry["width"])
-    shown, turned = shown_size(image)
-    if shown != (height, width):
-        raise ImageDataError(
-            f"{path} gives {entry['file_name']} the size {width}x{height}, and {image} is "
-            f"{shown[1]}x{shown[0]}{' as its EXIF orientation shows it' * turned}: export "
-            "the annotations of these very images."
-        )
+    check_size(path, entry["file_name"], image, height, width)
     try:
         drawn, overlap = draw_mask(height, width, objects, values)
     except (ValueError, TypeError, KeyError) as err:
@@ -329,19 +284,6 @@ def _draw_one(
         ) from None
     write_mask(mask, drawn)
     return overlap
-
-
-def shown_size(image: Path) -> tuple[tuple[int, int], bool]:
-    """The image's height and width as viewers show it (a quarter turn of its EXIF
-    orientation swaps them, as training reads it), and whether it is turned."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(image) as im:
-            turned = im.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8)
-            return ((im.width, im.height) if turned else (im.height, im.width)), turned
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
-        raise ImageDataError(f"cannot read {image}: {err}") from None
 
 
 def _say_what_was_left(

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from segnet.data import coco
+from segnet.data import coco, labelme
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
@@ -288,12 +288,12 @@ def find_pairs(
             f"data.root={root}: no such folder. Point data.root at the folder holding your "
             "images and masks, or data.csv at a CSV listing them."
         )
-    elif not any(dirs) and not naming.rules_given and coco.annotation_files(root):
-        pairs = coco_pairs(root)
     elif is_nnunet_layout(root, dirs):
         pairs = nnunet_pairs(root, naming)
     elif is_cityscapes_layout(root) and not any(dirs) and not naming.rules_given:
         pairs = cityscapes_pairs(root, naming)
+    elif not any(dirs) and not naming.rules_given and annotation_files(root):
+        pairs = annotation_pairs(root)
     elif siblings := (
         {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
     ):
@@ -382,15 +382,22 @@ def sibling_split_pairs(
     return pairs
 
 
-def coco_pairs(root: Path) -> list[Pair]:
-    """The images ``root``'s COCO files list, each with the mask drawn from its objects
-    (:mod:`segnet.data.coco`), in the split its file gives."""
-    files = coco.annotation_files(root)
-    found = coco.annotated_images(root, [*image_files(root), *files_below(root)])
-    log.info(
-        "the masks of %d image(s) drawn from the objects of %s (kept in %s)", len(found),
-        ", ".join(str(f.path.relative_to(root)) for f in files), coco.mask_folder(files),
-    )  # fmt: skip
+def annotation_files(root: Path) -> list[Path]:
+    """The annotation files ``root``'s masks are drawn from: COCO's, else LabelMe's."""
+    return [f.path for f in coco.annotation_files(root)] or labelme.annotation_files(root)
+
+
+def annotation_pairs(root: Path) -> list[Pair]:
+    """The images ``root``'s annotation files name (:func:`annotation_files`), each with
+    the mask drawn from its objects, in the split its file gives."""
+    images = [*image_files(root), *files_below(root)]
+    if coco_files := coco.annotation_files(root):
+        found, folder = coco.annotated_images(root, images), coco.mask_folder(coco_files)
+        what = "the objects of " + ", ".join(str(f.path.relative_to(root)) for f in coco_files)
+    else:
+        files, found = labelme.annotation_files(root), labelme.labelled_images(root, images)
+        folder, what = labelme.mask_folder(files), f"{len(files)} LabelMe file(s)"
+    log.info("the masks of %d image(s) drawn from %s (kept in %s)", len(found), what, folder)
     return [Pair(a.name, a.image, a.mask, split=a.split) for a in found]
 
 

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, coco, stats_cache
+from segnet.data import class_files, class_masks, coco, labelme, stats_cache
 from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
@@ -311,9 +311,12 @@ def own_layout(settings: Any) -> bool:
 
 def classes_beside(root: Path | None, own: bool) -> class_files.ShippedClasses | None:
     """The classes a list shipped in ``root`` names (:mod:`segnet.data.class_files`), or
-    where it ships none and is read as its own layout says, its COCO files' categories."""
+    where it ships none and is read as its own layout says, those of the annotation files
+    its masks are drawn from: COCO's categories, LabelMe's labels."""
     shipped = class_files.shipped_classes(root, own)
-    return shipped or (coco.coco_classes(root) if own else None)
+    if shipped or not own:
+        return shipped
+    return coco.coco_classes(root) or labelme.labelme_classes(root)
 
 
 def nnunet_root(root: Path | None, csv: str | None) -> Path | None:

@@ -1,0 +1,107 @@
+"""Masks drawn from annotation files (:mod:`segnet.data.coco`, :mod:`segnet.data.labelme`):
+what the two formats share once their objects are read. The masks are kept in the cache
+(``~/.cache/segnet/<kind>``, beside the statistics of :mod:`segnet.data.stats_cache`),
+never in the user's data folder, in a folder keyed by the annotation files' paths, sizes
+and times: an edited file's masks are drawn afresh, into another folder. Each mask is
+written whole, so one found there was drawn from these very files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from segnet.data import stats_cache
+from segnet.data.errors import ImageDataError
+from segnet.data.name_rules import IMAGE_SUFFIXES
+from segnet.files import staged
+
+VOID = 255  # a mask value no class takes: what is annotated and not known (a box alone)
+MAX_CLASSES = VOID - 1  # the background and the classes, in one byte
+EXIF_ORIENTATION = 0x0112
+# folders of mask images: where one is there, its masks are read, not annotation files
+MASK_FOLDERS = (
+    "labels", "label", "masks", "mask", "segmentationclass", "gt", "annotations", "annotation",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AnnotatedImage:
+    """An image an annotation file names, and the mask drawn from its objects."""
+
+    name: str  # its path below data.root: what splits.json and predictions name it by
+    image: Path
+    mask: Path
+    split: str | None
+
+
+def has_mask_folder(root: Path) -> bool:
+    """Whether ``root`` holds a folder of mask images (``labels/``, ``masks/`` ...)."""
+    folders = [d for d in root.iterdir() if d.is_dir() and d.name.lower() in MASK_FOLDERS]
+    return any(f.suffix.lower() in IMAGE_SUFFIXES for d in folders for f in d.iterdir())
+
+
+def cache_folder(kind: str, files: Sequence[Path]) -> Path:
+    """Where the masks drawn from ``files`` are kept (``kind`` names the drawing, with a
+    version bumped where it changes, so that masks drawn before are drawn again)."""
+    key = stats_cache.file_key([kind, *(str(f) for f in files)])
+    return stats_cache.folder() / kind.rsplit("-", 1)[0] / key
+
+
+def mask_path(folder: Path, name: str) -> Path:
+    return folder / PurePosixPath(name).with_suffix(".png")
+
+
+def name_below(root: Path, image: Path) -> str:
+    return image.relative_to(root).as_posix() if image.is_relative_to(root) else image.name
+
+
+def write_mask(path: Path, mask: np.ndarray) -> None:
+    from PIL import Image
+
+    with staged(path) as tmp:
+        Image.fromarray(mask, mode="L").save(tmp, format="PNG")
+
+
+def image_index(images: Sequence[Path]) -> dict[str, Path]:
+    """The images below data.root by file name, names that occur once only."""
+    by_name: dict[str, Path] = {}
+    twice = set()
+    for f in images:
+        if f.name in by_name:
+            twice.add(f.name)
+        by_name[f.name] = f
+    return {n: f for n, f in by_name.items() if n not in twice}
+
+
+def image_of(file_name: str, places: Sequence[Path], by_name: dict[str, Path]) -> Path | None:
+    """The image an annotation file names: in one of ``places``, else by its name alone
+    (a path of the machine it was annotated on, Windows' included)."""
+    rel = PurePosixPath(str(file_name).replace("\\", "/"))
+    for place in places:
+        candidate = Path(os.path.normpath(Path(rel) if rel.is_absolute() else place / rel))
+        if candidate.is_file():  # normalised: ../images/0.png is images/0.png
+            return candidate
+    return by_name.get(rel.name)
+
+
+def check_size(source: Path, named: str, image: Path, height: int, width: int) -> None:
+    """``image`` is ``height`` x ``width`` as viewers show it (a quarter turn of its EXIF
+    orientation swaps them, as training reads it), as ``source`` says it is."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(image) as im:
+            turned = im.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8)
+            shown = (im.width, im.height) if turned else (im.height, im.width)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        raise ImageDataError(f"cannot read {image}: {err}") from None
+    if shown != (height, width):
+        raise ImageDataError(
+            f"{source} gives {named} the size {width}x{height}, and {image} is "
+            f"{shown[1]}x{shown[0]}{' as its EXIF orientation shows it' * turned}: annotate "
+            "(or export the annotations of) these very images."
+        )

@@ -1,0 +1,267 @@
+"""LabelMe's annotation files, read as masks: a JSON file per image (``shapes``, each a
+``label`` and its ``points``; ``imagePath``), as LabelMe and AnyLabeling save them beside
+the images, so that a folder annotated with it trains with no conversion.
+
+* **Where**: the JSON files anywhere below ``data.root``, each naming its image by its
+  ``imagePath`` (relative to the file), else the image of its own name beside it. A
+  file's split is the split folder it lies in (``train/``, ``valid/``), else drawn.
+  Images with no file are left out, said (nobody outlined them: their objects are not
+  known to be background). Only where no folder of mask images is there.
+* **Masks**: polygons, rectangles, circles and LabelMe's own masks are drawn in the
+  file's order, a later shape over an earlier one, as LabelMe's own ``labelme_json_to_
+  dataset`` draws them; lines and points, which outline no area, are not drawn, counted
+  in a warning.
+* **Classes**: background (mask value 0), then the labels in name order; or in the order
+  of a ``labels.txt`` beside the files, as labelme2voc takes it (``__ignore__`` void,
+  ``_background_`` the background). ``_background_`` and ``background`` are the
+  background, and ``__ignore__`` is void: neither trained nor scored.
+* The masks are kept in the cache (:mod:`segnet.data.drawn_masks`).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
+from segnet.data.drawn_masks import (
+    MAX_CLASSES,
+    VOID,
+    AnnotatedImage,
+    cache_folder,
+    check_size,
+    has_mask_folder,
+    image_index,
+    image_of,
+    mask_path,
+    name_below,
+    write_mask,
+)
+from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import split_named
+from segnet.data.name_rules import IMAGE_SUFFIXES
+
+DRAWING = "labelme-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
+AREAS = ("polygon", "rectangle", "circle", "mask")
+CLASS_LIST = "labels.txt"
+log = logging.getLogger(__name__)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(path: Path, size: int, mtime: int) -> dict[str, Any] | None:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    is_labelme = isinstance(found, dict) and "shapes" in found and "imagePath" in found
+    return found if is_labelme else None
+
+
+def parsed(path: Path) -> dict[str, Any] | None:
+    """The LabelMe file at ``path`` as read; None for a JSON file of anything else."""
+    stat = path.stat()
+    return _parsed(path, stat.st_size, stat.st_mtime_ns)
+
+
+def annotation_files(root: Path) -> list[Path]:
+    """The LabelMe files below ``root``, in path order; none where a folder of mask
+    images is there (its masks are read instead), or where the first JSON file below
+    ``root`` is no LabelMe file."""
+    if not root.is_dir():
+        return []
+    files = sorted(
+        f for f in root.rglob("*.json")
+        if not any(part.startswith(".") for part in f.relative_to(root).parts)
+    )  # fmt: skip
+    files = [f for f in files if f.name != "dataset.json"]  # nnU-Net's index
+    if not files or parsed(files[0]) is None or has_mask_folder(root):
+        return []
+    return [f for f in files if parsed(f) is not None]
+
+
+# -- classes ----------------------------------------------------------------------------
+def class_list(root: Path, files: Sequence[Path]) -> list[str]:
+    """The labels in the order of ``labels.txt`` in ``root``, else in name order, the
+    background first, void last."""
+    listed = root / CLASS_LIST
+    labels = labels_of(files)
+    if listed.is_file():
+        order = [line.strip() for line in listed.read_text().splitlines() if line.strip()]
+        unlisted = sorted(labels - set(order))
+        if unlisted:
+            raise ImageDataError(
+                f"{listed} does not list {', '.join(unlisted)}, which shapes are labelled "
+                f"(e.g. in {first_with(files, unlisted[0])}): add them, or correct the labels."
+            )
+    else:
+        order = sorted(labels)
+    background = ["background"]
+    void = [n for n in order if is_void_name(n)]
+    kept = [n for n in order if n not in void and n.strip().lower() not in BACKGROUND_NAMES]
+    return [*background, *kept, *void]
+
+
+def first_with(files: Sequence[Path], label: str) -> Path | None:
+    for f in files:
+        if any(str(s.get("label")) == label for s in (parsed(f) or {})["shapes"]):
+            return f
+    return None
+
+
+def label_values(names: Sequence[str], labels: set[str]) -> dict[str, int]:
+    """Each of ``labels``' mask value: the background's 0, void's :data:`VOID`, the
+    others' their place in ``names`` (:func:`class_list`)."""
+    return {
+        n: 0
+        if n.strip().lower() in BACKGROUND_NAMES
+        else VOID
+        if is_void_name(n)
+        else names.index(n)
+        for n in labels
+    }
+
+
+def labels_of(files: Sequence[Path]) -> set[str]:
+    return {str(s.get("label", "")) for f in files for s in (parsed(f) or {})["shapes"]}
+
+
+def labelme_classes(root: Path | None) -> ShippedClasses | None:
+    """The classes of ``root``'s LabelMe files (:func:`annotation_files`), by mask value,
+    void last; None where it has none."""
+    files = annotation_files(root) if root is not None else []
+    if not files:
+        return None
+    names = class_list(root, files)
+    void = [n for n in names if is_void_name(n)] or ["void"]
+    kept = [n for n in names if not is_void_name(n)]
+    if len(kept) > MAX_CLASSES:
+        raise ImageDataError(
+            f"the LabelMe files in {root} hold {len(kept) - 1} labels: at most "
+            f"{MAX_CLASSES - 1} are read. Correct the labels, or merge some."
+        )
+    return ShippedClasses(
+        f"the labels of {len(files)} LabelMe file(s) in {root}"
+        + (f" (in the order of {root / CLASS_LIST})" if (root / CLASS_LIST).is_file() else ""),
+        (*kept, *void), (*range(len(kept)), *[VOID] * len(void)), by_colour=False,
+    )  # fmt: skip
+
+
+# -- drawing ------------------------------------------------------------------------------
+def draw_mask(
+    height: int, width: int, shapes: Sequence[dict[str, Any]], values: dict[str, int]
+) -> tuple[np.ndarray, int]:
+    """The mask of one image's ``shapes``, in their order; and how many outline no area
+    (lines, points: not drawn)."""
+    from PIL import Image, ImageDraw
+
+    mask = Image.new("L", (width, height), 0)
+    draw = ImageDraw.Draw(mask)
+    undrawn = 0
+    for shape in shapes:
+        kind = shape.get("shape_type") or "polygon"
+        value = values[str(shape.get("label"))]
+        points = [(float(x), float(y)) for x, y in shape.get("points") or []]
+        if kind == "polygon" and len(points) >= 3:
+            draw.polygon(points, fill=value, outline=value)
+        elif kind == "rectangle" and len(points) == 2:
+            (x1, y1), (x2, y2) = points
+            draw.rectangle([min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)], fill=value)
+        elif kind == "circle" and len(points) == 2:
+            (cx, cy), (px, py) = points
+            r = ((cx - px) ** 2 + (cy - py) ** 2) ** 0.5
+            draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=value, outline=value)
+        elif kind == "mask" and shape.get("mask") and points:
+            part = Image.open(io.BytesIO(base64.b64decode(shape["mask"]))).convert("1")
+            x, y = (round(v) for v in points[0])
+            mask.paste(value, (x, y), part)
+        else:
+            undrawn += 1
+    return np.array(mask, np.uint8), undrawn
+
+
+def mask_folder(files: Sequence[Path]) -> Path:
+    """Where the masks drawn from ``files`` are kept (:mod:`segnet.data.drawn_masks`)."""
+    return cache_folder(DRAWING, files)
+
+
+def labelled_images(root: Path, images: Sequence[Path]) -> list[AnnotatedImage]:
+    """Every image a LabelMe file below ``root`` names and the folder holds, each with its
+    mask (drawn now, or found drawn in the cache); ``images`` are the image files below
+    ``root``."""
+    files = annotation_files(root)
+    values = label_values(class_list(root, files), labels_of(files))
+    folder = mask_folder(files)
+    by_name = image_index(images)
+    found, undrawn, missing = [], 0, []
+    for f in files:
+        entry = parsed(f) or {}
+        image = image_of(entry["imagePath"] or "", [f.parent], by_name) or beside(f)
+        if image is None:
+            missing.append(f)
+            continue
+        name = name_below(root, image)
+        mask = mask_path(folder, name)
+        if not mask.is_file():  # each written whole: one there was drawn from this file
+            undrawn += _draw_one(f, entry, image, values, mask)
+        found.append(AnnotatedImage(name, image, mask, split_of_path(root, f)))
+    _say_what_was_left(root, files, missing, found, undrawn, images)
+    return found
+
+
+def beside(file: Path) -> Path | None:
+    """The image of the file's own name beside it (``0001.jpg`` for ``0001.json``)."""
+    found = [file.with_suffix(s) for s in IMAGE_SUFFIXES if file.with_suffix(s).is_file()]
+    return found[0] if len(found) == 1 else None
+
+
+def split_of_path(root: Path, file: Path) -> str | None:
+    """The split of the first split folder ``file`` lies in below ``root``."""
+    for part in file.relative_to(root).parts[:-1]:
+        if split_named(part):
+            return split_named(part)
+    return None
+
+
+def _draw_one(path: Path, entry: dict, image: Path, values: dict[str, int], mask: Path) -> int:
+    height, width = int(entry["imageHeight"]), int(entry["imageWidth"])
+    check_size(path, entry["imagePath"], image, height, width)
+    try:
+        drawn, undrawn = draw_mask(height, width, entry["shapes"], values)
+    except (ValueError, TypeError, KeyError, OSError) as err:
+        raise ImageDataError(f"{path}: a shape cannot be drawn: {err}.") from None
+    write_mask(mask, drawn)
+    return undrawn
+
+
+def _say_what_was_left(
+    root: Path, files: list[Path], missing: list[Path], found: list, undrawn: int, images
+) -> None:
+    if not found:
+        raise ImageDataError(
+            f"the {len(files)} LabelMe file(s) in {root} name no image that is there (the "
+            f"first: {missing[0]} names {(parsed(missing[0]) or {}).get('imagePath')}): put "
+            "each image where its file's imagePath says, or beside the file under its name."
+        )
+    if missing:
+        log.warning(
+            "%d LabelMe file(s) name no image that is there (e.g. %s): left out.",
+            len(missing), missing[0],
+        )  # fmt: skip
+    unlabelled = len({*images} - {a.image for a in found})
+    if unlabelled:
+        log.warning(
+            "%d image(s) in %s have no LabelMe file: left out (nobody outlined them).",
+            unlabelled, root,
+        )  # fmt: skip
+    if undrawn:
+        log.warning(
+            "%d shape(s) are lines or points, which outline no area: not drawn.", undrawn
+        )  # fmt: skip
