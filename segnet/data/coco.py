@@ -50,6 +50,7 @@ from segnet.data.drawn_masks import (
     image_of,
     mask_path,
     name_below,
+    values_by_name,
     write_mask,
 )
 from segnet.data.errors import ImageDataError
@@ -127,19 +128,6 @@ def kept_categories(coco: dict[str, Any]) -> list[tuple[int, str]]:
     return [(i, n) for i, n in cats if i in used or n not in parents]
 
 
-def class_values(cats: Sequence[tuple[int, str]]) -> dict[int, int]:
-    """Each category id's mask value: 1, 2, ... in order, a category named as the
-    background 0."""
-    values, k = {}, 0
-    for cat_id, name in cats:
-        if name.strip().lower() in BACKGROUND_NAMES:
-            values[cat_id] = 0
-        else:
-            k += 1
-            values[cat_id] = k
-    return values
-
-
 def coco_classes(root: Path | None) -> ShippedClasses | None:
     """The classes of ``root``'s COCO files (:func:`annotation_files`), by mask value,
     void last; None where it has none."""
@@ -147,8 +135,7 @@ def coco_classes(root: Path | None) -> ShippedClasses | None:
     if not files:
         return None
     cats = categories(files)
-    values = class_values(cats)
-    names = ["background", *(n for i, n in cats if values[i])]
+    names = ["background", *(n for _, n in cats if n.strip().lower() not in BACKGROUND_NAMES)]
     if len(names) > MAX_CLASSES:
         raise ImageDataError(
             f"{files[0].path} lists {len(names) - 1} categories: at most {MAX_CLASSES - 1} "
@@ -221,19 +208,23 @@ def area(obj: dict[str, Any]) -> float:
 
 
 # -- the images -----------------------------------------------------------------------------
-def mask_folder(files: Sequence[CocoFile]) -> Path:
-    """Where the masks of ``files`` are kept: a folder of the cache named for the files
-    as they are now (an edited file's masks are drawn again, into another folder)."""
-    return cache_folder(DRAWING, [f.path for f in files])
+def mask_folder(files: Sequence[CocoFile], class_names: Sequence[str]) -> Path:
+    """Where the masks of ``files`` are kept (:func:`segnet.data.drawn_masks.cache_folder`)."""
+    return cache_folder(DRAWING, [f.path for f in files], class_names)
 
 
-def annotated_images(root: Path, images: Sequence[Path]) -> list[AnnotatedImage]:
+def annotated_images(
+    root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
+) -> list[AnnotatedImage]:
     """Every image ``root``'s COCO files list and the folder holds, each with its mask
-    (drawn now, or found drawn in the cache); ``images`` are the image files below
-    ``root``."""
+    (drawn now, or found drawn in the cache) of ``class_names`` (given, or the files'
+    own: :func:`coco_classes`); ``images`` are the image files below ``root``."""
     files = annotation_files(root)
-    values = class_values(categories(files))
-    folder = mask_folder(files)
+    names = list(class_names or coco_classes(root).class_names)
+    cats = categories(files)
+    by_label = values_by_name([n for _, n in cats], names, f"{files[0].path.parent}'s COCO files")
+    values = {cat_id: by_label[name] for cat_id, name in cats}
+    folder = mask_folder(files, names)
     by_name = image_index(images)
     found: list[AnnotatedImage] = []
     for f in files:

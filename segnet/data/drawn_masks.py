@@ -7,6 +7,7 @@ written whole, so one found there was drawn from these very files."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from segnet.data import stats_cache
+from segnet.data.class_files import BACKGROUND_NAMES, is_void_name
 from segnet.data.errors import ImageDataError
 from segnet.data.name_rules import IMAGE_SUFFIXES
 from segnet.files import staged
@@ -26,6 +28,7 @@ EXIF_ORIENTATION = 0x0112
 MASK_FOLDERS = (
     "labels", "label", "masks", "mask", "segmentationclass", "gt", "annotations", "annotation",
 )  # fmt: skip
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,49 @@ def has_mask_folder(root: Path) -> bool:
     return any(f.suffix.lower() in IMAGE_SUFFIXES for d in folders for f in d.iterdir())
 
 
-def cache_folder(kind: str, files: Sequence[Path]) -> Path:
-    """Where the masks drawn from ``files`` are kept (``kind`` names the drawing, with a
-    version bumped where it changes, so that masks drawn before are drawn again)."""
-    key = stats_cache.file_key([kind, *(str(f) for f in files)])
+def cache_folder(kind: str, files: Sequence[Path], class_names: Sequence[str]) -> Path:
+    """Where the masks drawn from ``files`` for ``class_names`` are kept (``kind`` names
+    the drawing, with a version bumped where it changes, so that masks drawn before are
+    drawn again)."""
+    key = stats_cache.file_key([kind, *(str(f) for f in files), "classes", *class_names])
     return stats_cache.folder() / kind.rsplit("-", 1)[0] / key
+
+
+def values_by_name(
+    labels: Sequence[str], class_names: Sequence[str], source: str
+) -> dict[str, int]:
+    """Each label's mask value: its class's place in ``class_names`` (names compared in
+    any case), the background's 0 and void's :data:`VOID`; a label no class is named for
+    is background, said, and so is a class no label names (misspelt, or none there). A
+    label first is refused: class 0 is the pixels no object covers."""
+    key = {label: label.strip().lower() for label in labels}
+    index = {n.strip().lower(): k for k, n in enumerate(class_names)}
+    first = class_names[0].strip().lower()
+    if first in key.values() and first not in BACKGROUND_NAMES:
+        raise ImageDataError(
+            f"data.class_names={list(class_names)}: the first class is the background, the "
+            f"pixels no object of {source} covers, and {class_names[0]} labels objects there: "
+            "put the background first ([background, ...])."
+        )
+    missing = [n for n in class_names[1:] if n.strip().lower() not in key.values()]
+    if missing:  # a class list may name what these files hold none of; a typo would, too
+        log.warning(
+            "the classes %s are labelled on no object of %s (its labels: %s): they have no "
+            "pixel there.", ", ".join(missing), source, ", ".join(sorted(labels)),
+        )  # fmt: skip
+    values, unnamed = {}, []
+    for label, low in key.items():
+        if low in BACKGROUND_NAMES or is_void_name(label):
+            values[label] = 0 if low in BACKGROUND_NAMES else VOID
+        else:
+            values[label] = index.get(low, 0)
+            unnamed += [label] * (low not in index)
+    if unnamed:
+        log.info(
+            "labels of %s that data.class_names does not name are background: %s",
+            source, ", ".join(sorted(unnamed)),
+        )  # fmt: skip
+    return values
 
 
 def mask_path(folder: Path, name: str) -> Path:

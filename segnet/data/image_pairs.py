@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -277,8 +278,10 @@ def find_pairs(
     image_name: str = "{id}",
     label_name: str = "{id}",
     skip_unlabelled: bool = False,
+    class_names: Sequence[str] | None = None,
 ) -> list[Pair]:
-    """Every (image, mask) pair of the data, each with its given split if any."""
+    """Every (image, mask) pair of the data, each with its given split if any; masks
+    drawn from annotation files are drawn for ``class_names`` where given."""
     naming = Naming(image_name, label_name, skip_unlabelled)
     dirs = (image_dir, label_dir, roi_dir)
     if csv_file:
@@ -293,7 +296,7 @@ def find_pairs(
     elif is_cityscapes_layout(root) and not any(dirs) and not naming.rules_given:
         pairs = cityscapes_pairs(root, naming)
     elif not any(dirs) and not naming.rules_given and annotation_files(root):
-        pairs = annotation_pairs(root)
+        pairs = annotation_pairs(root, class_names)
     elif siblings := (
         {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
     ):
@@ -387,17 +390,21 @@ def annotation_files(root: Path) -> list[Path]:
     return [f.path for f in coco.annotation_files(root)] or labelme.annotation_files(root)
 
 
-def annotation_pairs(root: Path) -> list[Pair]:
+def annotation_pairs(root: Path, class_names: Sequence[str] | None) -> list[Pair]:
     """The images ``root``'s annotation files name (:func:`annotation_files`), each with
-    the mask drawn from its objects, in the split its file gives."""
+    the mask drawn from its objects (of ``class_names``, else the files' own classes),
+    in the split its file gives."""
     images = [*image_files(root), *files_below(root)]
     if coco_files := coco.annotation_files(root):
-        found, folder = coco.annotated_images(root, images), coco.mask_folder(coco_files)
+        found = coco.annotated_images(root, images, class_names)
         what = "the objects of " + ", ".join(str(f.path.relative_to(root)) for f in coco_files)
     else:
-        files, found = labelme.annotation_files(root), labelme.labelled_images(root, images)
-        folder, what = labelme.mask_folder(files), f"{len(files)} LabelMe file(s)"
-    log.info("the masks of %d image(s) drawn from %s (kept in %s)", len(found), what, folder)
+        found = labelme.labelled_images(root, images, class_names)
+        what = f"{len(labelme.annotation_files(root))} LabelMe file(s)"
+    log.info(
+        "the masks of %d image(s) drawn from %s (kept in %s)", len(found), what,
+        os.path.commonpath([a.mask for a in found]) if found else "-",
+    )  # fmt: skip
     return [Pair(a.name, a.image, a.mask, split=a.split) for a in found]
 
 

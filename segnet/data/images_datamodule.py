@@ -569,6 +569,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                          " and data.".join(overriding), self.root)  # fmt: skip
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
+        self._check_drawn_masks(label_values, palette)
         self.instance_masks = check_instance_masks(palette=palette, **given)
         self.set_regions(given["regions"], given["regions_class_order"], class_names)
         self._class_names = list(class_names) if class_names else None
@@ -586,6 +587,22 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # per training image: its pixels of each class, and its size (void included)
         self._class_counts: tuple[np.ndarray, list[int]] | None = None
 
+    def _check_drawn_masks(self, label_values: Any, palette: Any) -> None:
+        """Masks drawn from annotation files hold class numbers in the order of the
+        classes: mask values or colours given for them would read them wrongly."""
+        if label_values is None and palette is None:
+            return
+        if self.csv or not self.root or not own_layout(self.layout):
+            return
+        if img.annotation_files(self.root):
+            given = "data.label_values" if label_values is not None else "data.palette"
+            raise ValueError(
+                f"{given} given, and the masks of data.root={self.root} are drawn from its "
+                "annotation files (COCO's, LabelMe's) with each class's number in the order of "
+                f"data.class_names: leave {given} out (data.class_names alone chooses and orders "
+                "the classes)."
+            )
+
     # -- what the model needs to know -----------------------------------------------------
     def where(self) -> str:
         return f"data.csv={self.csv}" if self.csv else f"data.root={self.root}"
@@ -594,7 +611,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """Finds the pairs and splits them, reads the image headers (sizes, colour mode);
         where the normalisation is not given (training), decodes the training images for it,
         and counts their mask values."""
-        self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout)
+        self.pairs = img.find_pairs(
+            self.root or Path("."), self.csv, **self.layout, class_names=self._class_names
+        )
         self._settle_class_list()
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded

@@ -43,6 +43,7 @@ from segnet.data.drawn_masks import (
     image_of,
     mask_path,
     name_below,
+    values_by_name,
     write_mask,
 )
 from segnet.data.errors import ImageDataError
@@ -116,19 +117,6 @@ def first_with(files: Sequence[Path], label: str) -> Path | None:
     return None
 
 
-def label_values(names: Sequence[str], labels: set[str]) -> dict[str, int]:
-    """Each of ``labels``' mask value: the background's 0, void's :data:`VOID`, the
-    others' their place in ``names`` (:func:`class_list`)."""
-    return {
-        n: 0
-        if n.strip().lower() in BACKGROUND_NAMES
-        else VOID
-        if is_void_name(n)
-        else names.index(n)
-        for n in labels
-    }
-
-
 def labels_of(files: Sequence[Path]) -> set[str]:
     return {str(s.get("label", "")) for f in files for s in (parsed(f) or {})["shapes"]}
 
@@ -187,18 +175,21 @@ def draw_mask(
     return np.array(mask, np.uint8), undrawn
 
 
-def mask_folder(files: Sequence[Path]) -> Path:
+def mask_folder(files: Sequence[Path], class_names: Sequence[str]) -> Path:
     """Where the masks drawn from ``files`` are kept (:mod:`segnet.data.drawn_masks`)."""
-    return cache_folder(DRAWING, files)
+    return cache_folder(DRAWING, files, class_names)
 
 
-def labelled_images(root: Path, images: Sequence[Path]) -> list[AnnotatedImage]:
+def labelled_images(
+    root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
+) -> list[AnnotatedImage]:
     """Every image a LabelMe file below ``root`` names and the folder holds, each with its
-    mask (drawn now, or found drawn in the cache); ``images`` are the image files below
-    ``root``."""
+    mask (drawn now, or found drawn in the cache) of ``class_names`` (given, or the
+    files' own: :func:`labelme_classes`); ``images`` are the image files below ``root``."""
     files = annotation_files(root)
-    values = label_values(class_list(root, files), labels_of(files))
-    folder = mask_folder(files)
+    names = list(class_names or labelme_classes(root).class_names)
+    values = values_by_name(sorted(labels_of(files)), names, f"the LabelMe files in {root}")
+    folder = mask_folder(files, names)
     by_name = image_index(images)
     found, undrawn, missing = [], 0, []
     for f in files:

@@ -224,3 +224,31 @@ def test_a_category_named_background_is_the_background(tmp_path):
     assert coco.coco_classes(root).class_names == ["background", "leaf"]
     mask = np.array(Image.open(coco.annotated_images(root, [root / "0.png"])[0].mask))
     assert (mask == 1).sum() == 4 and set(np.unique(mask)) == {0, 1}
+
+
+def test_class_names_choose_and_order_the_categories_drawn(tmp_path, caplog):
+    root = roboflow_folder(tmp_path / "rf", n=2)
+    dm = prepared(root, class_names=["background", "bug", "leaf"])  # another order
+    mask = mask_of(dm, "train/train_0.jpg")
+    assert (mask == 1).sum() == 16 and (mask == 2).sum() == 128  # bug 1, leaf 2
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, class_names=["background", "bug"])
+    mask = mask_of(dm, "train/train_0.jpg")
+    assert (mask == 1).sum() == 16 and set(np.unique(mask)) == {0, 1}  # the leaf background
+    assert "does not name are background: leaf" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "settings, words",
+    [
+        ({"class_names": ["leaf", "bug"]}, "put the background first"),
+        (
+            {"class_names": ["background", "leaf"], "label_values": [0, 1]},
+            "leave data.label_values out",
+        ),
+    ],
+)
+def test_class_settings_that_would_misread_drawn_masks_are_refused(tmp_path, settings, words):
+    root = roboflow_folder(tmp_path / "rf", n=2)
+    with pytest.raises(ValueError, match=words):
+        prepared(root, **settings)
