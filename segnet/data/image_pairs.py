@@ -403,7 +403,7 @@ def annotation_pairs(root: Path, class_names: Sequence[str] | None) -> list[Pair
         what = f"{len(labelme.annotation_files(root))} LabelMe file(s)"
     log.info(
         "the masks of %d image(s) drawn from %s (kept in %s)", len(found), what,
-        os.path.commonpath([a.mask for a in found]) if found else "-",
+        os.path.commonpath([a.mask.parent for a in found]) if found else "-",
     )  # fmt: skip
     return [Pair(a.name, a.image, a.mask, split=a.split) for a in found]
 
