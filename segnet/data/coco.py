@@ -107,7 +107,9 @@ def annotation_files(root: Path) -> list[CocoFile]:
 def categories(files: Sequence[CocoFile]) -> list[tuple[int, str]]:
     """The classes' categories, ``(id, name)`` in order of id, that every file lists
     alike (:func:`kept_categories`); files that list others are refused, naming two."""
-    lists = [(f.path, kept_categories(parsed(f.path) or {})) for f in files]
+    read = [(f.path, parsed(f.path) or {}) for f in files]
+    used = {obj.get("category_id") for _, coco in read for obj in coco["annotations"]}
+    lists = [(path, kept_categories(coco["categories"], used)) for path, coco in read]
     first_path, first = lists[0]
     for path, other in lists[1:]:
         if other != first:
@@ -119,12 +121,12 @@ def categories(files: Sequence[CocoFile]) -> list[tuple[int, str]]:
     return first
 
 
-def kept_categories(coco: dict[str, Any]) -> list[tuple[int, str]]:
-    """A file's categories, in order of id, without those that are only the others'
-    supercategory and hold no object (Roboflow lists its dataset's name so)."""
-    cats = sorted((int(c["id"]), str(c["name"])) for c in coco["categories"])
-    used = {a.get("category_id") for a in coco["annotations"]}
-    parents = {str(c.get("supercategory")) for c in coco["categories"]}
+def kept_categories(listed: list[dict[str, Any]], used: set[Any]) -> list[tuple[int, str]]:
+    """Categories in order of id, without those that are only other categories'
+    supercategory and hold no object in any file (Roboflow lists its dataset's name so;
+    COCO's person, its own supercategory, is a class however rare)."""
+    cats = sorted((int(c["id"]), str(c["name"])) for c in listed)
+    parents = {str(c.get("supercategory")) for c in listed if c.get("supercategory") != c["name"]}
     return [(i, n) for i, n in cats if i in used or n not in parents]
 
 
@@ -225,6 +227,8 @@ def annotated_images(
     by_label = values_by_name([n for _, n in cats], names, f"{files[0].path.parent}'s COCO files")
     values = {cat_id: by_label[name] for cat_id, name in cats}
     folder = mask_folder(files, names)
+    if not folder.is_dir():
+        log.info("drawing the masks of %s's COCO files, once, into %s", root, folder)
     by_name = image_index(images)
     found: list[AnnotatedImage] = []
     for f in files:

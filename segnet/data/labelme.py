@@ -190,6 +190,8 @@ def labelled_images(
     names = list(class_names or labelme_classes(root).class_names)
     values = values_by_name(sorted(labels_of(files)), names, f"the LabelMe files in {root}")
     folder = mask_folder(files, names)
+    if not folder.is_dir():
+        log.info("drawing the masks of %d LabelMe file(s), once, into %s", len(files), folder)
     by_name = image_index(images)
     found, undrawn, missing = [], 0, []
     for f in files:

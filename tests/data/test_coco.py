@@ -252,3 +252,19 @@ def test_class_settings_that_would_misread_drawn_masks_are_refused(tmp_path, set
     root = roboflow_folder(tmp_path / "rf", n=2)
     with pytest.raises(ValueError, match=words):
         prepared(root, **settings)
+
+
+def test_only_an_unused_supercategory_of_others_is_no_class():
+    listed = [
+        {"id": 0, "name": "cells", "supercategory": "none"},  # Roboflow's dataset name
+        {"id": 1, "name": "person", "supercategory": "person"},  # COCO's: its own
+        {"id": 2, "name": "cell", "supercategory": "cells"},
+        {"id": 3, "name": "rare", "supercategory": "cells"},
+    ]
+    assert coco.kept_categories(listed, used={2}) == [(1, "person"), (2, "cell"), (3, "rare")]
+    assert coco.kept_categories(listed, used={0, 2}) == [
+        (0, "cells"),
+        (1, "person"),
+        (2, "cell"),
+        (3, "rare"),
+    ]
