@@ -405,7 +405,15 @@ def annotation_pairs(root: Path, class_names: Sequence[str] | None) -> list[Pair
         "the masks of %d image(s) drawn from %s (kept in %s)", len(found), what,
         os.path.commonpath([a.mask.parent for a in found]) if found else "-",
     )  # fmt: skip
-    return [Pair(a.name, a.image, a.mask, split=a.split) for a in found]
+    # named below the folder holding them all, as a folder of images names its images
+    # (0001.png, not images/0001.png; train/0001.png where split folders hold them)
+    base = Path(os.path.commonpath([a.image.parent for a in found])) if found else root
+    base = base if base.is_relative_to(root) else root
+    return [Pair(name_below(base, a.image, a.name), a.image, a.mask, split=a.split) for a in found]
+
+
+def name_below(base: Path, image: Path, otherwise: str) -> str:
+    return image.relative_to(base).as_posix() if image.is_relative_to(base) else otherwise
 
 
 def cityscapes_pairs(root: Path, naming: Naming) -> list[Pair]:

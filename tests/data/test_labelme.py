@@ -84,7 +84,7 @@ def test_labels_txt_orders_the_classes_and_ignore_is_void(tmp_path):
     assert found.class_names == ["background", "leaf", "bug"]
     assert found.settings()["ignore_values"] == [VOID]
     dm = prepared(root, val_fraction=0.5, test_fraction=0)
-    assert [p.name for p in dm.pairs] == ["images/a.png", "images/b.png"]
+    assert [p.name for p in dm.pairs] == ["a.png", "b.png"]  # as a folder of images names them
     mask = np.array(Image.open(dm.pairs[0].label))
     assert (mask[2:13, 2:13] == 1).all() and (mask == 1).sum() == 121
     assert (mask[0:4, 20:24] == VOID).all() and (mask == VOID).sum() == 16
