@@ -253,10 +253,11 @@ def _file_images(
         name = name_below(root, image)
         mask = mask_path(folder, name)
         own = objects.get(entry["id"], [])
-        boxes += sum(not _outlined(o) for o in own)
+        outlined = sum(_outlined(o) for o in own)
+        boxes += len(own) - outlined
         if not mask.is_file():  # each written whole: one there was drawn from this file
             overlapping += _draw_one(f.path, entry, image, own, values, mask)
-        found.append(AnnotatedImage(name, image, mask, f.split))
+        found.append(AnnotatedImage(name, image, mask, f.split, outlined))
     _say_what_was_left(f.path, len(coco["images"]), missing, found, overlapping, boxes)
     return found
 
@@ -300,6 +301,12 @@ def _say_what_was_left(
             "%s: in %d image(s) objects of two classes overlap: the smaller object's class "
             "is kept where they do.", path, overlapping,
         )  # fmt: skip
+    if boxes and not any(a.objects for a in found):
+        raise ImageDataError(
+            f"{path}: its {boxes} objects are boxes with no outline, as a detection dataset's "
+            "are: segmentation trains on outlines (polygons or run lengths). Export the "
+            "annotations as polygons or masks."
+        )
     if boxes:
         log.warning(
             "%s: %d object(s) have a box and no outline: their boxes are void (neither "

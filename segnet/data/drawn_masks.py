@@ -39,6 +39,7 @@ class AnnotatedImage:
     image: Path
     mask: Path
     split: str | None
+    objects: int  # the objects outlined on it: none, all background (or not annotated yet)
 
 
 def has_mask_folder(root: Path) -> bool:

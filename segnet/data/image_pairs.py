@@ -296,7 +296,7 @@ def find_pairs(
     elif is_cityscapes_layout(root) and not any(dirs) and not naming.rules_given:
         pairs = cityscapes_pairs(root, naming)
     elif not any(dirs) and not naming.rules_given and annotation_files(root):
-        pairs = annotation_pairs(root, class_names)
+        pairs = annotation_pairs(root, class_names, skip_unlabelled)
     elif siblings := (
         {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
     ):
@@ -390,10 +390,13 @@ def annotation_files(root: Path) -> list[Path]:
     return [f.path for f in coco.annotation_files(root)] or labelme.annotation_files(root)
 
 
-def annotation_pairs(root: Path, class_names: Sequence[str] | None) -> list[Pair]:
+def annotation_pairs(
+    root: Path, class_names: Sequence[str] | None, skip_unlabelled: bool = False
+) -> list[Pair]:
     """The images ``root``'s annotation files name (:func:`annotation_files`), each with
     the mask drawn from its objects (of ``class_names``, else the files' own classes),
-    in the split its file gives."""
+    in the split its file gives; those with no object left out where
+    ``skip_unlabelled``."""
     images = [*image_files(root), *files_below(root)]
     if coco_files := coco.annotation_files(root):
         found = coco.annotated_images(root, images, class_names)
@@ -401,6 +404,7 @@ def annotation_pairs(root: Path, class_names: Sequence[str] | None) -> list[Pair
     else:
         found = labelme.labelled_images(root, images, class_names)
         what = f"{len(labelme.annotation_files(root))} LabelMe file(s)"
+    found = without_empty(found, skip_unlabelled)
     log.info(
         "the masks of %d image(s) drawn from %s (kept in %s)", len(found), what,
         os.path.commonpath([a.mask.parent for a in found]) if found else "-",
@@ -410,6 +414,23 @@ def annotation_pairs(root: Path, class_names: Sequence[str] | None) -> list[Pair
     base = Path(os.path.commonpath([a.image.parent for a in found])) if found else root
     base = base if base.is_relative_to(root) else root
     return [Pair(name_below(base, a.image, a.name), a.image, a.mask, split=a.split) for a in found]
+
+
+def without_empty(found: list, skip_unlabelled: bool) -> list:
+    """``found`` without the images no object is outlined on where ``skip_unlabelled``;
+    else all of them, those counted in a warning: an annotation tool lists every image
+    of a task, annotated or not yet, and a blank one trains as background throughout."""
+    empty = [a for a in found if not a.objects]
+    if empty and skip_unlabelled:
+        log.info("%d image(s) with no object left out (data.skip_unlabelled)", len(empty))
+        return [a for a in found if a.objects]
+    if empty:
+        log.warning(
+            "%d of %d images have no object outlined (e.g. %s): they train as background "
+            "throughout. Where they are not annotated yet, data.skip_unlabelled=true leaves "
+            "them out.", len(empty), len(found), empty[0].image,
+        )  # fmt: skip
+    return found
 
 
 def name_below(base: Path, image: Path, otherwise: str) -> str:

@@ -204,7 +204,8 @@ def labelled_images(
         mask = mask_path(folder, name)
         if not mask.is_file():  # each written whole: one there was drawn from this file
             undrawn += _draw_one(f, entry, image, values, mask)
-        found.append(AnnotatedImage(name, image, mask, split_of_path(root, f)))
+        areas = sum((s.get("shape_type") or "polygon") in AREAS for s in entry["shapes"])
+        found.append(AnnotatedImage(name, image, mask, split_of_path(root, f), areas))
     _say_what_was_left(root, files, missing, found, undrawn, images)
     return found
 

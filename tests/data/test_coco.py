@@ -268,3 +268,25 @@ def test_only_an_unused_supercategory_of_others_is_no_class():
         (2, "cell"),
         (3, "rare"),
     ]
+
+
+def test_images_with_no_object_train_as_background_unless_skipped(tmp_path, caplog):
+    root = tmp_path / "cvat"
+    names = [f"{k}.png" for k in range(6)]
+    write_images(root / "images", names)
+    objects = [obj(k, 1, [square(2, 2, 6)], oid=k) for k in range(4)]  # 4 and 5 not yet
+    coco_file(root / "annotations" / "instances_default.json", names, objects,
+              categories=[{"id": 1, "name": "leaf"}])  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        assert len(prepared(root, val_fraction=0.2, test_fraction=0.2).pairs) == 6
+    assert "2 of 6 images have no object outlined" in caplog.text
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2, skip_unlabelled=True)
+    assert sorted(p.name for p in dm.pairs) == names[:4]
+
+
+def test_a_file_of_boxes_alone_is_refused_as_a_detection_dataset(tmp_path):
+    root = tmp_path / "d"
+    write_images(root / "images", ["0.png"])
+    coco_file(root / "annotations.json", ["0.png"], [obj(0, 1, [], bbox=[1, 1, 4, 4])])
+    with pytest.raises(ImageDataError, match="boxes with no outline, as a detection dataset"):
+        prepared(root)
