@@ -5,8 +5,11 @@ folder of images annotated with outlines trains with no mask files and no class 
 * **Where**: a JSON file in ``data.root``, in its ``annotations/`` folder, or in a split
   folder beside the images (Roboflow's ``train/_annotations.coco.json``). A file's split
   is its folder's (``valid/``) or its name's (``instances_val2017.json``); a file of
-  neither (CVAT's ``instances_default.json``) leaves the splits to be drawn. Only where no
-  folder of mask images is there: masks, where a folder holds both, are what is read.
+  neither (CVAT's ``instances_default.json``) leaves the splits to be drawn. Only where
+  no layout of mask images reads the folder (:func:`segnet.data.image_pairs.
+  drawn_masks_root`): masks, where a folder holds both, are what is read. Files of
+  keypoints or panoptic segments are not read, and beside COCO's own ``instances_``
+  files neither are its ``stuff_`` files.
 * **Images**: each file name is looked for beside the JSON file, in ``data.root`` and in
   its ``images/`` folder, then by its name alone anywhere below ``data.root`` (COCO's
   ``train2017/``; Label Studio's upload paths). Images the file lists and the folder
@@ -19,7 +22,8 @@ folder of images annotated with outlines trains with no mask files and no class 
   a box alone, is void over its box: neither trained nor scored, never background.
 * **Classes**: background (mask value 0), then the categories in order of their ids; a
   category that is only the others' supercategory and has no object of its own
-  (Roboflow's dataset name) is no class. Every file must list the same categories.
+  (Roboflow's dataset name) is no class, and one named as void (``ignore``) is void.
+  Every file must list the same categories, each name once.
 * The masks are drawn once and kept in the cache (``~/.cache/segnet/coco-masks``, beside
   the statistics of :mod:`segnet.data.stats_cache`), never in the data folder: keyed by
   the annotation files' paths, sizes and times, so that an edited file is drawn afresh.
@@ -38,14 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses
+from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
 from segnet.data.drawn_masks import (
     MAX_CLASSES,
     VOID,
     AnnotatedImage,
     cache_folder,
     check_size,
-    has_mask_folder,
     image_index,
     image_of,
     mask_path,
@@ -97,10 +100,25 @@ def annotation_files(root: Path) -> list[CocoFile]:
     found = []
     for place in places:
         for f in sorted(place.glob("*.json")):
-            if f.is_file() and parsed(f) is not None:
+            if f.is_file() and parsed(f) is not None and outlines_objects(parsed(f)):
                 split = split_named(place.name) if place != root else None
                 found.append(CocoFile(f, split or split_of(f.stem.removesuffix(".coco"))))
-    return found if found and not has_mask_folder(root) else []
+    # COCO's own folder holds instances_ (things) beside stuff_ files of other categories
+    instances = [f for f in found if f.path.name.lower().startswith("instances_")]
+    if instances and len(instances) < len(found):
+        log.info(
+            "COCO's instances files are read (%s); the others are not: %s",
+            ", ".join(f.path.name for f in instances),
+            ", ".join(f.path.name for f in found if f not in instances),
+        )  # fmt: skip
+    return instances or found
+
+
+def outlines_objects(coco: dict[str, Any]) -> bool:
+    """Whether a COCO file outlines objects: not one of keypoints (``person_keypoints``)
+    nor of panoptic segments, whose outlines are in PNG files of their own."""
+    first = next(iter(coco["annotations"]), {})
+    return "keypoints" not in first and "segments_info" not in first
 
 
 # -- classes --------------------------------------------------------------------------------
@@ -111,6 +129,14 @@ def categories(files: Sequence[CocoFile]) -> list[tuple[int, str]]:
     used = {obj.get("category_id") for _, coco in read for obj in coco["annotations"]}
     lists = [(path, kept_categories(coco["categories"], used)) for path, coco in read]
     first_path, first = lists[0]
+    names = [n.strip().lower() for _, n in first]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        ids = [i for i, n in first if n.strip().lower() == twice[0]]
+        raise ImageDataError(
+            f"{first_path} lists two categories named {twice[0]} (ids {ids[0]} and {ids[1]}): "
+            "a class is named by its category, so rename one (or merge them) and export again."
+        )
     for path, other in lists[1:]:
         if other != first:
             raise ImageDataError(
@@ -137,7 +163,11 @@ def coco_classes(root: Path | None) -> ShippedClasses | None:
     if not files:
         return None
     cats = categories(files)
-    names = ["background", *(n for _, n in cats if n.strip().lower() not in BACKGROUND_NAMES)]
+    void = [n for _, n in cats if is_void_name(n)]
+    names = [
+        "background",
+        *(n for _, n in cats if n.strip().lower() not in BACKGROUND_NAMES and n not in void),
+    ]
     if len(names) > MAX_CLASSES:
         raise ImageDataError(
             f"{files[0].path} lists {len(names) - 1} categories: at most {MAX_CLASSES - 1} "
@@ -145,7 +175,8 @@ def coco_classes(root: Path | None) -> ShippedClasses | None:
         )
     source = ", ".join(str(f.path) for f in files[:2]) + (" ..." if len(files) > 2 else "")
     return ShippedClasses(
-        f"the categories of {source}", (*names, "void"), (*range(len(names)), VOID),
+        f"the categories of {source}", (*names, *(void or ["void"])),
+        (*range(len(names)), *[VOID] * len(void or ["void"])),
         by_colour=False,
     )  # fmt: skip
 
@@ -270,8 +301,9 @@ def _outlined(obj: dict[str, Any]) -> bool:
 def _draw_one(
     path: Path, entry: dict[str, Any], image: Path, objects: list, values: dict, mask: Path
 ) -> bool:
-    height, width = int(entry["height"]), int(entry["width"])
-    check_size(path, entry["file_name"], image, height, width)
+    height, width = check_size(
+        path, entry["file_name"], image, entry.get("height"), entry.get("width")
+    )
     try:
         drawn, overlap = draw_mask(height, width, objects, values)
     except (ValueError, TypeError, KeyError) as err:

@@ -12,22 +12,18 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import numpy as np
 
 from segnet.data import stats_cache
 from segnet.data.class_files import BACKGROUND_NAMES, is_void_name
 from segnet.data.errors import ImageDataError
-from segnet.data.name_rules import IMAGE_SUFFIXES
 from segnet.files import staged
 
 VOID = 255  # a mask value no class takes: what is annotated and not known (a box alone)
 MAX_CLASSES = VOID - 1  # the background and the classes, in one byte
 EXIF_ORIENTATION = 0x0112
-# folders of mask images: where one is there, its masks are read, not annotation files
-MASK_FOLDERS = (
-    "labels", "label", "masks", "mask", "segmentationclass", "gt", "annotations", "annotation",
-)  # fmt: skip
 log = logging.getLogger(__name__)
 
 
@@ -40,12 +36,6 @@ class AnnotatedImage:
     mask: Path
     split: str | None
     objects: int  # the objects outlined on it: none, all background (or not annotated yet)
-
-
-def has_mask_folder(root: Path) -> bool:
-    """Whether ``root`` holds a folder of mask images (``labels/``, ``masks/`` ...)."""
-    folders = [d for d in root.iterdir() if d.is_dir() and d.name.lower() in MASK_FOLDERS]
-    return any(f.suffix.lower() in IMAGE_SUFFIXES for d in folders for f in d.iterdir())
 
 
 def cache_folder(kind: str, files: Sequence[Path], class_names: Sequence[str]) -> Path:
@@ -130,9 +120,10 @@ def image_of(file_name: str, places: Sequence[Path], by_name: dict[str, Path]) -
     return by_name.get(rel.name)
 
 
-def check_size(source: Path, named: str, image: Path, height: int, width: int) -> None:
-    """``image`` is ``height`` x ``width`` as viewers show it (a quarter turn of its EXIF
-    orientation swaps them, as training reads it), as ``source`` says it is."""
+def check_size(source: Path, named: str, image: Path, height: Any, width: Any) -> tuple[int, int]:
+    """``image``'s height and width as viewers show it (a quarter turn of its EXIF
+    orientation swaps them, as training reads it), checked against those ``source``
+    gives it, where it gives them (old LabelMe files, some COCO files do not)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -141,9 +132,12 @@ def check_size(source: Path, named: str, image: Path, height: int, width: int) -
             shown = (im.width, im.height) if turned else (im.height, im.width)
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         raise ImageDataError(f"cannot read {image}: {err}") from None
-    if shown != (height, width):
+    if height is None or width is None:
+        return shown
+    if shown != (int(height), int(width)):
         raise ImageDataError(
             f"{source} gives {named} the size {width}x{height}, and {image} is "
             f"{shown[1]}x{shown[0]}{' as its EXIF orientation shows it' * turned}: annotate "
             "(or export the annotations of) these very images."
         )
+    return shown

@@ -31,7 +31,8 @@ import bisect
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -295,20 +296,51 @@ def find_pairs(
         pairs = nnunet_pairs(root, naming)
     elif is_cityscapes_layout(root) and not any(dirs) and not naming.rules_given:
         pairs = cityscapes_pairs(root, naming)
-    elif not any(dirs) and not naming.rules_given and annotation_files(root):
+    elif not any(dirs) and not naming.rules_given and drawn_masks_root(root, skip_unlabelled):
         pairs = annotation_pairs(root, class_names, skip_unlabelled)
-    elif siblings := (
-        {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
-    ):
-        pairs = sibling_split_pairs(siblings, naming)
-    elif split_folders_at_root(root, image_dir):
-        pairs = root_split_pairs(root, dirs, naming)
-    elif lists := image_sets(root):  # Pascal VOC's, CVAT's: the images read, their splits
-        pairs = lists.check_splits(folder_pairs(root, dirs, naming._replace(lists=lists)))
     else:
-        pairs = splits_of_names(folder_pairs(root, dirs, naming), root)
+        pairs = layout_pairs(root, dirs, naming)
     check_pairs(pairs)
     return pairs
+
+
+def layout_pairs(root: Path, dirs: tuple, naming: Naming) -> list[Pair]:
+    """The pairs of a folder of images and mask images, in the layouts :func:`find_pairs`
+    reads after nnU-Net's and Cityscapes'."""
+    if siblings := (
+        {} if any(dirs) or find_folder(root, None, IMAGE_DIRS) else sibling_split_folders(root)
+    ):
+        return sibling_split_pairs(siblings, naming)
+    if split_folders_at_root(root, dirs[0]):
+        return root_split_pairs(root, dirs, naming)
+    if lists := image_sets(root):  # Pascal VOC's, CVAT's: the images read, their splits
+        return lists.check_splits(folder_pairs(root, dirs, naming._replace(lists=lists)))
+    return splits_of_names(folder_pairs(root, dirs, naming), root)
+
+
+@contextmanager
+def logs_silenced() -> Iterator[None]:
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
+def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
+    """Whether ``root``'s masks are drawn from annotation files (:func:`annotation_files`):
+    it holds some, and no layout of mask images reads it (masks, where a folder holds
+    both, are what is read: the annotation files are then left alone)."""
+    if root is None or not root.is_dir() or next(root.rglob("*.json"), None) is None:
+        return False
+    try:
+        with logs_silenced():  # a layout's own words, said where it is read
+            if layout_pairs(root, (None, None, None), Naming(skip_unlabelled=skip_unlabelled)):
+                return False
+    except (ValueError, OSError):  # no layout of masks: refused as having none
+        pass
+    return bool(annotation_files(root))
 
 
 def splits_of_names(pairs: list[Pair], root: Path) -> list[Pair]:
@@ -413,7 +445,10 @@ def annotation_pairs(
     # (0001.png, not images/0001.png; train/0001.png where split folders hold them)
     base = Path(os.path.commonpath([a.image.parent for a in found])) if found else root
     base = base if base.is_relative_to(root) else root
-    return [Pair(name_below(base, a.image, a.name), a.image, a.mask, split=a.split) for a in found]
+    return [
+        Pair(name_below(base, a.image, a.name, a.split), a.image, a.mask, split=a.split)
+        for a in found
+    ]
 
 
 def without_empty(found: list, skip_unlabelled: bool) -> list:
@@ -433,8 +468,15 @@ def without_empty(found: list, skip_unlabelled: bool) -> list:
     return found
 
 
-def name_below(base: Path, image: Path, otherwise: str) -> str:
-    return image.relative_to(base).as_posix() if image.is_relative_to(base) else otherwise
+def name_below(base: Path, image: Path, otherwise: str, split: str | None) -> str:
+    """The image's path below ``base``, its split folder named as its split (Roboflow's
+    ``valid/x.jpg`` as ``val/x.jpg``, as split folders of images and masks name it)."""
+    if not image.is_relative_to(base):
+        return otherwise
+    parts = list(image.relative_to(base).parts)
+    if split and len(parts) > 1 and split_named(parts[0]) == split:
+        parts[0] = split
+    return "/".join(parts)
 
 
 def cityscapes_pairs(root: Path, naming: Naming) -> list[Pair]:

@@ -27,7 +27,7 @@ from segnet.data.image_pairs import (  # noqa: F401 (read through here)
     NNUNET_CHANNEL,
     ImageDataError,
     Pair,
-    annotation_files,
+    drawn_masks_root,
     find_pairs,
     further_channels,
     unwrapped,

@@ -309,12 +309,14 @@ def own_layout(settings: Any) -> bool:
     return not any(folders) and rules == ["{id}", "{id}"]
 
 
-def classes_beside(root: Path | None, own: bool) -> class_files.ShippedClasses | None:
+def classes_beside(
+    root: Path | None, own: bool, drawn: bool = True
+) -> class_files.ShippedClasses | None:
     """The classes a list shipped in ``root`` names (:mod:`segnet.data.class_files`), or
-    where it ships none and is read as its own layout says, those of the annotation files
-    its masks are drawn from: COCO's categories, LabelMe's labels."""
+    where it ships none, is read as its own layout says and ``drawn``, those of the
+    annotation files its masks are drawn from: COCO's categories, LabelMe's labels."""
     shipped = class_files.shipped_classes(root, own)
-    if shipped or not own:
+    if shipped or not own or not drawn or not img.drawn_masks_root(root):
         return shipped
     return coco.coco_classes(root) or labelme.labelme_classes(root)
 
@@ -594,7 +596,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             return
         if self.csv or not self.root or not own_layout(self.layout):
             return
-        if img.annotation_files(self.root):
+        if img.drawn_masks_root(self.root):
             given = "data.label_values" if label_values is not None else "data.palette"
             raise ValueError(
                 f"{given} given, and the masks of data.root={self.root} are drawn from its "
@@ -823,7 +825,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if found is not None:
             return found.class_names
         shipped = (
-            None if nnunet or data_cfg.get("csv") else classes_beside(root, own_layout(data_cfg))
+            None
+            if nnunet or data_cfg.get("csv")
+            # masks drawn from annotation files are drawn for the classes given, by name:
+            # no class list of the data's own to hold a checkpoint's classes against
+            else classes_beside(root, own_layout(data_cfg), drawn=False)
         )
         return shipped.class_names if shipped else None
 

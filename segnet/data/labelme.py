@@ -6,8 +6,9 @@ the images, so that a folder annotated with it trains with no conversion.
   ``imagePath`` (relative to the file), else the image of its own name beside it. A
   file's split is the split folder it lies in (``train/``, ``valid/``), else drawn.
   Images with no file are left out, said (nobody outlined them: their objects are not
-  known to be background). Only where no folder of mask images is there.
-* **Masks**: polygons, rectangles, circles and LabelMe's own masks are drawn in the
+  known to be background). Only where no layout of mask images reads the folder.
+* **Masks**: polygons, rectangles (two corners, or X-AnyLabeling's four), rotated
+  boxes, circles and LabelMe's own masks are drawn in the
   file's order, a later shape over an earlier one, as LabelMe's own ``labelme_json_to_
   dataset`` draws them; lines and points, which outline no area, are not drawn, counted
   in a warning.
@@ -38,7 +39,6 @@ from segnet.data.drawn_masks import (
     AnnotatedImage,
     cache_folder,
     check_size,
-    has_mask_folder,
     image_index,
     image_of,
     mask_path,
@@ -51,7 +51,6 @@ from segnet.data.folder_roles import split_named
 from segnet.data.name_rules import IMAGE_SUFFIXES
 
 DRAWING = "labelme-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
-AREAS = ("polygon", "rectangle", "circle", "mask")
 CLASS_LIST = "labels.txt"
 log = logging.getLogger(__name__)
 
@@ -73,18 +72,13 @@ def parsed(path: Path) -> dict[str, Any] | None:
 
 
 def annotation_files(root: Path) -> list[Path]:
-    """The LabelMe files below ``root``, in path order; none where a folder of mask
-    images is there (its masks are read instead), or where the first JSON file below
-    ``root`` is no LabelMe file."""
+    """The LabelMe files below ``root``, in path order (other JSON files left alone)."""
     if not root.is_dir():
         return []
     files = sorted(
         f for f in root.rglob("*.json")
         if not any(part.startswith(".") for part in f.relative_to(root).parts)
     )  # fmt: skip
-    files = [f for f in files if f.name != "dataset.json"]  # nnU-Net's index
-    if not files or parsed(files[0]) is None or has_mask_folder(root):
-        return []
     return [f for f in files if parsed(f) is not None]
 
 
@@ -143,36 +137,44 @@ def labelme_classes(root: Path | None) -> ShippedClasses | None:
 
 
 # -- drawing ------------------------------------------------------------------------------
+def area_kind(shape: dict[str, Any]) -> str | None:
+    """How a shape is drawn: ``polygon``, ``rectangle``, ``circle`` or ``mask``; None for
+    one that outlines no area (a line, a point) or too few points to."""
+    kind, points = shape.get("shape_type") or "polygon", shape.get("points") or []
+    if kind in ("polygon", "rotation") or (kind == "rectangle" and len(points) == 4):
+        return "polygon" if len(points) >= 3 else None  # X-AnyLabeling's four corners
+    if kind in ("rectangle", "circle"):
+        return kind if len(points) == 2 else None
+    return "mask" if kind == "mask" and shape.get("mask") and points else None
+
+
 def draw_mask(
     height: int, width: int, shapes: Sequence[dict[str, Any]], values: dict[str, int]
-) -> tuple[np.ndarray, int]:
-    """The mask of one image's ``shapes``, in their order; and how many outline no area
-    (lines, points: not drawn)."""
+) -> np.ndarray:
+    """The mask of one image's ``shapes``, in their order (:func:`area_kind`; those of
+    no area are not drawn)."""
     from PIL import Image, ImageDraw
 
     mask = Image.new("L", (width, height), 0)
     draw = ImageDraw.Draw(mask)
-    undrawn = 0
     for shape in shapes:
-        kind = shape.get("shape_type") or "polygon"
+        kind = area_kind(shape)
         value = values[str(shape.get("label"))]
         points = [(float(x), float(y)) for x, y in shape.get("points") or []]
-        if kind == "polygon" and len(points) >= 3:
+        if kind == "polygon":
             draw.polygon(points, fill=value, outline=value)
-        elif kind == "rectangle" and len(points) == 2:
+        elif kind == "rectangle":
             (x1, y1), (x2, y2) = points
             draw.rectangle([min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)], fill=value)
-        elif kind == "circle" and len(points) == 2:
+        elif kind == "circle":
             (cx, cy), (px, py) = points
             r = ((cx - px) ** 2 + (cy - py) ** 2) ** 0.5
             draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=value, outline=value)
-        elif kind == "mask" and shape.get("mask") and points:
+        elif kind == "mask":
             part = Image.open(io.BytesIO(base64.b64decode(shape["mask"]))).convert("1")
             x, y = (round(v) for v in points[0])
             mask.paste(value, (x, y), part)
-        else:
-            undrawn += 1
-    return np.array(mask, np.uint8), undrawn
+    return np.array(mask, np.uint8)
 
 
 def mask_folder(files: Sequence[Path], class_names: Sequence[str]) -> Path:
@@ -203,8 +205,9 @@ def labelled_images(
         name = name_below(root, image)
         mask = mask_path(folder, name)
         if not mask.is_file():  # each written whole: one there was drawn from this file
-            undrawn += _draw_one(f, entry, image, values, mask)
-        areas = sum((s.get("shape_type") or "polygon") in AREAS for s in entry["shapes"])
+            _draw_one(f, entry, image, values, mask)
+        areas = sum(area_kind(s) is not None for s in entry["shapes"])
+        undrawn += len(entry["shapes"]) - areas
         found.append(AnnotatedImage(name, image, mask, split_of_path(root, f), areas))
     _say_what_was_left(root, files, missing, found, undrawn, images)
     return found
@@ -224,15 +227,16 @@ def split_of_path(root: Path, file: Path) -> str | None:
     return None
 
 
-def _draw_one(path: Path, entry: dict, image: Path, values: dict[str, int], mask: Path) -> int:
-    height, width = int(entry["imageHeight"]), int(entry["imageWidth"])
-    check_size(path, entry["imagePath"], image, height, width)
+def _draw_one(path: Path, entry: dict, image: Path, values: dict[str, int], mask: Path) -> None:
+    named = entry["imagePath"]
+    height, width = check_size(
+        path, named, image, entry.get("imageHeight"), entry.get("imageWidth")
+    )
     try:
-        drawn, undrawn = draw_mask(height, width, entry["shapes"], values)
+        drawn = draw_mask(height, width, entry["shapes"], values)
     except (ValueError, TypeError, KeyError, OSError) as err:
         raise ImageDataError(f"{path}: a shape cannot be drawn: {err}.") from None
     write_mask(mask, drawn)
-    return undrawn
 
 
 def _say_what_was_left(
@@ -257,5 +261,6 @@ def _say_what_was_left(
         )  # fmt: skip
     if undrawn:
         log.warning(
-            "%d shape(s) are lines or points, which outline no area: not drawn.", undrawn
+            "%d shape(s) outline no area (lines, points, or too few points): not drawn.",
+            undrawn,
         )  # fmt: skip

@@ -181,13 +181,26 @@ def test_crowds_as_run_lengths_are_drawn_and_a_box_alone_is_void(tmp_path, caplo
     assert coco.coco_classes(root).settings()["ignore_values"] == [coco.VOID]
 
 
-def test_a_folder_of_masks_beside_a_coco_file_is_read_as_masks(tmp_path):
+@pytest.mark.parametrize(
+    "images, masks",
+    [
+        ("images", "masks"),
+        ("images", "GroundTruth"),
+        ("images", "SegmentationClassPNG"),
+        ("img_dir", "ann_dir"),
+        ("train/images", "train/masks"),
+    ],
+)
+def test_masks_beside_a_coco_file_are_what_is_read(tmp_path, images, masks):
     root = tmp_path / "d"
-    write_images(root / "images", ["0.png"])
-    (root / "masks").mkdir()
-    Image.fromarray(np.zeros((H, W), np.uint8)).save(root / "masks" / "0.png")
-    coco_file(root / "annotations.json", ["0.png"], [obj(0, 1, [square(0, 0, 4)])])
-    assert coco.annotation_files(root) == []
+    for k in range(3):
+        write_images(root / images, [f"{k}.png"])
+        (root / masks).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((H, W), k % 2, np.uint8)).save(root / masks / f"{k}.png")
+    names = [f"{k}.png" for k in range(3)]
+    coco_file(root / "annotations.json", names, [obj(0, 1, [square(0, 0, 4)])])
+    dm = prepared(root, class_names=["background", "leaf"], val_fraction=0.34, test_fraction=0)
+    assert all(p.label.parent == root / masks for p in dm.pairs)  # not drawn
 
 
 @pytest.mark.parametrize(
@@ -290,3 +303,66 @@ def test_a_file_of_boxes_alone_is_refused_as_a_detection_dataset(tmp_path):
     coco_file(root / "annotations.json", ["0.png"], [obj(0, 1, [], bbox=[1, 1, 4, 4])])
     with pytest.raises(ImageDataError, match="boxes with no outline, as a detection dataset"):
         prepared(root)
+
+
+def test_coco_folders_as_coco_ships_them_read_the_instances_files(tmp_path, caplog):
+    root = tmp_path / "coco2017"
+    write_images(root / "train2017", ["0.jpg"])
+    person = [{"id": 1, "name": "person", "supercategory": "person"}]
+    things = [*person, {"id": 2, "name": "dog", "supercategory": "animal"}]
+    stuff = [{"id": 92, "name": "grass", "supercategory": "plant"}]
+    coco_file(
+        root / "annotations" / "instances_train2017.json",
+        ["0.jpg"],
+        [obj(0, 2, [square(0, 0, 4)])],
+        things,
+    )
+    keypoints = obj(0, 1, [square(4, 4, 4)], oid=1) | {"keypoints": [5, 5, 2], "num_keypoints": 1}
+    coco_file(
+        root / "annotations" / "person_keypoints_train2017.json", ["0.jpg"], [keypoints], person
+    )
+    coco_file(root / "annotations" / "stuff_train2017.json", ["0.jpg"],
+              [obj(0, 92, [square(8, 8, 4)], oid=2)], stuff)  # fmt: skip
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, val_fraction=0, test_fraction=0)
+    assert dm.info().class_names == ["background", "person", "dog"]
+    assert "the others are not: stuff_train2017.json" in caplog.text
+    assert (mask_of(dm, "0.jpg") == 2).sum() == 16
+
+
+def test_a_void_category_is_void_and_two_of_one_name_are_refused(tmp_path):
+    root = tmp_path / "d"
+    write_images(root, ["0.png"])
+    cats = [{"id": 1, "name": "ignore"}, {"id": 2, "name": "dog"}]
+    coco_file(root / "a.json", ["0.png"],
+              [obj(0, 1, [square(0, 0, 8)]), obj(0, 2, [square(10, 10, 4)], oid=1)], cats)  # fmt: skip
+    found = coco.coco_classes(root)
+    assert found.class_names == ["background", "dog"]
+    assert found.settings()["label_values"] is None  # class numbers: dog 1
+    mask = mask_of(prepared(root, val_fraction=0, test_fraction=0), "0.png")
+    assert (mask == coco.VOID).sum() == 64 and (mask == 1).sum() == 16
+    twice = [{"id": 1, "name": "leaf", "supercategory": "tomato"},
+             {"id": 2, "name": "Leaf", "supercategory": "potato"}]  # fmt: skip
+    coco_file(root / "a.json", ["0.png"], [obj(0, 1, [square(0, 0, 8)])], twice)
+    with pytest.raises(ImageDataError, match="two categories named leaf .ids 1 and 2."):
+        prepared(root)
+
+
+def test_a_roboflow_valid_folder_is_named_val_as_split_folders_are(tmp_path):
+    dm = prepared(roboflow_folder(tmp_path / "rf", n=1))
+    assert sorted(p.name for p in dm.pairs) == [
+        "test/test_0.jpg",
+        "train/train_0.jpg",
+        "val/valid_0.jpg",
+    ]
+
+
+def test_evaluation_reads_another_export_by_the_checkpoints_class_names(tmp_path):
+    """Classes recorded at training are compared with no class list of the data: its
+    masks are drawn for them by name, whatever ids its categories have."""
+    from segnet.data.images_datamodule import ImageFolderDataModule
+
+    root = roboflow_folder(tmp_path / "rf", n=1)
+    assert ImageFolderDataModule.class_names_in_data({"root": str(root)}) is None
+    dm = prepared(root, class_names=["background", "bug", "leaf"], mean=[0.5] * 3, std=[0.2] * 3)
+    assert (mask_of(dm, "test/test_0.jpg") == 1).sum() == 16

@@ -60,7 +60,7 @@ def test_a_folder_of_labelme_files_trains_with_their_labels(tmp_path, caplog):
     assert info.class_names == ["background", "bug", "leaf"]  # labels in name order
     assert len(dm.pairs) == 6  # the image with no file is left out, said
     assert "1 image(s) in" in caplog.text and "have no LabelMe file" in caplog.text
-    assert "6 shape(s) are lines or points" in caplog.text
+    assert "6 shape(s) outline no area" in caplog.text
     mask = np.array(Image.open(next(p.label for p in dm.pairs if p.name == "0.jpg")))
     assert (mask[2:18, 2:18] > 0).all() and (mask == 2).sum() + (mask == 1).sum() == 16 * 16
     # the circle, drawn later, lies over the rectangle: radius 3 about (10, 10)
@@ -128,3 +128,31 @@ def test_files_naming_no_image_there_are_refused(tmp_path):
     )
     with pytest.raises(ImageDataError, match="name no image that is there"):
         prepared(root)
+
+
+def test_x_anylabeling_rectangles_and_files_without_sizes_are_drawn(tmp_path, caplog):
+    root = tmp_path / "lm"
+    write_images(root, ["0.png"])
+    (root / "_meta.json").write_text("{}")  # a stray JSON file first in path order
+    corners = [[2, 2], [9, 2], [9, 9], [2, 9]]  # X-AnyLabeling: a rectangle's four corners
+    path = root / "0.json"
+    labelme_file(
+        path, "0.png", [shape("leaf", corners, "rectangle"), shape("x", [[1, 1]], "point")]
+    )
+    old = json.loads(path.read_text())
+    del old["imageHeight"], old["imageWidth"]  # LabelMe 3 wrote no size
+    path.write_text(json.dumps(old))
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root, val_fraction=0, test_fraction=0)
+    mask = np.array(Image.open(dm.pairs[0].label))
+    assert mask.shape == (H, W) and (mask == 1).sum() == 64  # leaf 1, x 2: in name order
+    assert "1 shape(s) outline no area" in caplog.text
+
+
+def test_masks_beside_labelme_files_are_what_is_read(tmp_path):
+    root = annotated_folder(tmp_path / "lm", n=3)
+    (root / "3.jpg").unlink()  # the image with no LabelMe file
+    for k in range(3):
+        Image.fromarray(np.zeros((H, W), np.uint8)).save(root / f"{k}_mask.png")
+    dm = prepared(root, class_names=["background", "leaf"], val_fraction=0.34, test_fraction=0)
+    assert sorted(p.label.name for p in dm.pairs) == ["0_mask.png", "1_mask.png", "2_mask.png"]
