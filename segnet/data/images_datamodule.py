@@ -310,13 +310,13 @@ def own_layout(settings: Any) -> bool:
 
 
 def classes_beside(
-    root: Path | None, own: bool, drawn: bool = True
+    root: Path | None, own: bool, drawn: bool = True, skip_unlabelled: bool = False
 ) -> class_files.ShippedClasses | None:
     """The classes a list shipped in ``root`` names (:mod:`segnet.data.class_files`), or
     where it ships none, is read as its own layout says and ``drawn``, those of the
     annotation files its masks are drawn from: COCO's categories, LabelMe's labels."""
     shipped = class_files.shipped_classes(root, own)
-    if shipped or not own or not drawn or not img.drawn_masks_root(root):
+    if shipped or not own or not drawn or not img.drawn_masks_root(root, skip_unlabelled):
         return shipped
     return coco.coco_classes(root) or labelme.labelme_classes(root)
 
@@ -556,7 +556,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.own_ignore = given["ignore_values"]
         overriding = class_files.classes_given({**given, "palette": palette})
         if nnunet is None and not self.csv and not overriding:
-            shipped = classes_beside(self.root, own_layout(self.layout))
+            shipped = classes_beside(
+                self.root, own_layout(self.layout), skip_unlabelled=self.layout["skip_unlabelled"]
+            )
             shipped = shipped.by_row() if shipped and by_row else shipped
             given = class_files.with_shipped_classes(shipped, palette=palette, **given)
             palette = given.pop("palette")
@@ -596,7 +598,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             return
         if self.csv or not self.root or not own_layout(self.layout):
             return
-        if img.drawn_masks_root(self.root):
+        if img.drawn_masks_root(self.root, self.layout["skip_unlabelled"]):
             given = "data.label_values" if label_values is not None else "data.palette"
             raise ValueError(
                 f"{given} given, and the masks of data.root={self.root} are drawn from its "
