@@ -31,8 +31,6 @@ folder of images annotated with outlines trains with no mask files and no class 
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import math
 from collections.abc import Sequence
@@ -51,6 +49,7 @@ from segnet.data.drawn_masks import (
     check_size,
     image_index,
     image_of,
+    json_file,
     mask_path,
     name_below,
     values_by_name,
@@ -72,20 +71,10 @@ class CocoFile:
 
 
 # -- finding the files ------------------------------------------------------------------
-@functools.lru_cache(maxsize=8)
-def _parsed(path: Path, size: int, mtime: int) -> dict[str, Any] | None:
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) and found.keys() >= COCO_KEYS else None
-
-
 def parsed(path: Path) -> dict[str, Any] | None:
-    """The COCO file at ``path`` as read (each file parsed once while it is unchanged);
-    None for a JSON file of anything else."""
-    stat = path.stat()
-    return _parsed(path, stat.st_size, stat.st_mtime_ns)
+    """The COCO file at ``path`` as read; None for a JSON file of anything else."""
+    found = json_file(path)
+    return found if isinstance(found, dict) and found.keys() >= COCO_KEYS else None
 
 
 def annotation_files(root: Path) -> list[CocoFile]:

@@ -7,6 +7,8 @@ written whole, so one found there was drawn from these very files."""
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
 from collections.abc import Sequence
@@ -36,6 +38,21 @@ class AnnotatedImage:
     mask: Path
     split: str | None
     objects: int  # the objects outlined on it: none, all background (or not annotated yet)
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_of(path: Path, size: int, mtime: int) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def json_file(path: Path) -> Any:
+    """What the JSON file at ``path`` holds (None where it holds no JSON), each file
+    parsed once while it is unchanged: found, classes and images all read it."""
+    stat = path.stat()
+    return _json_of(path, stat.st_size, stat.st_mtime_ns)
 
 
 def cache_folder(kind: str, files: Sequence[Path], class_names: Sequence[str]) -> Path:

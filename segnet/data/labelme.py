@@ -22,9 +22,7 @@ the images, so that a folder annotated with it trains with no conversion.
 from __future__ import annotations
 
 import base64
-import functools
 import io
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +39,7 @@ from segnet.data.drawn_masks import (
     check_size,
     image_index,
     image_of,
+    json_file,
     mask_path,
     name_below,
     values_by_name,
@@ -55,20 +54,10 @@ CLASS_LIST = "labels.txt"
 log = logging.getLogger(__name__)
 
 
-@functools.lru_cache(maxsize=4096)
-def _parsed(path: Path, size: int, mtime: int) -> dict[str, Any] | None:
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    is_labelme = isinstance(found, dict) and "shapes" in found and "imagePath" in found
-    return found if is_labelme else None
-
-
 def parsed(path: Path) -> dict[str, Any] | None:
     """The LabelMe file at ``path`` as read; None for a JSON file of anything else."""
-    stat = path.stat()
-    return _parsed(path, stat.st_size, stat.st_mtime_ns)
+    found = json_file(path)
+    return found if isinstance(found, dict) and {"shapes", "imagePath"} <= found.keys() else None
 
 
 def annotation_files(root: Path) -> list[Path]:
