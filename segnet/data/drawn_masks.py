@@ -40,19 +40,29 @@ class AnnotatedImage:
     objects: int  # the objects outlined on it: none, all background (or not annotated yet)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.cache
 def _json_of(path: Path, size: int, mtime: int) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if isinstance(found, dict):  # the picture LabelMe embeds by default: never read here
+        found.pop("imageData", None)
+    return found
 
 
 def json_file(path: Path) -> Any:
     """What the JSON file at ``path`` holds (None where it holds no JSON), each file
-    parsed once while it is unchanged: found, classes and images all read it."""
+    parsed once while it is unchanged and until :func:`forget_json_files`: finding the
+    files, their classes and their images all read it."""
     stat = path.stat()
     return _json_of(path, stat.st_size, stat.st_mtime_ns)
+
+
+def forget_json_files() -> None:
+    """Let go of the files parsed (COCO's own, for one, is some gigabytes once parsed):
+    done once the masks are drawn, so that no data loader's process inherits them."""
+    _json_of.cache_clear()
 
 
 def cache_folder(kind: str, files: Sequence[Path], class_names: Sequence[str]) -> Path:

@@ -41,9 +41,11 @@ from segnet.data import coco, labelme
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
+from segnet.data.drawn_masks import forget_json_files
 from segnet.data.errors import ImageDataError
 from segnet.data.file_kinds import MASK_VALUES, SAMPLED, distinct_values, suffix_rules
 from segnet.data.folder_roles import (
+    MASK_WORDS,
     SPLIT_FOLDERS,
     name_words,
     role_of,
@@ -330,17 +332,30 @@ def logs_silenced() -> Iterator[None]:
 
 def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
     """Whether ``root``'s masks are drawn from annotation files (:func:`annotation_files`):
-    it holds some, and no layout of mask images reads it (masks, where a folder holds
-    both, are what is read: the annotation files are then left alone)."""
-    if root is None or not root.is_dir() or next(root.rglob("*.json"), None) is None:
+    it holds some, and no mask images (masks, where a folder holds both, are what is
+    read, the annotation files left alone; and a layout of masks that is refused, a mask
+    missing, is refused as before, not read from the annotation files instead)."""
+    if root is None or not root.is_dir() or not annotation_files(root):
+        forget_json_files()
         return False
     try:
         with logs_silenced():  # a layout's own words, said where it is read
             if layout_pairs(root, (None, None, None), Naming(skip_unlabelled=skip_unlabelled)):
                 return False
-    except (ValueError, OSError):  # no layout of masks: refused as having none
-        pass
-    return bool(annotation_files(root))
+    except (ValueError, OSError):  # refused: for want of masks, or for what its masks lack
+        return not holds_mask_images(root)
+    return True
+
+
+def holds_mask_images(root: Path) -> bool:
+    """Whether an image below ``root`` is a mask by its folder's name (``masks/``,
+    ``GroundTruth/``) or by its own last word (``0001_mask.png``)."""
+    for f in [*image_files(root), *files_below(root)]:
+        folders = f.relative_to(root).parts[:-1]
+        words = [w for w in re.split(r"[_\-. ]+", f.stem.lower()) if w]
+        if any(role_of(d) == "labels" for d in folders) or (words and words[-1] in MASK_WORDS):
+            return True
+    return False
 
 
 def splits_of_names(pairs: list[Pair], root: Path) -> list[Pair]:
@@ -445,6 +460,7 @@ def annotation_pairs(
     # (0001.png, not images/0001.png; train/0001.png where split folders hold them)
     base = Path(os.path.commonpath([a.image.parent for a in found])) if found else root
     base = base if base.is_relative_to(root) else root
+    forget_json_files()  # drawn: what the files hold is in the masks now
     return [
         Pair(name_below(base, a.image, a.name, a.split), a.image, a.mask, split=a.split)
         for a in found

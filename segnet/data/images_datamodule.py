@@ -27,6 +27,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
 from segnet.data.dataset_json import indexed_classes
+from segnet.data.drawn_masks import VOID
 from segnet.data.image_pairs import is_nnunet_layout
 from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
@@ -309,16 +310,13 @@ def own_layout(settings: Any) -> bool:
     return not any(folders) and rules == ["{id}", "{id}"]
 
 
-def classes_beside(
-    root: Path | None, own: bool, drawn: bool = True, skip_unlabelled: bool = False
-) -> class_files.ShippedClasses | None:
-    """The classes a list shipped in ``root`` names (:mod:`segnet.data.class_files`), or
-    where it ships none, is read as its own layout says and ``drawn``, those of the
-    annotation files its masks are drawn from: COCO's categories, LabelMe's labels."""
-    shipped = class_files.shipped_classes(root, own)
-    if shipped or not own or not drawn or not img.drawn_masks_root(root, skip_unlabelled):
-        return shipped
-    return coco.coco_classes(root) or labelme.labelme_classes(root)
+def classes_beside(root: Path | None, own: bool, drawn: bool) -> class_files.ShippedClasses | None:
+    """The classes of the annotation files ``root``'s masks are ``drawn`` from (COCO's
+    categories, LabelMe's labels: the masks hold their numbers, whatever list lies
+    beside them), else those a list shipped in it names (:mod:`segnet.data.class_files`)."""
+    if drawn:
+        return coco.coco_classes(root) or labelme.labelme_classes(root)
+    return class_files.shipped_classes(root, own)
 
 
 def nnunet_root(root: Path | None, csv: str | None) -> Path | None:
@@ -549,6 +547,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         (found in the masks); and how mask values map to them."""
         nnunet = nnunet_root(self.root, self.csv)
         given = with_index_classes(nnunet, **given)
+        drawn = self._drawn_masks(nnunet is None, given["label_values"], palette)
         # a class list shipped with the data, and the class settings read from it, which
         # the run records as its own
         self.class_list: class_files.ShippedClasses | None = None
@@ -556,9 +555,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.own_ignore = given["ignore_values"]
         overriding = class_files.classes_given({**given, "palette": palette})
         if nnunet is None and not self.csv and not overriding:
-            shipped = classes_beside(
-                self.root, own_layout(self.layout), skip_unlabelled=self.layout["skip_unlabelled"]
-            )
+            shipped = classes_beside(self.root, own_layout(self.layout), drawn)
             shipped = shipped.by_row() if shipped and by_row else shipped
             given = class_files.with_shipped_classes(shipped, palette=palette, **given)
             palette = given.pop("palette")
@@ -573,7 +570,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                          " and data.".join(overriding), self.root)  # fmt: skip
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
-        self._check_drawn_masks(label_values, palette)
+        if drawn:  # what the files mark unknown (a box alone, __ignore__), whatever is given
+            ignore_values = [*(v for v in ignore_values or [] if v != VOID), VOID]
         self.instance_masks = check_instance_masks(palette=palette, **given)
         self.set_regions(given["regions"], given["regions_class_order"], class_names)
         self._class_names = list(class_names) if class_names else None
@@ -591,14 +589,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # per training image: its pixels of each class, and its size (void included)
         self._class_counts: tuple[np.ndarray, list[int]] | None = None
 
-    def _check_drawn_masks(self, label_values: Any, palette: Any) -> None:
-        """Masks drawn from annotation files hold class numbers in the order of the
-        classes: mask values or colours given for them would read them wrongly."""
-        if label_values is None and palette is None:
-            return
-        if self.csv or not self.root or not own_layout(self.layout):
-            return
-        if img.drawn_masks_root(self.root, self.layout["skip_unlabelled"]):
+    def _drawn_masks(self, own_classes: bool, label_values: Any, palette: Any) -> bool:
+        """Whether the masks are drawn from annotation files (where no class index or
+        CSV says otherwise): they hold class numbers in the order of the classes, so
+        mask values or colours given for them, which would read them wrongly, are
+        refused."""
+        if not own_classes or self.csv or not self.root or not own_layout(self.layout):
+            return False
+        if not img.drawn_masks_root(self.root, self.layout["skip_unlabelled"]):
+            return False
+        if label_values is not None or palette is not None:
             given = "data.label_values" if label_values is not None else "data.palette"
             raise ValueError(
                 f"{given} given, and the masks of data.root={self.root} are drawn from its "
@@ -606,6 +606,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"data.class_names: leave {given} out (data.class_names alone chooses and orders "
                 "the classes)."
             )
+        return True
 
     # -- what the model needs to know -----------------------------------------------------
     def where(self) -> str:
@@ -828,9 +829,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             return found.class_names
         shipped = (
             None
-            if nnunet or data_cfg.get("csv")
+            if nnunet
+            or data_cfg.get("csv")
             # masks drawn from annotation files are drawn for the classes given, by name:
             # no class list of the data's own to hold a checkpoint's classes against
+            or (own_layout(data_cfg) and img.drawn_masks_root(root))
             else classes_beside(root, own_layout(data_cfg), drawn=False)
         )
         return shipped.class_names if shipped else None

@@ -51,6 +51,7 @@ from segnet.data.name_rules import IMAGE_SUFFIXES
 
 DRAWING = "labelme-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 CLASS_LIST = "labels.txt"
+FIRST_FILES = 20  # looked in for a LabelMe file before the others are
 log = logging.getLogger(__name__)
 
 
@@ -61,13 +62,17 @@ def parsed(path: Path) -> dict[str, Any] | None:
 
 
 def annotation_files(root: Path) -> list[Path]:
-    """The LabelMe files below ``root``, in path order (other JSON files left alone)."""
+    """The LabelMe files below ``root``, in path order (other JSON files left alone);
+    none where no LabelMe file is among its first JSON files (a dataset of JSON files of
+    its own, ADE20K's one per image, is not read through for them)."""
     if not root.is_dir():
         return []
     files = sorted(
         f for f in root.rglob("*.json")
         if not any(part.startswith(".") for part in f.relative_to(root).parts)
     )  # fmt: skip
+    if not any(parsed(f) is not None for f in files[:FIRST_FILES]):
+        return []
     return [f for f in files if parsed(f) is not None]
 
 

@@ -366,3 +366,34 @@ def test_evaluation_reads_another_export_by_the_checkpoints_class_names(tmp_path
     assert ImageFolderDataModule.class_names_in_data({"root": str(root)}) is None
     dm = prepared(root, class_names=["background", "bug", "leaf"], mean=[0.5] * 3, std=[0.2] * 3)
     assert (mask_of(dm, "test/test_0.jpg") == 1).sum() == 16
+
+
+def test_a_layout_of_masks_missing_one_is_refused_as_before_not_drawn(tmp_path):
+    root = tmp_path / "d"
+    write_images(root / "images", [f"{k}.png" for k in range(4)])
+    (root / "masks").mkdir()
+    for k in range(3):  # 3.png has no mask
+        Image.fromarray(np.zeros((H, W), np.uint8)).save(root / "masks" / f"{k}.png")
+    coco_file(root / "annotations.json", ["0.png"], [obj(0, 1, [square(0, 0, 4)])])
+    with pytest.raises(ImageDataError, match="3.png"):
+        prepared(root, class_names=["background", "leaf"])
+
+
+def test_given_class_names_keep_boxes_void_and_a_shipped_colour_list_is_not_read(tmp_path):
+    from segnet.data import drawn_masks
+
+    root = tmp_path / "d"
+    names = [f"{k}.png" for k in range(4)]
+    write_images(root / "images", names)
+    (root / "labelmap.txt").write_text("background:0,0,0::\nleaf:250,50,83::\n")  # CVAT's
+    objects = [obj(k, 1, [square(0, 0, 8)], oid=2 * k) for k in range(4)]
+    objects += [obj(k, 2, [], bbox=[12, 2, 4, 4], oid=2 * k + 1) for k in range(4)]
+    coco_file(root / "annotations.json", names, objects)
+    settings = {"val_fraction": 0.25, "test_fraction": 0}
+    dm = prepared(root, class_names=["background", "leaf", "bug"], **settings)
+    labels = train_labels(dm)
+    assert set(np.unique(labels)) == {0, 1, dm.info().ignore_index}  # the box: neither
+    assert prepared(root, **settings).info().class_names == [
+        "background", "leaf", "bug",
+    ]  # fmt: skip
+    assert drawn_masks._json_of.cache_info().currsize == 0  # let go once drawn
