@@ -40,18 +40,19 @@ from typing import Any
 
 import numpy as np
 
-from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
+from segnet.data.class_files import ShippedClasses
 from segnet.data.drawn_masks import (
-    MAX_CLASSES,
     VOID,
     AnnotatedImage,
     cache_folder,
     check_size,
+    drawn_classes,
     image_index,
     image_of,
     json_file,
     mask_path,
     name_below,
+    polygon_pixels,
     values_by_name,
     write_mask,
 )
@@ -151,23 +152,8 @@ def coco_classes(root: Path | None) -> ShippedClasses | None:
     files = annotation_files(root) if root is not None else []
     if not files:
         return None
-    cats = categories(files)
-    void = [n for _, n in cats if is_void_name(n)]
-    names = [
-        "background",
-        *(n for _, n in cats if n.strip().lower() not in BACKGROUND_NAMES and n not in void),
-    ]
-    if len(names) > MAX_CLASSES:
-        raise ImageDataError(
-            f"{files[0].path} lists {len(names) - 1} categories: at most {MAX_CLASSES - 1} "
-            "are read. Merge categories, or draw masks yourself and point data.root at them."
-        )
     source = ", ".join(str(f.path) for f in files[:2]) + (" ..." if len(files) > 2 else "")
-    return ShippedClasses(
-        f"the categories of {source}", (*names, *(void or ["void"])),
-        (*range(len(names)), *[VOID] * len(void or ["void"])),
-        by_colour=False,
-    )  # fmt: skip
+    return drawn_classes(f"the categories of {source}", [n for _, n in categories(files)])
 
 
 # -- drawing ------------------------------------------------------------------------------
@@ -178,10 +164,8 @@ def object_pixels(segmentation: Any, height: int, width: int) -> np.ndarray | No
 
     if isinstance(segmentation, list):
         polygons = [p for p in segmentation if len(p) >= 6]  # three points or more
-        if not polygons:
-            return None
-        rle = coco_mask.merge(coco_mask.frPyObjects(polygons, height, width))
-    elif isinstance(segmentation, dict) and "counts" in segmentation:
+        return polygon_pixels(polygons, height, width) if polygons else None
+    if isinstance(segmentation, dict) and "counts" in segmentation:
         if list(segmentation.get("size", [])) != [height, width]:
             raise ValueError(f"its run lengths are of size {segmentation.get('size')}")
         counts = segmentation["counts"]
@@ -193,9 +177,8 @@ def object_pixels(segmentation: Any, height: int, width: int) -> np.ndarray | No
                 "counts": counts.encode() if isinstance(counts, str) else counts,
             }
         )
-    else:
-        return None
-    return coco_mask.decode(rle).astype(bool)
+        return coco_mask.decode(rle).astype(bool)
+    return None
 
 
 def draw_mask(

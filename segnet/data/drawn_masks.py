@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 
 from segnet.data import stats_cache
-from segnet.data.class_files import BACKGROUND_NAMES, is_void_name
+from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
 from segnet.data.errors import ImageDataError
 from segnet.files import staged
 
@@ -41,10 +42,12 @@ class AnnotatedImage:
 
 
 @functools.cache
-def _json_of(path: Path, size: int, mtime: int) -> Any:
+def _parsed(path: Path, size: int, mtime: int, kind: str) -> Any:
     try:
+        if kind == "xml":
+            return ElementTree.parse(path).getroot()
         found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, ElementTree.ParseError):
         return None
     if isinstance(found, dict):  # the picture LabelMe embeds by default: never read here
         found.pop("imageData", None)
@@ -53,16 +56,49 @@ def _json_of(path: Path, size: int, mtime: int) -> Any:
 
 def json_file(path: Path) -> Any:
     """What the JSON file at ``path`` holds (None where it holds no JSON), each file
-    parsed once while it is unchanged and until :func:`forget_json_files`: finding the
-    files, their classes and their images all read it."""
+    parsed once while it is unchanged and until :func:`forget_parsed_files`: finding
+    the files, their classes and their images all read it."""
     stat = path.stat()
-    return _json_of(path, stat.st_size, stat.st_mtime_ns)
+    return _parsed(path, stat.st_size, stat.st_mtime_ns, "json")
 
 
-def forget_json_files() -> None:
+def xml_file(path: Path) -> ElementTree.Element | None:
+    """The root element of the XML file at ``path`` (None where it holds no XML), parsed
+    as :func:`json_file` parses."""
+    stat = path.stat()
+    return _parsed(path, stat.st_size, stat.st_mtime_ns, "xml")
+
+
+def forget_parsed_files() -> None:
     """Let go of the files parsed (COCO's own, for one, is some gigabytes once parsed):
     done once the masks are drawn, so that no data loader's process inherits them."""
-    _json_of.cache_clear()
+    _parsed.cache_clear()
+
+
+def drawn_classes(source: str, labels: Sequence[str]) -> ShippedClasses:
+    """The classes of annotation files whose labels are ``labels``, in that order: the
+    background first (mask value 0; a label named so is that class), then the others,
+    void ones (:data:`VOID`) last."""
+    void = [n for n in labels if is_void_name(n)]
+    kept = [n for n in labels if n not in void and n.strip().lower() not in BACKGROUND_NAMES]
+    names = ["background", *kept]
+    if len(names) > MAX_CLASSES:
+        raise ImageDataError(
+            f"{source}: {len(kept)} classes, and at most {MAX_CLASSES - 1} are read. Merge "
+            "some, or draw masks yourself and point data.root at them."
+        )
+    void = void or ["void"]
+    codes = (*range(len(names)), *[VOID] * len(void))
+    return ShippedClasses(source, (*names, *void), codes, by_colour=False)
+
+
+def polygon_pixels(polygons: Sequence[Sequence[float]], height: int, width: int) -> np.ndarray:
+    """The pixels ``polygons`` (``[x0, y0, x1, y1, ...]`` each, three points or more)
+    cover, drawn with pycocotools as COCO's own tools draw them."""
+    from pycocotools import mask as coco_mask
+
+    rle = coco_mask.merge(coco_mask.frPyObjects([list(p) for p in polygons], height, width))
+    return coco_mask.decode(rle).astype(bool)
 
 
 def cache_folder(kind: str, files: Sequence[Path], class_names: Sequence[str]) -> Path:

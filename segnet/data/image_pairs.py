@@ -37,11 +37,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from segnet.data import coco, labelme
+from segnet.data import coco, cvat_xml, labelme
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
-from segnet.data.drawn_masks import forget_json_files
+from segnet.data.drawn_masks import forget_parsed_files
 from segnet.data.errors import ImageDataError
 from segnet.data.file_kinds import MASK_VALUES, SAMPLED, distinct_values, suffix_rules
 from segnet.data.folder_roles import (
@@ -336,7 +336,7 @@ def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
     read, the annotation files left alone; and a layout of masks that is refused, a mask
     missing, is refused as before, not read from the annotation files instead)."""
     if root is None or not root.is_dir() or not annotation_files(root):
-        forget_json_files()
+        forget_parsed_files()
         return False
     try:
         with logs_silenced():  # a layout's own words, said where it is read
@@ -433,8 +433,13 @@ def sibling_split_pairs(
 
 
 def annotation_files(root: Path) -> list[Path]:
-    """The annotation files ``root``'s masks are drawn from: COCO's, else LabelMe's."""
-    return [f.path for f in coco.annotation_files(root)] or labelme.annotation_files(root)
+    """The annotation files ``root``'s masks are drawn from: COCO's, else CVAT's, else
+    LabelMe's."""
+    return (
+        [f.path for f in coco.annotation_files(root)]
+        or cvat_xml.annotation_files(root)
+        or labelme.annotation_files(root)
+    )
 
 
 def annotation_pairs(
@@ -448,6 +453,9 @@ def annotation_pairs(
     if coco_files := coco.annotation_files(root):
         found = coco.annotated_images(root, images, class_names)
         what = "the objects of " + ", ".join(str(f.path.relative_to(root)) for f in coco_files)
+    elif cvat_files := cvat_xml.annotation_files(root):
+        found = cvat_xml.cvat_images(root, images, class_names)
+        what = "the shapes of " + ", ".join(str(f.relative_to(root)) for f in cvat_files)
     else:
         found = labelme.labelled_images(root, images, class_names)
         what = f"{len(labelme.annotation_files(root))} LabelMe file(s)"
@@ -460,7 +468,7 @@ def annotation_pairs(
     # (0001.png, not images/0001.png; train/0001.png where split folders hold them)
     base = Path(os.path.commonpath([a.image.parent for a in found])) if found else root
     base = base if base.is_relative_to(root) else root
-    forget_json_files()  # drawn: what the files hold is in the masks now
+    forget_parsed_files()  # drawn: what the files hold is in the masks now
     return [
         Pair(name_below(base, a.image, a.name, a.split), a.image, a.mask, split=a.split)
         for a in found

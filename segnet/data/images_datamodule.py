@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, coco, labelme, stats_cache
+from segnet.data import class_files, class_masks, coco, cvat_xml, labelme, stats_cache
 from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
@@ -315,7 +315,9 @@ def classes_beside(root: Path | None, own: bool, drawn: bool) -> class_files.Shi
     categories, LabelMe's labels: the masks hold their numbers, whatever list lies
     beside them), else those a list shipped in it names (:mod:`segnet.data.class_files`)."""
     if drawn:
-        return coco.coco_classes(root) or labelme.labelme_classes(root)
+        return (
+            coco.coco_classes(root) or cvat_xml.cvat_classes(root) or labelme.labelme_classes(root)
+        )
     return class_files.shipped_classes(root, own)
 
 

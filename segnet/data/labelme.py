@@ -32,11 +32,10 @@ import numpy as np
 
 from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
 from segnet.data.drawn_masks import (
-    MAX_CLASSES,
-    VOID,
     AnnotatedImage,
     cache_folder,
     check_size,
+    drawn_classes,
     image_index,
     image_of,
     json_file,
@@ -115,19 +114,11 @@ def labelme_classes(root: Path | None) -> ShippedClasses | None:
     files = annotation_files(root) if root is not None else []
     if not files:
         return None
-    names = class_list(root, files)
-    void = [n for n in names if is_void_name(n)] or ["void"]
-    kept = [n for n in names if not is_void_name(n)]
-    if len(kept) > MAX_CLASSES:
-        raise ImageDataError(
-            f"the LabelMe files in {root} hold {len(kept) - 1} labels: at most "
-            f"{MAX_CLASSES - 1} are read. Correct the labels, or merge some."
-        )
-    return ShippedClasses(
-        f"the labels of {len(files)} LabelMe file(s) in {root}"
-        + (f" (in the order of {root / CLASS_LIST})" if (root / CLASS_LIST).is_file() else ""),
-        (*kept, *void), (*range(len(kept)), *[VOID] * len(void)), by_colour=False,
-    )  # fmt: skip
+    listed = root / CLASS_LIST
+    order = f" (in the order of {listed})" if listed.is_file() else ""
+    return drawn_classes(
+        f"the labels of {len(files)} LabelMe file(s) in {root}{order}", class_list(root, files)
+    )
 
 
 # -- drawing ------------------------------------------------------------------------------

@@ -396,4 +396,4 @@ def test_given_class_names_keep_boxes_void_and_a_shipped_colour_list_is_not_read
     assert prepared(root, **settings).info().class_names == [
         "background", "leaf", "bug",
     ]  # fmt: skip
-    assert drawn_masks._json_of.cache_info().currsize == 0  # let go once drawn
+    assert drawn_masks._parsed.cache_info().currsize == 0  # let go once drawn

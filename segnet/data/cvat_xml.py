@@ -1,0 +1,262 @@
+"""CVAT's own annotation file, read as masks: ``annotations.xml`` as CVAT exports a task, a
+job or a project in its default format, *CVAT for images* (an ``<image>`` per picture
+holding its ``<polygon>``, ``<box>``, ``<ellipse>`` and ``<mask>`` shapes, the labels
+listed in ``<meta>``), so that a folder exported from CVAT trains with no conversion.
+
+* **Where**: an XML file of CVAT's in ``data.root`` or its ``annotations/`` folder, the
+  images in ``images/`` beside it (or wherever their names are found below
+  ``data.root``). A project's ``subset`` (``Train``, ``Validation``, ``Test``) is the
+  image's split; ``default`` leaves it to be drawn.
+* **Masks**: shapes are drawn in CVAT's order, by their ``z_order`` and then as listed,
+  as CVAT's own *Segmentation mask* export draws them; polygons with pycocotools, as
+  COCO's. Boxes and ellipses are areas (rotated where CVAT rotated them); polylines,
+  points and skeletons outline none and are counted in a warning.
+* **Classes**: the background (mask value 0), then the labels in the order ``<meta>``
+  lists them (:func:`segnet.data.drawn_masks.drawn_classes`).
+* A file of *CVAT for video* (``<track>`` elements, frames interpolated) is refused:
+  export the images' format.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from xml.etree.ElementTree import Element
+
+import numpy as np
+
+from segnet.data.class_files import ShippedClasses
+from segnet.data.drawn_masks import (
+    AnnotatedImage,
+    cache_folder,
+    check_size,
+    drawn_classes,
+    image_index,
+    image_of,
+    mask_path,
+    name_below,
+    polygon_pixels,
+    values_by_name,
+    write_mask,
+    xml_file,
+)
+from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import split_of
+
+DRAWING = "cvat-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
+AREAS = ("polygon", "box", "ellipse", "mask")
+log = logging.getLogger(__name__)
+
+
+def parsed(path: Path) -> Element | None:
+    """CVAT's file at ``path``, as read; None for an XML file of anything else."""
+    found = xml_file(path)
+    is_cvat = found is not None and found.tag == "annotations" and found.find("meta") is not None
+    return found if is_cvat else None
+
+
+def annotation_files(root: Path) -> list[Path]:
+    """CVAT's XML files in ``root`` and its annotations folder, in path order."""
+    if not root.is_dir():
+        return []
+    places = [root, *(d for d in root.iterdir() if d.is_dir() and d.name.lower() == "annotations")]
+    files = [f for place in places for f in sorted(place.glob("*.xml")) if f.is_file()]
+    found = [f for f in files if parsed(f) is not None]
+    for f in found:
+        doc = parsed(f)
+        if doc.find("track") is not None and doc.find("image") is None:
+            raise ImageDataError(
+                f"{f} is in CVAT's format for video (tracks of frames): export the task as "
+                "'CVAT for images 1.1' (or as COCO), and point data.root at that."
+            )
+    return found
+
+
+def labels_of(files: Sequence[Path]) -> list[str]:
+    """The labels the files' ``<meta>`` lists, in its order (the first file's where they
+    list the same; differing lists are refused); where it lists none, those the shapes
+    carry, in name order."""
+    lists = []
+    for f in files:
+        doc = parsed(f)
+        listed = [n.text or "" for n in doc.iterfind("meta//labels/label/name")]
+        lists.append(listed or sorted({s.get("label", "") for s in doc.iter() if s.get("label")}))
+    for f, other in zip(files[1:], lists[1:], strict=True):
+        if other != lists[0]:
+            raise ImageDataError(
+                f"{files[0]} and {f} list different labels ({', '.join(lists[0])} against "
+                f"{', '.join(other)}): export them with the same labels."
+            )
+    return lists[0]
+
+
+def cvat_classes(root: Path | None) -> ShippedClasses | None:
+    """The classes of ``root``'s CVAT files, by mask value, void last; None where it has
+    none."""
+    files = annotation_files(root) if root is not None else []
+    if not files:
+        return None
+    return drawn_classes(f"the labels of {files[0]}", labels_of(files))
+
+
+# -- drawing --------------------------------------------------------------------------
+def shape_pixels(shape: Element, height: int, width: int) -> np.ndarray | None:
+    """The pixels a shape covers; None for one that outlines no area."""
+    a = {k: float(v) for k, v in shape.attrib.items() if _number(v)}
+    if shape.tag == "polygon":
+        points = [float(v) for xy in shape.get("points", "").split(";") for v in xy.split(",")]
+        return polygon_pixels([points], height, width) if len(points) >= 6 else None
+    if shape.tag in ("box", "ellipse"):
+        if shape.tag == "box":
+            cx, cy = (a["xtl"] + a["xbr"]) / 2, (a["ytl"] + a["ybr"]) / 2
+            rx, ry = (a["xbr"] - a["xtl"]) / 2, (a["ybr"] - a["ytl"]) / 2
+            corners = [(-1, -1), (1, -1), (1, 1), (-1, 1)]
+        else:
+            cx, cy, rx, ry = a["cx"], a["cy"], a["rx"], a["ry"]
+            steps = np.linspace(0, 2 * np.pi, 72, endpoint=False)
+            corners = list(zip(np.cos(steps), np.sin(steps), strict=True))
+        turn = math.radians(a.get("rotation", 0.0))  # clockwise, as an image shows it
+        points = [
+            v
+            for u, w in corners
+            for v in (
+                cx + rx * u * math.cos(turn) - ry * w * math.sin(turn),
+                cy + rx * u * math.sin(turn) + ry * w * math.cos(turn),
+            )
+        ]
+        return polygon_pixels([points], height, width)
+    if shape.tag == "mask":
+        return _mask_pixels(shape, a, height, width)
+    return None
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _mask_pixels(shape: Element, a: dict[str, float], height: int, width: int) -> np.ndarray:
+    """A ``<mask>``: run lengths over its box (``left``, ``top``, ``width``, ``height``),
+    row by row, beginning with pixels off."""
+    left, top, w, h = (int(a[k]) for k in ("left", "top", "width", "height"))
+    runs = [int(v) for v in shape.get("rle", "").split(",") if v.strip()]
+    flat = np.zeros(w * h, bool)
+    position = 0
+    for k, run in enumerate(runs):
+        flat[position : position + run] = k % 2 == 1
+        position += run
+    pixels = np.zeros((height, width), bool)
+    box = flat.reshape(h, w)[: max(0, height - top), : max(0, width - left)]
+    pixels[top : top + box.shape[0], left : left + box.shape[1]] = box
+    return pixels
+
+
+def draw_mask(
+    height: int, width: int, shapes: Sequence[Element], values: dict[str, int]
+) -> np.ndarray:
+    """The mask of one image's ``shapes``, by their ``z_order`` and then as listed."""
+    mask = np.zeros((height, width), np.uint8)
+    order = sorted(range(len(shapes)), key=lambda k: (float(shapes[k].get("z_order", 0)), k))
+    for k in order:
+        pixels = shape_pixels(shapes[k], height, width)
+        if pixels is not None:
+            mask[pixels] = values[shapes[k].get("label", "")]
+    return mask
+
+
+# -- the images -----------------------------------------------------------------------
+def mask_folder(files: Sequence[Path], class_names: Sequence[str]) -> Path:
+    """Where the masks drawn from ``files`` are kept (:mod:`segnet.data.drawn_masks`)."""
+    return cache_folder(DRAWING, files, class_names)
+
+
+def cvat_images(
+    root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
+) -> list[AnnotatedImage]:
+    """Every image ``root``'s CVAT files list and the folder holds, each with its mask
+    (drawn now, or found drawn in the cache) of ``class_names`` (given, or the files'
+    own: :func:`cvat_classes`); ``images`` are the image files below ``root``."""
+    files = annotation_files(root)
+    names = list(class_names or cvat_classes(root).class_names)
+    labels = sorted({*labels_of(files), *(s.get("label", "") for f in files for s in _shapes(f))})
+    values = values_by_name(labels, names, f"{files[0]}")
+    folder = mask_folder(files, names)
+    if not folder.is_dir():
+        log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
+    by_name = image_index(images)
+    found: list[AnnotatedImage] = []
+    for f in files:
+        found += _file_images(root, f, values, folder, by_name)
+    return found
+
+
+def _shapes(path: Path) -> list[Element]:
+    return [s for image in parsed(path).iterfind("image") for s in shapes_of(image)]
+
+
+def shapes_of(image: Element) -> list[Element]:
+    """An ``<image>``'s shapes: its labelled children, but its tags (a label of the whole
+    image, no shape)."""
+    return [s for s in image if s.get("label") and s.tag != "tag"]
+
+
+def _file_images(
+    root: Path, f: Path, values: dict[str, int], folder: Path, by_name: dict[str, Path]
+) -> list[AnnotatedImage]:
+    places = list(dict.fromkeys([f.parent / "images", f.parent, f.parent.parent / "images", root]))
+    found, missing, undrawn = [], [], 0
+    entries = list(parsed(f).iterfind("image"))
+    for entry in entries:
+        image = image_of(entry.get("name", ""), places, by_name)
+        if image is None:
+            missing.append(entry.get("name", ""))
+            continue
+        shapes = shapes_of(entry)
+        name = name_below(root, image)
+        mask = mask_path(folder, name)
+        if not mask.is_file():  # each written whole: one there was drawn from this file
+            _draw_one(f, entry, image, shapes, values, mask)
+        areas = sum(s.tag in AREAS for s in shapes)
+        undrawn += len(shapes) - areas
+        found.append(AnnotatedImage(name, image, mask, split_of(entry.get("subset", "")), areas))
+    _say_what_was_left(f, len(entries), missing, found, undrawn)
+    return found
+
+
+def _draw_one(
+    path: Path, entry: Element, image: Path, shapes: list, values: dict, mask: Path
+) -> None:
+    named = entry.get("name", "")
+    height, width = check_size(path, named, image, entry.get("height"), entry.get("width"))
+    try:
+        drawn = draw_mask(height, width, shapes, values)
+    except (ValueError, TypeError, KeyError) as err:
+        raise ImageDataError(f"{path}: a shape of {named} cannot be drawn: {err}.") from None
+    write_mask(mask, drawn)
+
+
+def _say_what_was_left(
+    path: Path, listed: int, missing: list[str], found: list[Any], undrawn: int
+) -> None:
+    if not found and listed:
+        raise ImageDataError(
+            f"{path} lists {listed} images and none is in the folder (the first: "
+            f"{missing[0]}): export the task with its images (an images/ folder beside the "
+            "file), or put them anywhere below data.root under the names the file gives."
+        )
+    if missing:
+        log.warning(
+            "%s: %d of its %d images are not in the folder (e.g. %s): left out.",
+            path, len(missing), listed, missing[0],
+        )  # fmt: skip
+    if undrawn:
+        log.warning(
+            "%s: %d shape(s) are polylines, points or skeletons, which outline no area: "
+            "not drawn.", path, undrawn,
+        )  # fmt: skip
