@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 from xml.etree.ElementTree import Element
 
 import numpy as np
@@ -45,6 +46,7 @@ from segnet.data.drawn_masks import (
 )
 from segnet.data.errors import ImageDataError
 from segnet.data.folder_roles import split_of
+from segnet.data.name_rules import IMAGE_SUFFIXES
 
 DRAWING = "cvat-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 AREAS = ("polygon", "box", "ellipse", "mask")
@@ -59,12 +61,15 @@ def parsed(path: Path) -> Element | None:
 
 
 def annotation_files(root: Path) -> list[Path]:
-    """CVAT's XML files in ``root`` and its annotations folder, in path order."""
+    """CVAT's XML files in ``root`` and its ``annotations/`` folder (its
+    ``annotations.xml``: Pascal VOC's ``Annotations/`` of a box file per image is not
+    read through), in path order. One whose first element says CVAT's and that does
+    not parse (cut short) is refused, named."""
     if not root.is_dir():
         return []
-    places = [root, *(d for d in root.iterdir() if d.is_dir() and d.name.lower() == "annotations")]
-    files = [f for place in places for f in sorted(place.glob("*.xml")) if f.is_file()]
-    found = [f for f in files if parsed(f) is not None]
+    folders = [d for d in root.iterdir() if d.is_dir() and d.name.lower() == "annotations"]
+    files = [*sorted(root.glob("*.xml")), *(d / "annotations.xml" for d in folders)]
+    found = [f for f in files if f.is_file() and is_cvat_file(f)]
     for f in found:
         doc = parsed(f)
         if doc.find("track") is not None and doc.find("image") is None:
@@ -75,6 +80,26 @@ def annotation_files(root: Path) -> list[Path]:
     return found
 
 
+def is_cvat_file(path: Path) -> bool:
+    """Whether ``path``'s first element is CVAT's ``<annotations>`` (read alone, before
+    the whole file is), and the file parses."""
+    try:
+        first = next(ElementTree.iterparse(path, events=("start",)))[1]
+    except (ElementTree.ParseError, OSError, StopIteration):
+        return False
+    if first.tag != "annotations":
+        return False
+    if parsed(path) is None:
+        try:
+            ElementTree.parse(path)
+        except ElementTree.ParseError as err:
+            raise ImageDataError(
+                f"{path} is CVAT's annotation file and cannot be read whole ({err}): export "
+                "it again (a download cut short?)."
+            ) from None
+    return parsed(path) is not None
+
+
 def labels_of(files: Sequence[Path]) -> list[str]:
     """The labels the files' ``<meta>`` lists, in its order (the first file's where they
     list the same; differing lists are refused); where it lists none, those the shapes
@@ -82,7 +107,12 @@ def labels_of(files: Sequence[Path]) -> list[str]:
     lists = []
     for f in files:
         doc = parsed(f)
-        listed = [n.text or "" for n in doc.iterfind("meta//labels/label/name")]
+        # a skeleton's points are labels of their own, under their skeleton's (<parent>)
+        listed = [
+            label.findtext("name") or ""
+            for label in doc.iterfind("meta//labels/label")
+            if not (label.findtext("parent") or "").strip()
+        ]
         lists.append(listed or sorted({s.get("label", "") for s in doc.iter() if s.get("label")}))
     for f, other in zip(files[1:], lists[1:], strict=True):
         if other != lists[0]:
@@ -109,28 +139,35 @@ def shape_pixels(shape: Element, height: int, width: int) -> np.ndarray | None:
     if shape.tag == "polygon":
         points = [float(v) for xy in shape.get("points", "").split(";") for v in xy.split(",")]
         return polygon_pixels([points], height, width) if len(points) >= 6 else None
-    if shape.tag in ("box", "ellipse"):
-        if shape.tag == "box":
-            cx, cy = (a["xtl"] + a["xbr"]) / 2, (a["ytl"] + a["ybr"]) / 2
-            rx, ry = (a["xbr"] - a["xtl"]) / 2, (a["ybr"] - a["ytl"]) / 2
-            corners = [(-1, -1), (1, -1), (1, 1), (-1, 1)]
-        else:
-            cx, cy, rx, ry = a["cx"], a["cy"], a["rx"], a["ry"]
-            steps = np.linspace(0, 2 * np.pi, 72, endpoint=False)
-            corners = list(zip(np.cos(steps), np.sin(steps), strict=True))
+    if shape.tag == "box":
+        cx, cy = (a["xtl"] + a["xbr"]) / 2, (a["ytl"] + a["ybr"]) / 2
+        rx, ry = (a["xbr"] - a["xtl"]) / 2, (a["ybr"] - a["ytl"]) / 2
         turn = math.radians(a.get("rotation", 0.0))  # clockwise, as an image shows it
         points = [
             v
-            for u, w in corners
+            for u, w in ((-1, -1), (1, -1), (1, 1), (-1, 1))
             for v in (
                 cx + rx * u * math.cos(turn) - ry * w * math.sin(turn),
                 cy + rx * u * math.sin(turn) + ry * w * math.cos(turn),
             )
         ]
         return polygon_pixels([points], height, width)
+    if shape.tag == "ellipse":
+        return _ellipse_pixels(a, height, width)
     if shape.tag == "mask":
         return _mask_pixels(shape, a, height, width)
     return None
+
+
+def _ellipse_pixels(a: dict[str, float], height: int, width: int) -> np.ndarray:
+    """The pixels whose centres lie in the ellipse, its centre and axes rounded to whole
+    pixels as CVAT's own mask export draws it (turned by ``rotation``, clockwise)."""
+    cx, cy, rx, ry = (round(a[k]) for k in ("cx", "cy", "rx", "ry"))
+    turn = math.radians(a.get("rotation", 0.0))
+    y, x = np.mgrid[:height, :width]
+    u = (x - cx) * math.cos(turn) + (y - cy) * math.sin(turn)
+    v = -(x - cx) * math.sin(turn) + (y - cy) * math.cos(turn)
+    return (u / max(rx, 0.5)) ** 2 + (v / max(ry, 0.5)) ** 2 <= 1
 
 
 def _number(text: str) -> bool:
@@ -152,8 +189,10 @@ def _mask_pixels(shape: Element, a: dict[str, float], height: int, width: int) -
         flat[position : position + run] = k % 2 == 1
         position += run
     pixels = np.zeros((height, width), bool)
-    box = flat.reshape(h, w)[: max(0, height - top), : max(0, width - left)]
-    pixels[top : top + box.shape[0], left : left + box.shape[1]] = box
+    y0, x0 = max(top, 0), max(left, 0)  # the part of the box inside the image
+    y1, x1 = min(top + h, height), min(left + w, width)
+    if y1 > y0 and x1 > x0:
+        pixels[y0:y1, x0:x1] = flat.reshape(h, w)[y0 - top : y1 - top, x0 - left : x1 - left]
     return pixels
 
 
@@ -213,7 +252,7 @@ def _file_images(
     found, missing, undrawn = [], [], 0
     entries = list(parsed(f).iterfind("image"))
     for entry in entries:
-        image = image_of(entry.get("name", ""), places, by_name)
+        image = image_named(entry, places, by_name)
         if image is None:
             missing.append(entry.get("name", ""))
             continue
@@ -227,6 +266,22 @@ def _file_images(
         found.append(AnnotatedImage(name, image, mask, split_of(entry.get("subset", "")), areas))
     _say_what_was_left(f, len(entries), missing, found, undrawn)
     return found
+
+
+def image_named(entry: Element, places: Sequence[Path], by_name: dict[str, Path]) -> Path | None:
+    """The image an ``<image>`` names: in its subset's folder first (a project's export
+    keeps ``images/<subset>/<name>``), then as :func:`image_of` finds one; a video's
+    frame, named with no suffix (``frame_000000``), by its name with any image suffix."""
+    name, subset = entry.get("name", ""), entry.get("subset")
+    inside = [place / subset for place in places if subset and place.name == "images"]
+    ordered = [*inside, *places]
+    found = image_of(name, ordered, {} if subset else by_name)
+    if found is None and not Path(name).suffix:
+        for place in ordered:
+            frames = [f for f in place.glob(f"{name}.*") if f.suffix.lower() in IMAGE_SUFFIXES]
+            if frames:
+                return frames[0]
+    return found or (image_of(name, [], by_name) if subset else None)
 
 
 def _draw_one(

@@ -82,6 +82,13 @@ def drawn_classes(source: str, labels: Sequence[str]) -> ShippedClasses:
     void = [n for n in labels if is_void_name(n)]
     kept = [n for n in labels if n not in void and n.strip().lower() not in BACKGROUND_NAMES]
     names = ["background", *kept]
+    lowered = [n.strip().lower() for n in names]
+    twice = sorted({n for n in lowered if lowered.count(n) > 1})
+    if twice:
+        raise ImageDataError(
+            f"{source}: two labels are named {twice[0]} (case aside): a class is named by "
+            "its label, so rename one, or merge them."
+        )
     if len(names) > MAX_CLASSES:
         raise ImageDataError(
             f"{source}: {len(kept)} classes, and at most {MAX_CLASSES - 1} are read. Merge "

@@ -57,20 +57,23 @@ def test_a_cvat_export_trains_with_its_labels_in_cvat_order(tmp_path, caplog):
 
 
 def test_masks_ellipses_rotated_boxes_and_subsets(tmp_path):
-    root = tmp_path / "project"
+    root = tmp_path / "project"  # a project's export: images/<subset>/<name>
     write_images(root / "images" / "Train", ["a.png", "b.png"])
-    write_images(root / "images" / "Test", ["c.png"])
+    write_images(root / "images" / "Test", ["a.png"])
     runs = "5, 3, 1, 3"  # over a 4x3 box at (10, 2): off 5, on 3, off 1, on 3
     mask = f'<mask label="car" rle="{runs}" left="10" top="2" width="4" height="3" z_order="0"/>'
     ellipse = '<ellipse label="road" cx="8" cy="12" rx="4" ry="2" rotation="90" z_order="0"/>'
-    cvat_file(
-        root / "annotations.xml",
-        {"Train/a.png": mask, "Train/b.png": ellipse, "Test/c.png": mask},
-        subsets={"Train/a.png": "Train", "Train/b.png": "Train", "Test/c.png": "Test"},
+    xml = (
+        f'<image id="0" name="a.png" width="{W}" height="{H}" subset="Train">{mask}</image>'
+        f'<image id="1" name="b.png" width="{W}" height="{H}" subset="Train">{ellipse}</image>'
+        f'<image id="2" name="a.png" width="{W}" height="{H}" subset="Test">{mask}</image>'
+    )  # one name in two subsets
+    (root / "annotations.xml").write_text(
+        f"<annotations><version>1.1</version>{META}{xml}</annotations>"
     )
     dm = prepared(root, val_fraction=0.5)
     assert {p.name: p.split for p in dm.pairs} == {
-        "train/a.png": "train", "train/b.png": "train", "test/c.png": "test",
+        "train/a.png": "train", "train/b.png": "train", "test/a.png": "test",
     }  # fmt: skip  # named by their split, as split folders name them
     drawn = np.array(Image.open(dm.pairs[0].label))
     expected = np.zeros((H, W), np.uint8)
@@ -78,8 +81,8 @@ def test_masks_ellipses_rotated_boxes_and_subsets(tmp_path):
     assert (drawn == expected).all()
     ellipse_mask = np.array(Image.open(dm.pairs[1].label))
     rows, cols = np.nonzero(ellipse_mask == 1)
-    # turned a quarter: taller (about 8 rows) than wide (about 4 columns)
-    assert rows.max() - rows.min() > cols.max() - cols.min() + 2
+    # turned a quarter, as CVAT draws it: rows 8 to 16 and columns 6 to 10 about (8, 12)
+    assert (rows.min(), rows.max(), cols.min(), cols.max()) == (8, 16, 6, 10)
 
 
 def test_video_tracks_are_refused_naming_the_format(tmp_path):
@@ -91,4 +94,37 @@ def test_video_tracks_are_refused_naming_the_format(tmp_path):
         "</track></annotations>"
     )
     with pytest.raises(ImageDataError, match="CVAT for images 1.1"):
+        cvat_xml.annotation_files(root)
+
+
+def test_video_frames_skeleton_points_and_a_mask_astride_the_edge(tmp_path):
+    root = tmp_path / "video_task"
+    write_images(root / "images", ["frame_000000.PNG", "frame_000001.PNG"])
+    skeleton = (
+        "<label><name>person</name><type>skeleton</type></label>"
+        "<label><name>head</name><type>points</type><parent>person</parent></label>"
+    )
+    meta = META.replace("</labels>", skeleton + "</labels>")
+    edge = '<mask label="car" rle="0, 6" left="-1" top="-1" width="3" height="2" z_order="0"/>'
+    images = "".join(
+        f'<image id="{k}" name="frame_00000{k}" width="{W}" height="{H}">{edge}</image>'
+        for k in range(2)
+    )  # a video's frames: named with no suffix
+    (root / "annotations.xml").write_text(
+        f"<annotations><version>1.1</version>{meta}{images}</annotations>"
+    )
+    assert cvat_xml.cvat_classes(root).class_names == ["background", "road", "car", "person"]
+    found = cvat_xml.cvat_images(root, sorted((root / "images").iterdir()))
+    assert [a.image.name for a in found] == ["frame_000000.PNG", "frame_000001.PNG"]
+    mask = np.array(Image.open(found[0].mask))
+    assert (mask[0, 0:2] == 2).all() and (mask == 2).sum() == 2  # the box's part inside
+
+
+def test_a_cvat_file_cut_short_is_refused_naming_it(tmp_path):
+    root = tmp_path / "task"
+    write_images(root / "images", ["0.png"])
+    (root / "annotations.xml").write_text(f"<annotations><version>1.1</version>{META}<image id=")
+    with pytest.raises(
+        ImageDataError, match="annotations.xml is CVAT's annotation file and cannot"
+    ):
         cvat_xml.annotation_files(root)
