@@ -53,6 +53,7 @@ from segnet.data.drawn_masks import (
     mask_path,
     name_below,
     polygon_pixels,
+    say_missing,
     values_by_name,
     write_mask,
 )
@@ -289,17 +290,11 @@ def _draw_one(
 def _say_what_was_left(
     path: Path, listed: int, missing: list[str], found: list, overlapping: int, boxes: int
 ) -> None:
-    if not found and listed:
-        raise ImageDataError(
-            f"{path} lists {listed} images and none is in the folder (the first: "
-            f"{missing[0]}): put the images beside the file, in an images/ folder, or "
-            "anywhere below data.root under the names the file gives."
-        )
-    if missing:
-        log.warning(
-            "%s: %d of its %d images are not in the folder (e.g. %s): left out.",
-            path, len(missing), listed, missing[0],
-        )  # fmt: skip
+    say_missing(
+        path, listed, missing, len(found),
+        "put the images beside the file, in an images/ folder, or anywhere below data.root "
+        "under the names the file gives.",
+    )  # fmt: skip
     if overlapping:
         log.info(
             "%s: in %d image(s) objects of two classes overlap: the smaller object's class "

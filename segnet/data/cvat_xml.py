@@ -40,6 +40,7 @@ from segnet.data.drawn_masks import (
     mask_path,
     name_below,
     polygon_pixels,
+    say_missing,
     values_by_name,
     write_mask,
     xml_file,
@@ -299,17 +300,11 @@ def _draw_one(
 def _say_what_was_left(
     path: Path, listed: int, missing: list[str], found: list[Any], undrawn: int
 ) -> None:
-    if not found and listed:
-        raise ImageDataError(
-            f"{path} lists {listed} images and none is in the folder (the first: "
-            f"{missing[0]}): export the task with its images (an images/ folder beside the "
-            "file), or put them anywhere below data.root under the names the file gives."
-        )
-    if missing:
-        log.warning(
-            "%s: %d of its %d images are not in the folder (e.g. %s): left out.",
-            path, len(missing), listed, missing[0],
-        )  # fmt: skip
+    say_missing(
+        path, listed, missing, len(found),
+        "export the task with its images (an images/ folder beside the file), or put them "
+        "anywhere below data.root under the names the file gives.",
+    )  # fmt: skip
     if undrawn:
         log.warning(
             "%s: %d shape(s) are polylines, points or skeletons, which outline no area: "

@@ -211,3 +211,18 @@ def check_size(source: Path, named: str, image: Path, height: Any, width: Any) -
             "(or export the annotations of) these very images."
         )
     return shown
+
+
+def say_missing(path: Path, listed: int, missing: Sequence[str], found: int, advice: str) -> None:
+    """Refuses a file none of whose ``listed`` images is there (``advice``: where to put
+    them); counts those ``missing`` in a warning where some are."""
+    if not found and listed:
+        raise ImageDataError(
+            f"{path} lists {listed} images and none is in the folder (the first: "
+            f"{missing[0]}): {advice}"
+        )
+    if missing:
+        log.warning(
+            "%s: %d of its %d images are not in the folder (e.g. %s): left out.",
+            path, len(missing), listed, missing[0],
+        )  # fmt: skip
