@@ -79,7 +79,7 @@ def parsed(path: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) and found.keys() >= COCO_KEYS else None
 
 
-def annotation_files(root: Path) -> list[CocoFile]:
+def annotation_files(root: Path, say: bool = False) -> list[CocoFile]:
     """The COCO files in ``root``, its annotations folder and its split folders, in path
     order; none where a folder of mask images is there (its masks are read instead)."""
     if not root.is_dir():
@@ -96,7 +96,7 @@ def annotation_files(root: Path) -> list[CocoFile]:
                 found.append(CocoFile(f, split or split_of(f.stem.removesuffix(".coco"))))
     # COCO's own folder holds instances_ (things) beside stuff_ files of other categories
     instances = [f for f in found if f.path.name.lower().startswith("instances_")]
-    if instances and len(instances) < len(found):
+    if say and instances and len(instances) < len(found):
         log.info(
             "COCO's instances files are read (%s); the others are not: %s",
             ", ".join(f.path.name for f in instances),
@@ -225,7 +225,7 @@ def annotated_images(
     """Every image ``root``'s COCO files list and the folder holds, each with its mask
     (drawn now, or found drawn in the cache) of ``class_names`` (given, or the files'
     own: :func:`coco_classes`); ``images`` are the image files below ``root``."""
-    files = annotation_files(root)
+    files = annotation_files(root, say=True)
     names = list(class_names or coco_classes(root).class_names)
     cats = categories(files)
     by_label = values_by_name([n for _, n in cats], names, f"{files[0].path.parent}'s COCO files")

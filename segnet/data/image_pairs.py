@@ -282,9 +282,11 @@ def find_pairs(
     label_name: str = "{id}",
     skip_unlabelled: bool = False,
     class_names: Sequence[str] | None = None,
+    drawn: bool | None = None,
 ) -> list[Pair]:
     """Every (image, mask) pair of the data, each with its given split if any; masks
-    drawn from annotation files are drawn for ``class_names`` where given."""
+    drawn from annotation files are drawn for ``class_names`` where given (``drawn``:
+    :func:`drawn_masks_root` of it where the caller has asked already)."""
     naming = Naming(image_name, label_name, skip_unlabelled)
     dirs = (image_dir, label_dir, roi_dir)
     if csv_file:
@@ -298,7 +300,11 @@ def find_pairs(
         pairs = nnunet_pairs(root, naming)
     elif is_cityscapes_layout(root) and not any(dirs) and not naming.rules_given:
         pairs = cityscapes_pairs(root, naming)
-    elif not any(dirs) and not naming.rules_given and drawn_masks_root(root, skip_unlabelled):
+    elif (
+        not any(dirs)
+        and not naming.rules_given
+        and (drawn if drawn is not None else drawn_masks_root(root, skip_unlabelled))
+    ):
         pairs = annotation_pairs(root, class_names, skip_unlabelled)
     else:
         pairs = layout_pairs(root, dirs, naming)
@@ -470,7 +476,7 @@ def annotation_pairs(
     base = base if base.is_relative_to(root) else root
     forget_parsed_files()  # drawn: what the files hold is in the masks now
     return [
-        Pair(name_below(base, a.image, a.name, a.split), a.image, a.mask, split=a.split)
+        Pair(pair_name(base, a.image, a.name, a.split), a.image, a.mask, split=a.split)
         for a in found
     ]
 
@@ -492,7 +498,7 @@ def without_empty(found: list, skip_unlabelled: bool) -> list:
     return found
 
 
-def name_below(base: Path, image: Path, otherwise: str, split: str | None) -> str:
+def pair_name(base: Path, image: Path, otherwise: str, split: str | None) -> str:
     """The image's path below ``base``, its split folder named as its split (Roboflow's
     ``valid/x.jpg`` as ``val/x.jpg``, as split folders of images and masks name it)."""
     if not image.is_relative_to(base):

@@ -549,7 +549,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         (found in the masks); and how mask values map to them."""
         nnunet = nnunet_root(self.root, self.csv)
         given = with_index_classes(nnunet, **given)
-        drawn = self._drawn_masks(nnunet is None, given["label_values"], palette)
+        drawn = self.drawn = self._drawn_masks(nnunet is None, given["label_values"], palette)
         # a class list shipped with the data, and the class settings read from it, which
         # the run records as its own
         self.class_list: class_files.ShippedClasses | None = None
@@ -619,8 +619,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         where the normalisation is not given (training), decodes the training images for it,
         and counts their mask values."""
         self.pairs = img.find_pairs(
-            self.root or Path("."), self.csv, **self.layout, class_names=self._class_names
-        )
+            self.root or Path("."), self.csv, **self.layout, class_names=self._class_names,
+            drawn=self.drawn,
+        )  # fmt: skip
         self._settle_class_list()
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded

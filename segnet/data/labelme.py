@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
+from segnet.data.class_files import ShippedClasses
 from segnet.data.drawn_masks import (
     AnnotatedImage,
     cache_folder,
@@ -77,8 +77,9 @@ def annotation_files(root: Path) -> list[Path]:
 
 # -- classes ----------------------------------------------------------------------------
 def class_list(root: Path, files: Sequence[Path]) -> list[str]:
-    """The labels in the order of ``labels.txt`` in ``root``, else in name order, the
-    background first, void last."""
+    """The labels in the order of ``labels.txt`` in ``root``, else in name order
+    (:func:`segnet.data.drawn_masks.drawn_classes` puts the background first, void
+    last)."""
     listed = root / CLASS_LIST
     labels = labels_of(files)
     if listed.is_file():
@@ -89,12 +90,8 @@ def class_list(root: Path, files: Sequence[Path]) -> list[str]:
                 f"{listed} does not list {', '.join(unlisted)}, which shapes are labelled "
                 f"(e.g. in {first_with(files, unlisted[0])}): add them, or correct the labels."
             )
-    else:
-        order = sorted(labels)
-    background = ["background"]
-    void = [n for n in order if is_void_name(n)]
-    kept = [n for n in order if n not in void and n.strip().lower() not in BACKGROUND_NAMES]
-    return [*background, *kept, *void]
+        return order
+    return sorted(labels)
 
 
 def first_with(files: Sequence[Path], label: str) -> Path | None:
