@@ -618,10 +618,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """Finds the pairs and splits them, reads the image headers (sizes, colour mode);
         where the normalisation is not given (training), decodes the training images for it,
         and counts their mask values."""
-        self.pairs = img.find_pairs(
-            self.root or Path("."), self.csv, **self.layout, class_names=self._class_names,
-            drawn=self.drawn,
-        )  # fmt: skip
+        drawing = {"class_names": self._class_names, "drawn": self.drawn}
+        self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout, **drawing)
         self._settle_class_list()
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
