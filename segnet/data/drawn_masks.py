@@ -1,9 +1,10 @@
-"""Masks drawn from annotation files (:mod:`segnet.data.coco`, :mod:`segnet.data.labelme`):
-what the two formats share once their objects are read. The masks are kept in the cache
-(``~/.cache/segnet/<kind>``, beside the statistics of :mod:`segnet.data.stats_cache`),
-never in the user's data folder, in a folder keyed by the annotation files' paths, sizes
-and times: an edited file's masks are drawn afresh, into another folder. Each mask is
-written whole, so one found there was drawn from these very files."""
+"""Masks drawn from annotation files (:mod:`segnet.data.coco`, :mod:`segnet.data.cvat_xml`,
+:mod:`segnet.data.labelme`, :mod:`segnet.data.yolo`): what the formats share once their
+objects are read. The masks are kept in the cache (``~/.cache/segnet/<kind>``, beside the
+statistics of :mod:`segnet.data.stats_cache`), never in the user's data folder, in a
+folder keyed by the annotation files' paths, sizes and times: an edited file's masks are
+drawn afresh, into another folder. Each mask is written whole, so one found there was
+drawn from these very files."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import numpy as np
 from segnet.data import stats_cache
 from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
 from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import split_named
 from segnet.files import staged
 
 VOID = 255  # a mask value no class takes: what is annotated and not known (a box alone)
@@ -46,6 +48,8 @@ def _parsed(path: Path, size: int, mtime: int, kind: str) -> Any:
     try:
         if kind == "xml":
             return ElementTree.parse(path).getroot()
+        if kind == "text":
+            return path.read_text(encoding="utf-8-sig")
         found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, ElementTree.ParseError):
         return None
@@ -67,6 +71,13 @@ def xml_file(path: Path) -> ElementTree.Element | None:
     as :func:`json_file` parses."""
     stat = path.stat()
     return _parsed(path, stat.st_size, stat.st_mtime_ns, "xml")
+
+
+def text_file(path: Path) -> str | None:
+    """The text of the file at ``path`` (None where it cannot be read as UTF-8), read as
+    :func:`json_file` reads."""
+    stat = path.stat()
+    return _parsed(path, stat.st_size, stat.st_mtime_ns, "text")
 
 
 def forget_parsed_files() -> None:
@@ -159,6 +170,15 @@ def mask_path(folder: Path, name: str) -> Path:
 
 def name_below(root: Path, image: Path) -> str:
     return image.relative_to(root).as_posix() if image.is_relative_to(root) else image.name
+
+
+def split_of_folders(root: Path, file: Path) -> str | None:
+    """The split of the first split folder (``train/``, ``valid/``) ``file`` lies in below
+    ``root``; None where it lies in none."""
+    for part in file.relative_to(root).parts[:-1]:
+        if split_named(part):
+            return split_named(part)
+    return None
 
 
 def write_mask(path: Path, mask: np.ndarray) -> None:

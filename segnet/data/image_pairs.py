@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from segnet.data import coco, cvat_xml, labelme
+from segnet.data import coco, cvat_xml, labelme, yolo
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
@@ -440,11 +440,12 @@ def sibling_split_pairs(
 
 def annotation_files(root: Path) -> list[Path]:
     """The annotation files ``root``'s masks are drawn from: COCO's, else CVAT's, else
-    LabelMe's."""
+    LabelMe's, else YOLO's label files."""
     return (
         [f.path for f in coco.annotation_files(root)]
         or cvat_xml.annotation_files(root)
         or labelme.annotation_files(root)
+        or yolo.annotation_files(root)
     )
 
 
@@ -462,9 +463,12 @@ def annotation_pairs(
     elif cvat_files := cvat_xml.annotation_files(root):
         found = cvat_xml.cvat_images(root, images, class_names)
         what = "the shapes of " + ", ".join(str(f.relative_to(root)) for f in cvat_files)
-    else:
+    elif labelme_files := labelme.annotation_files(root):
         found = labelme.labelled_images(root, images, class_names)
-        what = f"{len(labelme.annotation_files(root))} LabelMe file(s)"
+        what = f"{len(labelme_files)} LabelMe file(s)"
+    else:
+        found = yolo.yolo_images(root, images, class_names)
+        what = f"{len(yolo.annotation_files(root))} YOLO label file(s)"
     found = without_empty(found, skip_unlabelled)
     log.info(
         "the masks of %d image(s) drawn from %s (kept in %s)", len(found), what,

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, coco, cvat_xml, labelme, stats_cache
+from segnet.data import class_files, class_masks, coco, cvat_xml, labelme, stats_cache, yolo
 from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
@@ -316,7 +316,10 @@ def classes_beside(root: Path | None, own: bool, drawn: bool) -> class_files.Shi
     beside them), else those a list shipped in it names (:mod:`segnet.data.class_files`)."""
     if drawn:
         return (
-            coco.coco_classes(root) or cvat_xml.cvat_classes(root) or labelme.labelme_classes(root)
+            coco.coco_classes(root)
+            or cvat_xml.cvat_classes(root)
+            or labelme.labelme_classes(root)
+            or yolo.yolo_classes(root)
         )
     return class_files.shipped_classes(root, own)
 
@@ -604,7 +607,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             given = "data.label_values" if label_values is not None else "data.palette"
             raise ValueError(
                 f"{given} given, and the masks of data.root={self.root} are drawn from its "
-                "annotation files (COCO's, CVAT's, LabelMe's) with each class's number in the order of "
+                "annotation files (COCO's, CVAT's, LabelMe's, YOLO's) with each class's number in the order of "
                 f"data.class_names: leave {given} out (data.class_names alone chooses and orders "
                 "the classes)."
             )

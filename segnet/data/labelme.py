@@ -41,11 +41,11 @@ from segnet.data.drawn_masks import (
     json_file,
     mask_path,
     name_below,
+    split_of_folders,
     values_by_name,
     write_mask,
 )
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import split_named
 from segnet.data.name_rules import IMAGE_SUFFIXES
 
 DRAWING = "labelme-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
@@ -190,7 +190,7 @@ def labelled_images(
             _draw_one(f, entry, image, values, mask)
         areas = sum(area_kind(s) is not None for s in entry["shapes"])
         undrawn += len(entry["shapes"]) - areas
-        found.append(AnnotatedImage(name, image, mask, split_of_path(root, f), areas))
+        found.append(AnnotatedImage(name, image, mask, split_of_folders(root, f), areas))
     _say_what_was_left(root, files, missing, found, undrawn, images)
     return found
 
@@ -199,14 +199,6 @@ def beside(file: Path) -> Path | None:
     """The image of the file's own name beside it (``0001.jpg`` for ``0001.json``)."""
     found = [file.with_suffix(s) for s in IMAGE_SUFFIXES if file.with_suffix(s).is_file()]
     return found[0] if len(found) == 1 else None
-
-
-def split_of_path(root: Path, file: Path) -> str | None:
-    """The split of the first split folder ``file`` lies in below ``root``."""
-    for part in file.relative_to(root).parts[:-1]:
-        if split_named(part):
-            return split_named(part)
-    return None
 
 
 def _draw_one(path: Path, entry: dict, image: Path, values: dict[str, int], mask: Path) -> None:

@@ -1,0 +1,418 @@
+"""YOLO segmentation labels, read as masks: a text file per image, an object per line
+(``<class> <x1> <y1> <x2> <y2> ...``, fractions of the image's width and height), as
+Ultralytics trains from them and Roboflow, CVAT and Label Studio export them, so that a
+dataset made for a YOLO segmentation model trains here with no conversion.
+
+* **Where**: an image's label file is where Ultralytics looks for it, the image's path
+  with its last ``images/`` folder as ``labels/`` and ``.txt`` for its suffix
+  (``images/train/0001.jpg``: ``labels/train/0001.txt``; Roboflow's
+  ``train/images/0001.jpg``: ``train/labels/0001.txt``). Every image in a folder whose
+  ``labels/`` mirror is there is read; one with no label file, or an empty one, has no
+  object (background throughout, as Ultralytics trains it). Only where no layout of
+  mask images reads the folder (:func:`segnet.data.image_pairs.drawn_masks_root`).
+* **Splits**: as the dataset's YAML file in ``data.root`` gives them (``train:``,
+  ``val:``, ``test:``; folders, lists of images in a text file, or lists of either),
+  found below its ``path:``, beside it, or (written on another machine) by their last
+  folders below ``data.root``; images it does not name are in the split folder they lie
+  in (``train/``, ``valid/``), else drawn.
+* **Masks**: objects are drawn as COCO's are (:func:`segnet.data.coco.draw_mask`),
+  larger ones first, so that a smaller one lying on a larger keeps its class, as
+  Ultralytics overlaps them. A line of a box alone (``<class> <cx> <cy> <w> <h>``) is
+  void over its box; labels of boxes only (a detection dataset) are refused, and so is a
+  pose dataset (``kpt_shape``): neither outlines an area.
+* **Classes**: background (mask value 0), then the classes by number, named by the YAML
+  file's ``names:``, else by a ``classes.txt`` (labelImg writes one into the labels
+  folder) or darknet's ``obj.names``; with neither, by ``data.class_names`` after its
+  background, else ``class0``, ``class1``, ...
+* The masks are kept in the cache (:mod:`segnet.data.drawn_masks`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from segnet.data.class_files import ShippedClasses
+from segnet.data.coco import draw_mask
+from segnet.data.drawn_masks import (
+    AnnotatedImage,
+    cache_folder,
+    check_size,
+    drawn_classes,
+    image_index,
+    image_of,
+    mask_path,
+    name_below,
+    split_of_folders,
+    text_file,
+    values_by_name,
+    write_mask,
+)
+from segnet.data.errors import ImageDataError
+
+DRAWING = "yolo-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
+LABEL_FOLDERS = {"labels": "images", "Labels": "Images", "LABELS": "IMAGES"}
+NAME_FILES = ("classes.txt", "obj.names", "classes.names")
+PREFERRED_YAML = ("data.yaml", "dataset.yaml", "data.yml")
+SPLIT_KEYS = ("train", "val", "test")
+FIRST_FILES = 20  # label files looked in before a folder is taken for something else
+EDGE = 1e-3  # coordinates this far past an edge (rounding) are clipped to it
+log = logging.getLogger(__name__)
+
+
+# -- finding the files ------------------------------------------------------------------
+def label_file(image: Path) -> Path | None:
+    """Where Ultralytics looks for ``image``'s labels: its path with its last ``images``
+    folder as ``labels``, suffix ``.txt``; None for an image in no ``images`` folder."""
+    parts = image.parts
+    for k in range(len(parts) - 2, -1, -1):
+        mirror = {v: key for key, v in LABEL_FOLDERS.items()}.get(parts[k])
+        if mirror:
+            return Path(*parts[:k], mirror, *parts[k + 1 :]).with_suffix(".txt")
+    return None
+
+
+def label_folders(root: Path) -> list[Path]:
+    """The ``labels/`` folders below ``root`` with an ``images/`` folder beside them
+    (hidden folders passed over), in path order."""
+    found = []
+    for here, dirs, _ in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [
+            Path(here, d)
+            for d in dirs
+            if d in LABEL_FOLDERS and Path(here, LABEL_FOLDERS[d]).is_dir()
+        ]
+    return found
+
+
+def annotation_files(root: Path) -> list[Path]:
+    """The YOLO label files below ``root`` (:func:`label_folders`), in path order; none
+    where the text files there are not YOLO labels (the first of them holding any text
+    read none)."""
+    if not root.is_dir():
+        return []
+    files = sorted(
+        f for d in label_folders(root) for f in d.rglob("*.txt")
+        if f.name.lower() not in NAME_FILES and not f.name.startswith(".")
+    )  # fmt: skip
+    tried = 0
+    for f in files:
+        lines = [line for line in (text_file(f) or "").splitlines() if line.strip()]
+        if lines and _row(lines[0]) is not None:
+            return files
+        tried += bool(lines)
+        if tried >= FIRST_FILES:
+            return []
+    return files if not tried else []  # all empty: labels with no object yet, said later
+
+
+def _row(line: str) -> tuple[int, list[float]] | None:
+    """A label line's class and coordinates: a polygon's x y pairs (three or more), or a
+    box's centre, width and height; None for a line of anything else."""
+    words = line.split()
+    try:
+        number, coordinates = float(words[0]), [float(w) for w in words[1:]]
+    except (ValueError, IndexError):
+        return None
+    if number != int(number) or number < 0 or len(coordinates) < 4 or len(coordinates) % 2:
+        return None
+    return int(number), coordinates
+
+
+def rows_of(path: Path) -> list[tuple[int, int, list[float]]]:
+    """The objects of the label file at ``path`` (none where it is not there): line
+    number, class and coordinates each; a line of anything else is refused."""
+    if not path.is_file():
+        return []
+    text = text_file(path)
+    if text is None:
+        raise ImageDataError(f"{path} cannot be read as text: a YOLO label file is text.")
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        row = _row(line) if line.strip() else None
+        if line.strip() and row is None:
+            raise ImageDataError(
+                f"{path}, line {number}: {line.strip()[:60]!r} is not a YOLO label (a class "
+                "number, then a polygon's x y pairs, three or more, or a box's centre x y, "
+                "width and height, as fractions of the image's width and height)."
+            )
+        rows += [(number, *row)] if row else []
+    return rows
+
+
+def object_counts(path: Path) -> tuple[int, int]:
+    """The outlines and the boxes of the label file at ``path``, counted by the words of
+    its lines (read in full where they are drawn)."""
+    lengths = [len(line.split()) for line in (text_file(path) or "").splitlines()]
+    return sum(n >= 7 for n in lengths), sum(n == 5 for n in lengths)
+
+
+# -- the YAML file ----------------------------------------------------------------------
+def dataset_yaml(root: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The dataset's YAML file in ``root`` (one naming ``names`` and a split) and what it
+    holds; ``data.yaml`` before others, two others refused; a pose dataset refused."""
+    import yaml
+
+    found = []
+    for f in sorted([*root.glob("*.yaml"), *root.glob("*.yml")]):
+        try:
+            held = yaml.safe_load(text_file(f) or "")
+        except yaml.YAMLError:
+            continue
+        if isinstance(held, dict) and "names" in held and any(k in held for k in SPLIT_KEYS):
+            found.append((f, held))
+    preferred = [(f, held) for f, held in found if f.name.lower() in PREFERRED_YAML]
+    found = preferred[:1] or found
+    if len(found) > 1:
+        raise ImageDataError(
+            f"{found[0][0]} and {found[1][0]} both describe a YOLO dataset: keep one (or name "
+            "the one to read data.yaml)."
+        )
+    if found and "kpt_shape" in found[0][1]:
+        raise ImageDataError(
+            f"{found[0][0]} describes a YOLO pose dataset (kpt_shape): keypoints outline no "
+            "area to segment. Segmentation reads YOLO segmentation labels (polygons)."
+        )
+    return found[0] if found else None
+
+
+def yaml_names(path: Path, held: dict[str, Any]) -> list[str]:
+    """The class names of a YAML file's ``names:`` (a list, or numbers 0, 1, ... each with
+    its name), checked against its ``nc:`` where it gives one."""
+    names = held["names"]
+    if isinstance(names, dict):
+        if sorted(names) != list(range(len(names))):
+            raise ImageDataError(
+                f"{path}: names: numbers {sorted(names)}, and YOLO numbers its classes 0, 1, "
+                "2, ... with none left out: number them so."
+            )
+        names = [names[k] for k in range(len(names))]
+    if not isinstance(names, list) or not names:
+        raise ImageDataError(f"{path}: names: is neither a list of names nor numbers with names.")
+    if "nc" in held and held["nc"] != len(names):
+        raise ImageDataError(f"{path}: nc: {held['nc']} and {len(names)} names: make them agree.")
+    return [str(n) for n in names]
+
+
+# -- classes --------------------------------------------------------------------------------
+def class_names_of(
+    root: Path, files: Sequence[Path], given: Sequence[str] | None = None
+) -> tuple[list[str], str]:
+    """The name of each class number and where it is from: the YAML file's ``names``,
+    else a file of names, else ``given`` (``data.class_names``) after the background,
+    else ``class<k>``."""
+    found = dataset_yaml(root)
+    if found:
+        return yaml_names(*found), f"the names of {found[0]}"
+    for place in [root, *label_folders(root)]:
+        for listed in (place / n for n in NAME_FILES):
+            if listed.is_file():
+                return [w.strip() for w in listed.read_text().splitlines() if w.strip()], (
+                    f"the names in {listed}"
+                )
+    if given:
+        return list(given[1:]), "data.class_names (after the background)"
+    top = max((int(w.split()[0]) for f in files for w in _lines(f) if _row(w)), default=0)
+    log.warning(
+        "no data.yaml nor classes.txt names the classes of the YOLO labels in %s: they are "
+        "named class0 to class%d (data.class_names=[background,...] names them).", root, top,
+    )  # fmt: skip
+    return [f"class{k}" for k in range(top + 1)], f"the class numbers of the labels in {root}"
+
+
+def _lines(path: Path) -> list[str]:
+    return [line for line in (text_file(path) or "").splitlines() if line.strip()]
+
+
+def yolo_classes(root: Path | None) -> ShippedClasses | None:
+    """The classes of ``root``'s YOLO labels (:func:`annotation_files`), by mask value,
+    void last; None where it has none."""
+    files = annotation_files(root) if root is not None else []
+    if not files:
+        return None
+    return drawn_classes(*reversed(class_names_of(root, files)))
+
+
+# -- splits ---------------------------------------------------------------------------------
+def yaml_splits(root: Path, images: Sequence[Path]) -> dict[Path, str]:
+    """The split of each image the YAML file names (:func:`dataset_yaml`): the first
+    split naming it, where two do (``val:`` the train folder), said."""
+    found = dataset_yaml(root)
+    if found is None:
+        return {}
+    path, held = found
+    base = Path(os.path.normpath(path.parent / str(held.get("path") or ".")))
+    bases = list(dict.fromkeys([base, path.parent]))
+    by_name, in_folder = image_index(images), set(images)
+    splits: dict[Path, str] = {}
+    twice: dict[tuple[str, str], int] = {}
+    for key in SPLIT_KEYS:
+        entries = held.get(key) or []
+        for entry in entries if isinstance(entries, list) else [entries]:
+            where = resolved(str(entry), bases, root)
+            if where is None:
+                log.warning(
+                    "%s: %s: %s is not below data.root=%s: its images are read by the split "
+                    "folders they lie in.", path, key, entry, root,
+                )  # fmt: skip
+                continue
+            for image in listed_images(where, bases, images, by_name, in_folder):
+                first = splits.setdefault(image, key)
+                twice[key, first] = twice.get((key, first), 0) + (first != key)
+    for (key, first), count in twice.items():
+        if count:
+            log.warning(
+                "%s: %d image(s) of %s: are %s's already: they are kept in %s%s.", path,
+                count, key, first, first,
+                ", and val is drawn from train (data.val_fraction)" * (key == "val"),
+            )  # fmt: skip
+    return splits
+
+
+def resolved(entry: str, bases: Sequence[Path], root: Path) -> Path | None:
+    """Where a YAML file's split entry points below ``root``: below each of ``bases``
+    (Roboflow's ``../train/images`` also without its ``../``), else by its last folders
+    (a path of the machine the file was written on)."""
+    rel = PurePosixPath(entry.replace("\\", "/"))
+    tries = [Path(os.path.normpath(b / rel)) for b in bases]
+    tries += [Path(os.path.normpath(b / entry[3:])) for b in bases if entry.startswith("../")]
+    parts = [p for p in rel.parts if p not in ("/", ".", "..") and not p.endswith(":/")]
+    tries += [root.joinpath(*parts[k:]) for k in range(len(parts))]
+    return next((t for t in tries if t.exists() and t.is_relative_to(root)), None)
+
+
+def listed_images(
+    where: Path, bases: Sequence[Path], images: Sequence[Path], by_name: dict, in_folder: set
+) -> list[Path]:
+    """The images a split entry gives: those below a folder, or those a text file lists
+    a line each (relative to itself, to the dataset's path, or by name)."""
+    if where.is_dir():
+        return [i for i in images if i.is_relative_to(where)]
+    places = [where.parent, *bases]
+    lines = [line.strip() for line in (text_file(where) or "").splitlines() if line.strip()]
+    return [i for i in (image_of(line, places, by_name) for line in lines) if i in in_folder]
+
+
+# -- drawing --------------------------------------------------------------------------------
+def objects_of(path: Path, rows: Sequence, height: int, width: int) -> list[dict[str, Any]]:
+    """A label file's rows as the objects :func:`segnet.data.coco.draw_mask` draws (pixel
+    coordinates; a box with no outline); coordinates beyond the image refused."""
+    objects = []
+    for number, cls, coordinates in rows:
+        xy = np.asarray(coordinates, dtype=float)
+        if xy.min() < -EDGE or xy.max() > 1 + EDGE:
+            raise ImageDataError(
+                f"{path}, line {number}: coordinates from {xy.min():g} to {xy.max():g}, and "
+                "YOLO labels give positions as fractions (0 to 1) of the image's width and "
+                f"height{': these look like pixels' * bool(xy.max() > 2)}. Convert them."
+            )
+        xy = xy.clip(0, 1) * np.tile([width, height], len(xy) // 2)
+        if len(xy) == 4:  # a box alone: its centre, width and height
+            cx, cy, w, h = xy
+            # to a hundredth of a pixel: what six decimals of a fraction blur
+            box = [round(float(v), 2) for v in (cx - w / 2, cy - h / 2, w, h)]
+            objects.append({"category_id": cls, "segmentation": [], "bbox": box, "area": w * h})
+            continue
+        xs, ys = xy[0::2], xy[1::2]
+        area = 0.5 * abs(float(np.dot(xs, np.roll(ys, 1)) - np.dot(ys, np.roll(xs, 1))))
+        objects.append({"category_id": cls, "segmentation": [xy.tolist()], "area": area})
+    return objects
+
+
+def check_classes(path: Path, rows: Sequence, names: Sequence[str], source: str) -> None:
+    for number, cls, _ in rows:
+        if cls >= len(names):
+            raise ImageDataError(
+                f"{path}, line {number}: class {cls}, and {source} name(s) {len(names)} "
+                f"(0 to {len(names) - 1}): add its name, or correct the label."
+            )
+
+
+def mask_folder(files: Sequence[Path], names: Sequence[str], chosen: Sequence[str]) -> Path:
+    """Where the masks drawn from ``files`` are kept (:mod:`segnet.data.drawn_masks`): the
+    names of the class numbers are part of the key, as the classes chosen are."""
+    return cache_folder(DRAWING, files, [*chosen, "numbered:", *names])
+
+
+# -- the images -----------------------------------------------------------------------------
+def yolo_images(
+    root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
+) -> list[AnnotatedImage]:
+    """Every image with a ``labels/`` mirror below ``root`` (:func:`label_file`), each
+    with its mask (drawn now, or found drawn in the cache) of ``class_names`` (given, or
+    the labels' own: :func:`yolo_classes`), in its split (:func:`yaml_splits`, else its
+    split folder); ``images`` are the image files below ``root``."""
+    files = annotation_files(root)
+    names, source = class_names_of(root, files, class_names)
+    chosen = list(class_names or drawn_classes(source, names).class_names)
+    by_label = values_by_name(names, chosen, source)
+    values = {k: by_label[n] for k, n in enumerate(names)}
+    folder = mask_folder(files, names, chosen)
+    if not folder.is_dir():
+        log.info("drawing the masks of %d YOLO label file(s), once, into %s", len(files), folder)
+    splits = yaml_splits(root, images)
+    labelled = [i for i in images if (f := label_file(i)) is not None and f.parent.is_dir()]
+    found, boxes, overlapping = [], 0, 0
+    for image in labelled:
+        label = label_file(image)
+        name = name_below(root, image)
+        mask = mask_path(folder, name)
+        if not mask.is_file():  # each written whole: one there was drawn from this file
+            overlapping += _draw_one(label, image, values, names, source, mask)
+        outlined, boxed = object_counts(label) if label.is_file() else (0, 0)
+        boxes += boxed
+        split = splits.get(image) or split_of_folders(root, image)
+        found.append(AnnotatedImage(name, image, mask, split, outlined))
+    _say_what_was_left(root, files, images, found, boxes, overlapping)
+    return found
+
+
+def _draw_one(
+    label: Path, image: Path, values: dict[int, int], names: Sequence[str], source: str,
+    mask: Path,
+) -> bool:  # fmt: skip
+    rows = rows_of(label)
+    check_classes(label, rows, names, source)
+    height, width = check_size(label, image.name, image, None, None)
+    drawn, overlap = draw_mask(height, width, objects_of(label, rows, height, width), values)
+    write_mask(mask, drawn)
+    return overlap
+
+
+def _say_what_was_left(
+    root: Path, files: list[Path], images: Sequence[Path], found: list, boxes: int,
+    overlapping: int,
+) -> None:  # fmt: skip
+    if not any(a.objects for a in found):
+        raise ImageDataError(
+            f"the {len(files)} YOLO label file(s) below {root} outline no object"
+            + (
+                f": their {boxes} objects are boxes (cx cy w h), as a detection dataset's are, "
+                "and segmentation trains on outlines. Export the labels as YOLO segmentation "
+                "(polygons)."
+                if boxes
+                else " (every one is empty): outline the objects first."
+            )
+        )
+    unread = sorted({*images} - {a.image for a in found})
+    if unread:
+        log.warning(
+            "%d image(s) in %s have no labels/ folder beside their images/ folder (e.g. %s): "
+            "left out (nobody outlined them).", len(unread), root, unread[0],
+        )  # fmt: skip
+    if overlapping:
+        log.info(
+            "in %d image(s) objects of two classes overlap: the smaller object's class is "
+            "kept where they do.", overlapping,
+        )  # fmt: skip
+    if boxes:
+        log.warning(
+            "%d YOLO label line(s) are boxes with no outline: their boxes are void (neither "
+            "trained nor scored).", boxes,
+        )  # fmt: skip
