@@ -29,6 +29,7 @@ dataset made for a YOLO segmentation model trains here with no conversion.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -60,6 +61,9 @@ LABEL_FOLDERS = {"labels": "images", "Labels": "Images", "LABELS": "IMAGES"}
 NAME_FILES = ("classes.txt", "obj.names", "classes.names")
 PREFERRED_YAML = ("data.yaml", "dataset.yaml", "data.yml")
 SPLIT_KEYS = ("train", "val", "test")
+# labels/ folders are looked for this deep: root/labels, root/train/labels, and one
+# more (data.root a folder of such datasets); a deep tree of another layout is not walked
+LABELS_DEPTH = 3
 FIRST_FILES = 20  # label files looked in before a folder is taken for something else
 EDGE = 1e-3  # coordinates this far past an edge (rounding) are clipped to it
 log = logging.getLogger(__name__)
@@ -78,11 +82,12 @@ def label_file(image: Path) -> Path | None:
 
 
 def label_folders(root: Path) -> list[Path]:
-    """The ``labels/`` folders below ``root`` with an ``images/`` folder beside them
-    (hidden folders passed over), in path order."""
+    """The ``labels/`` folders below ``root``, down to :data:`LABELS_DEPTH`, with an
+    ``images/`` folder beside them (hidden folders passed over), in path order."""
     found = []
     for here, dirs, _ in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        depth = len(Path(here).relative_to(root).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < LABELS_DEPTH else []
         found += [
             Path(here, d)
             for d in dirs
@@ -357,7 +362,8 @@ def yolo_images(
     if not folder.is_dir():
         log.info("drawing the masks of %d YOLO label file(s), once, into %s", len(files), folder)
     splits = yaml_splits(root, images)
-    labelled = [i for i in images if (f := label_file(i)) is not None and f.parent.is_dir()]
+    mirrored = functools.cache(Path.is_dir)  # a folder's images share its labels folder
+    labelled = [i for i in images if (f := label_file(i)) is not None and mirrored(f.parent)]
     found, boxes, overlapping = [], 0, 0
     for image in labelled:
         label = label_file(image)
