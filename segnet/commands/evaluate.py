@@ -16,6 +16,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from segnet.data.dataset_json import IGNORE
+from segnet.data.drawn_masks import VOID
 from segnet.data.info import DataInfo
 from segnet.data.settings import AS_BEFORE_THEY_EXISTED
 from segnet.runs.building import build, build_trainer
@@ -144,6 +145,45 @@ def drop_folders_it_lacks(data_cfg: DictConfig, overrides: dict[str, Any], ckpt:
         data_cfg.roi_dir = None
 
 
+def drop_mask_encoding(
+    data_cfg: DictConfig, overrides: dict[str, Any], data_format: Any, ckpt: Path
+) -> None:
+    """A new ``data.root`` whose masks are drawn from annotation files numbers each class
+    by its name: the mask values or colours the checkpoint's training masks held
+    (``data.label_values=[0,255]``) do not read it, and are dropped unless given here."""
+    recorded = [
+        k for k in ("label_values", "palette") if data_cfg.get(k) is not None and k not in overrides
+    ]
+    if recorded and data_format.masks_drawn(data_cfg):
+        log.info(
+            "the masks of data.root=%s are drawn from its annotation files, each class by its "
+            "name: %s of %s (its training masks' values) do not apply to them", data_cfg.root,
+            " and ".join(f"data.{k}={data_cfg[k]}" for k in recorded), ckpt,
+        )  # fmt: skip
+        for key in recorded:
+            data_cfg[key] = None
+
+
+def drop_drawn_void(
+    data_cfg: DictConfig, overrides: dict[str, Any], data_format: Any, as_trained: dict
+) -> None:
+    """The void of masks drawn from annotation files (255), which runs of the version that
+    first drew them recorded as their own void value: dropped where another folder of
+    mask images is read, as its 255 is a class there (black-and-white masks' white)."""
+    drawn_void = [VOID]
+    if "ignore_values" in overrides or list(data_cfg.get("ignore_values") or []) != drawn_void:
+        return
+    trained = OmegaConf.create(as_trained)
+    if not data_format.masks_drawn(trained) or data_format.masks_drawn(data_cfg):
+        return
+    log.info(
+        "data.ignore_values=[%d] was the void of the masks %s drew from annotation files, "
+        "not a value of data.root=%s's masks: not void there", VOID, trained.get("root"),
+        data_cfg.root,
+    )  # fmt: skip
+    data_cfg.ignore_values = None
+
+
 def data_config(
     cfg: DictConfig, module: SegmentationModule, ckpt: Path
 ) -> tuple[DictConfig, dict[str, Any], dict[str, Any]]:
@@ -164,6 +204,9 @@ def data_config(
     if "_target_" not in data_cfg:
         raise ValueError(f"{ckpt} holds no data config; it was not made by train.py.")
     data_format = get_class(data_cfg._target_)
+    if "root" in overrides:
+        drop_mask_encoding(data_cfg, overrides, data_format, ckpt)
+        drop_drawn_void(data_cfg, overrides, data_format, as_trained)
     for key, value in AS_BEFORE_THEY_EXISTED.items():  # a run recorded before key existed
         if key in getattr(data_format, "settings", {}) and key not in data_cfg:
             data_cfg[key] = value

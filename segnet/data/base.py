@@ -176,6 +176,13 @@ class SegmentationDataModule(L.LightningDataModule):
         return None
 
     @classmethod
+    def masks_drawn(cls, data_cfg: Any) -> bool:
+        """Whether the data ``data_cfg`` reads has its masks drawn from annotation files,
+        each class numbered by its name (mask values or colours given do not read them).
+        False by default."""
+        return False
+
+    @classmethod
     def axes_of_flip(cls, flip: Any) -> tuple[int, ...] | None:
         """``data.flip`` as the axes it flips (spellings that mean the same compare equal
         on resume); None for a format without that setting. Raises ValueError, naming the

@@ -211,9 +211,10 @@ def draw_mask(
 
 
 # -- the images -----------------------------------------------------------------------
-def mask_folder(files: Sequence[Path], class_names: Sequence[str]) -> Path:
-    """Where the masks drawn from ``files`` are kept (:mod:`segnet.data.drawn_masks`)."""
-    return cache_folder(DRAWING, files, class_names)
+def mask_folder(files: Sequence[Path], values: dict[str, int]) -> Path:
+    """Where the masks drawn from ``files`` with ``values`` are kept
+    (:func:`segnet.data.drawn_masks.cache_folder`)."""
+    return cache_folder(DRAWING, files, values)
 
 
 def cvat_images(
@@ -226,7 +227,7 @@ def cvat_images(
     names = list(class_names or cvat_classes(root).class_names)
     labels = sorted({*labels_of(files), *(s.get("label", "") for f in files for s in _shapes(f))})
     values = values_by_name(labels, names, f"{files[0]}")
-    folder = mask_folder(files, names)
+    folder = mask_folder(files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
     by_name = image_index(images)

@@ -12,7 +12,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -119,11 +119,12 @@ def polygon_pixels(polygons: Sequence[Sequence[float]], height: int, width: int)
     return coco_mask.decode(rle).astype(bool)
 
 
-def cache_folder(kind: str, files: Sequence[Path], class_names: Sequence[str]) -> Path:
-    """Where the masks drawn from ``files`` for ``class_names`` are kept (``kind`` names
-    the drawing, with a version bumped where it changes, so that masks drawn before are
-    drawn again)."""
-    key = stats_cache.file_key([kind, *(str(f) for f in files), "classes", *class_names])
+def cache_folder(kind: str, files: Sequence[Path], values: Mapping[Any, int]) -> Path:
+    """Where the masks drawn from ``files`` with ``values`` (each label's mask value) are
+    kept: ``kind`` names the drawing, with a version bumped where it changes, so that
+    masks drawn before are drawn again."""
+    drawn_as = [f"{label!r}={value}" for label, value in sorted(values.items(), key=str)]
+    key = stats_cache.file_key([kind, *(str(f) for f in files), "values", *drawn_as])
     return stats_cache.folder() / kind.rsplit("-", 1)[0] / key
 
 
@@ -144,6 +145,8 @@ def values_by_name(
             "put the background first ([background, ...])."
         )
     missing = [n for n in class_names[1:] if n.strip().lower() not in key.values()]
+    if missing and len(missing) == len(class_names) - 1:  # none of the classes is labelled
+        index, missing = none_labelled(key, index, class_names, source), []
     if missing:  # a class list may name what these files hold none of; a typo would, too
         log.warning(
             "the classes %s are labelled on no object of %s (its labels: %s): they have no "
@@ -162,6 +165,33 @@ def values_by_name(
             source, ", ".join(sorted(unnamed)),
         )  # fmt: skip
     return values
+
+
+def none_labelled(
+    key: dict[str, str], index: dict[str, int], class_names: Sequence[str], source: str
+) -> dict[str, int]:
+    """``index`` where no class after the background is labelled: a two-class list of
+    black-and-white masks' own names (``[background, foreground]``, a checkpoint of such
+    masks) takes a single label as its foreground, said; any other list is refused, as
+    every object would be background."""
+    objects = sorted(
+        label
+        for label, low in key.items()
+        if low not in BACKGROUND_NAMES and not is_void_name(label)
+    )
+    if not objects:
+        return index
+    if [n.strip().lower() for n in class_names[1:]] == ["foreground"] and len(objects) == 1:
+        log.info(
+            "%s has one label, %s: it is the class foreground, as black-and-white masks name "
+            "it", source, objects[0],
+        )  # fmt: skip
+        return {**index, key[objects[0]]: 1}
+    raise ImageDataError(
+        f"the classes {list(class_names)} (data.class_names, or a checkpoint's) name none of "
+        f"the labels of {source} ({', '.join(objects)}): every object would be background. "
+        "Name the classes as the labels are named."
+    )
 
 
 def mask_path(folder: Path, name: str) -> Path:

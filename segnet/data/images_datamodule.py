@@ -570,6 +570,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                     **{k: given[k] for k in ("class_names", "label_values", "ignore_values")},
                     "palette": palette,
                 }
+            if shipped and drawn:  # the drawing's void is added wherever masks are drawn;
+                # recorded, it would void a class of another folder's mask images (255)
+                self.found_settings["ignore_values"] = self.own_ignore
         elif nnunet is None and not self.csv and class_files.class_file_candidates(self.root):
             log.info("data.%s given: the class lists in %s are not read",
                          " and data.".join(overriding), self.root)  # fmt: skip
@@ -837,10 +840,18 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             or data_cfg.get("csv")
             # masks drawn from annotation files are drawn for the classes given, by name:
             # no class list of the data's own to hold a checkpoint's classes against
-            or (own_layout(data_cfg) and img.drawn_masks_root(root))
+            or cls.masks_drawn(data_cfg)
             else classes_beside(root, own_layout(data_cfg), drawn=False)
         )
         return shipped.class_names if shipped else None
+
+    @classmethod
+    def masks_drawn(cls, data_cfg: Any) -> bool:
+        """Whether the masks of the data ``data_cfg`` reads are drawn from annotation files
+        (COCO's, CVAT's, LabelMe's, YOLO's: :func:`img.drawn_masks_root`)."""
+        if data_cfg.get("csv") or not own_layout(data_cfg):
+            return False
+        return img.drawn_masks_root(read_from(data_cfg.get("root"), None, data_cfg, say=False))
 
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict:

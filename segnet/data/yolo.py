@@ -339,10 +339,10 @@ def check_classes(path: Path, rows: Sequence, names: Sequence[str], source: str)
             )
 
 
-def mask_folder(files: Sequence[Path], names: Sequence[str], chosen: Sequence[str]) -> Path:
-    """Where the masks drawn from ``files`` are kept (:mod:`segnet.data.drawn_masks`): the
-    names of the class numbers are part of the key, as the classes chosen are."""
-    return cache_folder(DRAWING, files, [*chosen, "numbered:", *names])
+def mask_folder(files: Sequence[Path], values: dict[int, int]) -> Path:
+    """Where the masks drawn from ``files`` with ``values`` (each class number's mask
+    value) are kept (:func:`segnet.data.drawn_masks.cache_folder`)."""
+    return cache_folder(DRAWING, files, values)
 
 
 # -- the images -----------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def yolo_images(
     chosen = list(class_names or drawn_classes(source, names).class_names)
     by_label = values_by_name(names, chosen, source)
     values = {k: by_label[n] for k, n in enumerate(names)}
-    folder = mask_folder(files, names, chosen)
+    folder = mask_folder(files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %d YOLO label file(s), once, into %s", len(files), folder)
     splits = yaml_splits(root, images)

@@ -242,3 +242,62 @@ def test_evaluation_reads_another_export_by_the_checkpoints_class_names(tmp_path
     assert ImageFolderDataModule.class_names_in_data({"root": str(root)}) is None
     dm = prepared(root, class_names=["background", "bug", "leaf"], mean=[0.5] * 3, std=[0.2] * 3)
     assert (mask_of(dm, "train/0.jpg") == 1).sum() == 16
+
+
+def test_a_drawn_run_records_no_void_of_its_own_for_other_folders(tmp_path):
+    """The drawing's void (255) is added wherever masks are drawn; recorded as the run's
+    setting, it would void the white class of a folder of 0/255 mask images."""
+    root = ultralytics_folder(tmp_path / "y")
+    dm = prepared(root)
+    assert dm.settings_found()["class_names"] == ["background", "leaf", "bug"]
+    assert dm.settings_found()["ignore_values"] is None
+    assert 255 in dm.ignore_values  # still void in its own masks
+
+
+def test_evaluation_drops_mask_values_only_where_masks_are_drawn(tmp_path):
+    from omegaconf import OmegaConf
+
+    from segnet.commands.evaluate import drop_mask_encoding
+    from segnet.data.images_datamodule import ImageFolderDataModule
+    from tests.data.test_images import make_folder
+
+    drawn = ultralytics_folder(tmp_path / "y")
+    masks = make_folder(tmp_path / "m")
+    for root, kept in ((drawn, None), (masks, [0, 255])):
+        cfg = OmegaConf.create({"root": str(root), "label_values": [0, 255], "palette": None})
+        drop_mask_encoding(cfg, {"root": str(root)}, ImageFolderDataModule, tmp_path / "x.ckpt")
+        assert cfg.label_values == kept
+    cfg = OmegaConf.create({"root": str(drawn), "label_values": [0, 255]})
+    given = {"root": str(drawn), "label_values": [0, 255]}  # typed by the user: kept, refused
+    drop_mask_encoding(cfg, given, ImageFolderDataModule, tmp_path / "x.ckpt")
+    assert cfg.label_values == [0, 255]
+
+
+def test_black_and_white_masks_foreground_is_a_single_label_and_a_mismatch_refused(tmp_path):
+    from segnet.data.drawn_masks import values_by_name
+
+    values = values_by_name(["horse"], ["background", "foreground"], "an export")
+    assert values == {"horse": 1}
+    with pytest.raises(ImageDataError, match=r"name none of the labels of an export \(horse\)"):
+        values_by_name(["horse"], ["background", "zebra"], "an export")
+    with pytest.raises(ImageDataError, match="name none of the labels"):
+        values_by_name(["horse", "rider"], ["background", "foreground"], "an export")
+    assert values_by_name(["horse", "rider"], ["background", "rider"], "x") == {
+        "horse": 0, "rider": 1,
+    }  # fmt: skip
+
+
+def test_a_void_recorded_by_an_older_drawn_run_is_not_void_in_mask_images(tmp_path):
+    from omegaconf import OmegaConf
+
+    from segnet.commands.evaluate import drop_drawn_void
+    from segnet.data.images_datamodule import ImageFolderDataModule
+    from tests.data.test_images import make_folder
+
+    drawn = ultralytics_folder(tmp_path / "y")
+    masks = make_folder(tmp_path / "m")
+    as_trained = {"root": str(drawn), "ignore_values": [255]}
+    for root, kept in ((masks, None), (drawn, [255])):
+        cfg = OmegaConf.create({"root": str(root), "ignore_values": [255]})
+        drop_drawn_void(cfg, {"root": str(root)}, ImageFolderDataModule, as_trained)
+        assert cfg.ignore_values == kept
