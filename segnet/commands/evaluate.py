@@ -174,7 +174,18 @@ def drop_drawn_void(
     if "ignore_values" in overrides or list(data_cfg.get("ignore_values") or []) != drawn_void:
         return
     trained = OmegaConf.create(as_trained)
-    if not data_format.masks_drawn(trained) or data_format.masks_drawn(data_cfg):
+    if data_format.masks_drawn(data_cfg):
+        return
+    where = Path(str(trained.get("root") or "")).expanduser()
+    if trained.get("root") and not where.is_dir() and data_cfg.get("palette") is None:
+        log.warning(
+            "data.ignore_values=[%d] is the checkpoint's, and its training data (%s) is not "
+            "here to tell whether 255 was the void of masks drawn from annotation files (as "
+            "runs of the first version that drew them recorded): where 255 is a class in "
+            "data.root=%s's masks, give +data.ignore_values=[]", VOID, where, data_cfg.root,
+        )  # fmt: skip
+        return
+    if not data_format.masks_drawn(trained):
         return
     log.info(
         "data.ignore_values=[%d] was the void of the masks %s drew from annotation files, "

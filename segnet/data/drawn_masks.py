@@ -62,21 +62,30 @@ def json_file(path: Path) -> Any:
     """What the JSON file at ``path`` holds (None where it holds no JSON), each file
     parsed once while it is unchanged and until :func:`forget_parsed_files`: finding
     the files, their classes and their images all read it."""
-    stat = path.stat()
+    try:
+        stat = path.stat()
+    except OSError:  # a broken link, a file not fetched (git-annex)
+        return None
     return _parsed(path, stat.st_size, stat.st_mtime_ns, "json")
 
 
 def xml_file(path: Path) -> ElementTree.Element | None:
     """The root element of the XML file at ``path`` (None where it holds no XML), parsed
     as :func:`json_file` parses."""
-    stat = path.stat()
+    try:
+        stat = path.stat()
+    except OSError:  # a broken link, a file not fetched (git-annex)
+        return None
     return _parsed(path, stat.st_size, stat.st_mtime_ns, "xml")
 
 
 def text_file(path: Path) -> str | None:
     """The text of the file at ``path`` (None where it cannot be read as UTF-8), read as
     :func:`json_file` reads."""
-    stat = path.stat()
+    try:
+        stat = path.stat()
+    except OSError:  # a broken link, a file not fetched (git-annex)
+        return None
     return _parsed(path, stat.st_size, stat.st_mtime_ns, "text")
 
 
@@ -195,7 +204,9 @@ def none_labelled(
 
 
 def mask_path(folder: Path, name: str) -> Path:
-    return folder / PurePosixPath(name).with_suffix(".png")
+    """The drawn mask of the image named ``name``: its whole name and ``.png``, so that
+    ``0.jpg`` and ``0.png`` in one folder keep masks of their own."""
+    return folder / f"{PurePosixPath(name)}.png"
 
 
 def name_below(root: Path, image: Path) -> str:

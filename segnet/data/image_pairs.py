@@ -468,7 +468,7 @@ def annotation_pairs(
         what = f"{len(labelme_files)} LabelMe file(s)"
     else:
         found = yolo.yolo_images(root, images, class_names)
-        what = f"{len(yolo.annotation_files(root))} YOLO label file(s)"
+        what = "their YOLO label files"
     found = without_empty(found, skip_unlabelled)
     log.info(
         "the masks of %d image(s) drawn from %s (kept in %s)", len(found), what,

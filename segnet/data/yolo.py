@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -58,6 +59,7 @@ from segnet.data.errors import ImageDataError
 
 DRAWING = "yolo-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 LABEL_FOLDERS = {"labels": "images", "Labels": "Images", "LABELS": "IMAGES"}
+IMAGE_FOLDERS = {v: k for k, v in LABEL_FOLDERS.items()}
 NAME_FILES = ("classes.txt", "obj.names", "classes.names")
 PREFERRED_YAML = ("data.yaml", "dataset.yaml", "data.yml")
 SPLIT_KEYS = ("train", "val", "test")
@@ -65,7 +67,7 @@ SPLIT_KEYS = ("train", "val", "test")
 # more (data.root a folder of such datasets); a deep tree of another layout is not walked
 LABELS_DEPTH = 3
 FIRST_FILES = 20  # label files looked in before a folder is taken for something else
-EDGE = 1e-3  # coordinates this far past an edge (rounding) are clipped to it
+EDGE = 0.01  # coordinates this far past an edge are clipped to it, as Ultralytics does
 log = logging.getLogger(__name__)
 
 
@@ -73,27 +75,61 @@ log = logging.getLogger(__name__)
 def label_file(image: Path) -> Path | None:
     """Where Ultralytics looks for ``image``'s labels: its path with its last ``images``
     folder as ``labels``, suffix ``.txt``; None for an image in no ``images`` folder."""
+    found = _mirror(image)
+    return found[1] if found else None
+
+
+def labels_folder(image: Path) -> Path | None:
+    """The ``labels`` folder mirroring ``image``'s last ``images`` folder."""
+    found = _mirror(image)
+    return found[0] if found else None
+
+
+def _mirror(image: Path) -> tuple[Path, Path] | None:
     parts = image.parts
     for k in range(len(parts) - 2, -1, -1):
-        mirror = {v: key for key, v in LABEL_FOLDERS.items()}.get(parts[k])
+        mirror = IMAGE_FOLDERS.get(parts[k])
         if mirror:
-            return Path(*parts[:k], mirror, *parts[k + 1 :]).with_suffix(".txt")
+            folder = Path(*parts[:k], mirror)
+            return folder, folder.joinpath(*parts[k + 1 :]).with_suffix(".txt")
     return None
+
+
+def _walk(top: Path, depth: int | None = None) -> list[tuple[Path, list[str], list[str]]]:
+    """``os.walk`` of ``top``, linked folders followed (each real folder once), hidden
+    ones passed over, ``depth`` folders deep at most."""
+    seen, found = set(), []
+    for here, dirs, files in os.walk(top, followlinks=True):
+        real = os.path.realpath(here)
+        deep = depth is not None and len(Path(here).relative_to(top).parts) >= depth
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [] if deep else sorted(d for d in dirs if not d.startswith("."))
+        found.append((Path(here), dirs, files))
+    return found
 
 
 def label_folders(root: Path) -> list[Path]:
     """The ``labels/`` folders below ``root``, down to :data:`LABELS_DEPTH`, with an
     ``images/`` folder beside them (hidden folders passed over), in path order."""
-    found = []
-    for here, dirs, _ in os.walk(root):
-        depth = len(Path(here).relative_to(root).parts)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < LABELS_DEPTH else []
-        found += [
-            Path(here, d)
-            for d in dirs
-            if d in LABEL_FOLDERS and Path(here, LABEL_FOLDERS[d]).is_dir()
-        ]
-    return found
+    return [
+        here / d
+        for here, dirs, _ in _walk(root, LABELS_DEPTH)
+        for d in dirs
+        if d in LABEL_FOLDERS and (here / LABEL_FOLDERS[d]).is_dir()
+    ]
+
+
+def text_files(folder: Path) -> list[Path]:
+    """The label files below ``folder`` (a labels folder), in path order: text files, not
+    hidden, not a file of class names."""
+    return sorted(
+        here / f for here, _, files in _walk(folder) for f in files
+        if f.endswith(".txt") and not f.startswith(".") and f.lower() not in NAME_FILES
+        and (here / f).is_file()  # not a broken link, nor a file not fetched (git-annex)
+    )  # fmt: skip
 
 
 def annotation_files(root: Path) -> list[Path]:
@@ -102,10 +138,7 @@ def annotation_files(root: Path) -> list[Path]:
     read none)."""
     if not root.is_dir():
         return []
-    files = sorted(
-        f for d in label_folders(root) for f in d.rglob("*.txt")
-        if f.name.lower() not in NAME_FILES and not f.name.startswith(".")
-    )  # fmt: skip
+    files = [f for d in label_folders(root) for f in text_files(d)]
     tried = 0
     for f in files:
         lines = [line for line in (text_file(f) or "").splitlines() if line.strip()]
@@ -125,6 +158,8 @@ def _row(line: str) -> tuple[int, list[float]] | None:
         number, coordinates = float(words[0]), [float(w) for w in words[1:]]
     except (ValueError, IndexError):
         return None
+    if not all(map(math.isfinite, [number, *coordinates])):  # nan, inf: no position
+        return None
     if number != int(number) or number < 0 or len(coordinates) < 4 or len(coordinates) % 2:
         return None
     return int(number), coordinates
@@ -137,7 +172,10 @@ def rows_of(path: Path) -> list[tuple[int, int, list[float]]]:
         return []
     text = text_file(path)
     if text is None:
-        raise ImageDataError(f"{path} cannot be read as text: a YOLO label file is text.")
+        raise ImageDataError(
+            f"{path} cannot be read as UTF-8 text (saved as UTF-16, as PowerShell's > saves?): "
+            "save it as UTF-8."
+        )
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         row = _row(line) if line.strip() else None
@@ -160,18 +198,20 @@ def object_counts(path: Path) -> tuple[int, int]:
 
 # -- the YAML file ----------------------------------------------------------------------
 def dataset_yaml(root: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The dataset's YAML file in ``root`` (one naming ``names`` and a split) and what it
-    holds; ``data.yaml`` before others, two others refused; a pose dataset refused."""
-    import yaml
-
-    found = []
-    for f in sorted([*root.glob("*.yaml"), *root.glob("*.yml")]):
-        try:
-            held = yaml.safe_load(text_file(f) or "")
-        except yaml.YAMLError:
-            continue
-        if isinstance(held, dict) and "names" in held and any(k in held for k in SPLIT_KEYS):
-            found.append((f, held))
+    """The dataset's YAML file (one naming its classes and a split) and what it holds: in
+    ``root``, ``data.yaml`` before others; else the one in a folder below (data.root the
+    folder holding the dataset), two there refused, as are two others in ``root`` and a
+    pose dataset's."""
+    found = _dataset_yamls([root / f for f in os.listdir(root)] if root.is_dir() else [])
+    if not found:
+        below = [here / f for here, _, files in _walk(root, 2)[1:] for f in files]
+        found = _dataset_yamls(below)
+        if len(found) > 1:
+            raise ImageDataError(
+                f"data.root={root} holds {len(found)} YOLO datasets ({found[0][0]}, "
+                f"{found[1][0]}{', ...' * (len(found) > 2)}), each numbering its classes its "
+                "own way: point data.root at one of them."
+            )
     preferred = [(f, held) for f, held in found if f.name.lower() in PREFERRED_YAML]
     found = preferred[:1] or found
     if len(found) > 1:
@@ -187,17 +227,40 @@ def dataset_yaml(root: Path) -> tuple[Path, dict[str, Any]] | None:
     return found[0] if found else None
 
 
+def _dataset_yamls(files: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    import yaml
+
+    found = []
+    for f in sorted(files):
+        if f.suffix.lower() not in (".yaml", ".yml") or f.name.startswith(".") or not f.is_file():
+            continue
+        try:
+            held = yaml.safe_load(text_file(f) or "")
+        except yaml.YAMLError:
+            continue
+        named = isinstance(held, dict) and ("names" in held or "nc" in held)
+        if named and any(k in held for k in SPLIT_KEYS):
+            found.append((f, held))
+    return found
+
+
 def yaml_names(path: Path, held: dict[str, Any]) -> list[str]:
     """The class names of a YAML file's ``names:`` (a list, or numbers 0, 1, ... each with
-    its name), checked against its ``nc:`` where it gives one."""
-    names = held["names"]
+    its name), checked against its ``nc:`` where it gives one; ``class0``, ``class1``, ...
+    where it gives ``nc:`` alone, said."""
+    names = held.get("names")
+    if names is None:
+        count = int(held["nc"])
+        log.warning("%s names no class (nc: %d alone): class0 to class%d", path, count, count - 1)
+        return [f"class{k}" for k in range(count)]
     if isinstance(names, dict):
-        if sorted(names) != list(range(len(names))):
+        numbers = {int(k) if str(k).strip().isdigit() else k: v for k, v in names.items()}
+        if sorted(numbers, key=str) != sorted(range(len(numbers)), key=str):
             raise ImageDataError(
-                f"{path}: names: numbers {sorted(names)}, and YOLO numbers its classes 0, 1, "
+                f"{path}: names: numbers {list(names)}, and YOLO numbers its classes 0, 1, "
                 "2, ... with none left out: number them so."
             )
-        names = [names[k] for k in range(len(names))]
+        names = [numbers[k] for k in range(len(numbers))]
     if not isinstance(names, list) or not names:
         raise ImageDataError(f"{path}: names: is neither a list of names nor numbers with names.")
     if "nc" in held and held["nc"] != len(names):
@@ -210,20 +273,17 @@ def class_names_of(
     root: Path, files: Sequence[Path], given: Sequence[str] | None = None
 ) -> tuple[list[str], str]:
     """The name of each class number and where it is from: the YAML file's ``names``,
-    else a file of names, else ``given`` (``data.class_names``) after the background,
-    else ``class<k>``."""
+    else a file of names (:func:`names_file`), else ``given`` (``data.class_names``)
+    after the background, else ``class<k>``."""
     found = dataset_yaml(root)
     if found:
         return yaml_names(*found), f"the names of {found[0]}"
-    for place in [root, *label_folders(root)]:
-        for listed in (place / n for n in NAME_FILES):
-            if listed.is_file():
-                return [w.strip() for w in listed.read_text().splitlines() if w.strip()], (
-                    f"the names in {listed}"
-                )
+    listed = names_file(root)
+    if listed:
+        return _lines(listed), f"the names in {listed}"
     if given:
         return list(given[1:]), "data.class_names (after the background)"
-    top = max((int(w.split()[0]) for f in files for w in _lines(f) if _row(w)), default=0)
+    top = max((int(float(w.split()[0])) for f in files for w in _lines(f) if _row(w)), default=0)
     log.warning(
         "no data.yaml nor classes.txt names the classes of the YOLO labels in %s: they are "
         "named class0 to class%d (data.class_names=[background,...] names them).", root, top,
@@ -231,8 +291,25 @@ def class_names_of(
     return [f"class{k}" for k in range(top + 1)], f"the class numbers of the labels in {root}"
 
 
+def names_file(root: Path) -> Path | None:
+    """The file of class names in ``root`` or its labels folders (labelImg writes its
+    ``classes.txt`` there); two that name other classes are refused."""
+    found = [
+        place / n for place in [root, *label_folders(root)] for n in NAME_FILES
+        if (place / n).is_file()
+    ]  # fmt: skip
+    other = next((f for f in found if _lines(f) != _lines(found[0])), None)
+    if other is not None:
+        raise ImageDataError(
+            f"{found[0]} and {other} name other classes ({', '.join(_lines(found[0]))}; "
+            f"{', '.join(_lines(other))}): YOLO numbers the classes one way for a dataset. "
+            "Keep one, or point data.root at one dataset."
+        )
+    return found[0] if found else None
+
+
 def _lines(path: Path) -> list[str]:
-    return [line for line in (text_file(path) or "").splitlines() if line.strip()]
+    return [line.strip() for line in (text_file(path) or "").splitlines() if line.strip()]
 
 
 def yolo_classes(root: Path | None) -> ShippedClasses | None:
@@ -263,8 +340,8 @@ def yaml_splits(root: Path, images: Sequence[Path]) -> dict[Path, str]:
             where = resolved(str(entry), bases, root)
             if where is None:
                 log.warning(
-                    "%s: %s: %s is not below data.root=%s: its images are read by the split "
-                    "folders they lie in.", path, key, entry, root,
+                    "%s: %s: %s is not found below data.root=%s: no image is read as %s's "
+                    "by it.", path, key, entry, root, key,
                 )  # fmt: skip
                 continue
             for image in listed_images(where, bases, images, by_name, in_folder):
@@ -277,6 +354,28 @@ def yaml_splits(root: Path, images: Sequence[Path]) -> dict[Path, str]:
                 count, key, first, first,
                 ", and val is drawn from train (data.val_fraction)" * (key == "val"),
             )  # fmt: skip
+    return splits
+
+
+def labelled_splits(root: Path, images: Sequence[Path]) -> dict[Path, str | None]:
+    """Each image with a ``labels/`` folder mirroring its ``images/`` folder (whether or
+    not its own label file is there) and its split: the YAML file's, else its split
+    folder's. Where some have a split, those in none are left out, said (a YAML file
+    lists what a dataset holds, as Ultralytics reads it)."""
+    mirrored = functools.cache(Path.is_dir)  # many images, few labels folders
+    labelled = [i for i in images if (f := labels_folder(i)) is not None and mirrored(f)]
+    if not labelled:
+        return {}
+    given = yaml_splits(root, labelled)
+    splits = {i: given.get(i) or split_of_folders(root, i) for i in labelled}
+    unsplit = [i for i, split in splits.items() if split is None]
+    if unsplit and len(unsplit) < len(splits):
+        log.warning(
+            "%d labelled image(s) in %s are in no split (neither %s names them nor a split "
+            "folder holds them; e.g. %s): left out.", len(unsplit), root,
+            "a YAML file" if not given else dataset_yaml(root)[0], unsplit[0],
+        )  # fmt: skip
+        return {i: split for i, split in splits.items() if split is not None}
     return splits
 
 
@@ -349,34 +448,41 @@ def mask_folder(files: Sequence[Path], values: dict[int, int]) -> Path:
 def yolo_images(
     root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
 ) -> list[AnnotatedImage]:
-    """Every image with a ``labels/`` mirror below ``root`` (:func:`label_file`), each
-    with its mask (drawn now, or found drawn in the cache) of ``class_names`` (given, or
-    the labels' own: :func:`yolo_classes`), in its split (:func:`yaml_splits`, else its
-    split folder); ``images`` are the image files below ``root``."""
+    """Every image with a ``labels/`` mirror below ``root`` (:func:`labelled_splits`),
+    each with its mask (drawn now, or found drawn in the cache) of ``class_names``
+    (given, or the labels' own: :func:`yolo_classes`), in its split; ``images`` are the
+    image files below ``root``."""
     files = annotation_files(root)
     names, source = class_names_of(root, files, class_names)
     chosen = list(class_names or drawn_classes(source, names).class_names)
     by_label = values_by_name(names, chosen, source)
     values = {k: by_label[n] for k, n in enumerate(names)}
-    folder = mask_folder(files, values)
+    splits = labelled_splits(root, images)
+    labels = {i: label_file(i) for i in splits}
+    # keyed by the images too: a label's fractions are drawn at its image's size
+    read = [*splits, *(f for f in labels.values() if f.is_file())]
+    folder = mask_folder(read, values)
     if not folder.is_dir():
-        log.info("drawing the masks of %d YOLO label file(s), once, into %s", len(files), folder)
-    splits = yaml_splits(root, images)
-    mirrored = functools.cache(Path.is_dir)  # a folder's images share its labels folder
-    labelled = [i for i in images if (f := label_file(i)) is not None and mirrored(f.parent)]
+        log.info(
+            "drawing the masks of %d YOLO-labelled image(s), once, into %s", len(splits), folder
+        )
     found, boxes, overlapping = [], 0, 0
-    for image in labelled:
-        label = label_file(image)
-        name = name_below(root, image)
+    for image, split in splits.items():
+        label, name = labels[image], name_below(root, image)
         mask = mask_path(folder, name)
         if not mask.is_file():  # each written whole: one there was drawn from this file
             overlapping += _draw_one(label, image, values, names, source, mask)
         outlined, boxed = object_counts(label) if label.is_file() else (0, 0)
         boxes += boxed
-        split = splits.get(image) or split_of_folders(root, image)
         found.append(AnnotatedImage(name, image, mask, split, outlined))
-    _say_what_was_left(root, files, images, found, boxes, overlapping)
+    unread = [i for i in images if i not in splits and not _mirrored(i)]
+    _say_what_was_left(root, files, unread, found, boxes, overlapping)
     return found
+
+
+def _mirrored(image: Path) -> bool:
+    folder = labels_folder(image)
+    return folder is not None and folder.is_dir()
 
 
 def _draw_one(
@@ -392,7 +498,7 @@ def _draw_one(
 
 
 def _say_what_was_left(
-    root: Path, files: list[Path], images: Sequence[Path], found: list, boxes: int,
+    root: Path, files: list[Path], unread: Sequence[Path], found: list, boxes: int,
     overlapping: int,
 ) -> None:  # fmt: skip
     if not any(a.objects for a in found):
@@ -406,11 +512,10 @@ def _say_what_was_left(
                 else " (every one is empty): outline the objects first."
             )
         )
-    unread = sorted({*images} - {a.image for a in found})
     if unread:
         log.warning(
-            "%d image(s) in %s have no labels/ folder beside their images/ folder (e.g. %s): "
-            "left out (nobody outlined them).", len(unread), root, unread[0],
+            "%d image(s) in %s are in no images/ folder a labels/ folder mirrors (e.g. %s): "
+            "left out, as nobody labelled them.", len(unread), root, unread[0],
         )  # fmt: skip
     if overlapping:
         log.info(

@@ -301,3 +301,128 @@ def test_a_void_recorded_by_an_older_drawn_run_is_not_void_in_mask_images(tmp_pa
         cfg = OmegaConf.create({"root": str(root), "ignore_values": [255]})
         drop_drawn_void(cfg, {"root": str(root)}, ImageFolderDataModule, as_trained)
         assert cfg.ignore_values == kept
+
+
+def test_masks_follow_the_label_files_and_images_actually_read(tmp_path):
+    """The cache is keyed by the label files and images read, wherever they lie: a
+    linked labels folder's edit, and images resized in place, are drawn again."""
+    root = ultralytics_folder(tmp_path / "y")
+    real = tmp_path / "elsewhere"
+    (root / "labels" / "train").rename(real)
+    (root / "labels" / "train").symlink_to(real, target_is_directory=True)
+    before = mask_of(prepared(root), "train/0.jpg")
+    assert (before == 2).sum() == 16
+    (real / "0.txt").write_text(f"1 {square(0, 0, 20)}\n")
+    os.utime(real / "0.txt", ns=(1, 1))
+    assert (mask_of(prepared(root), "train/0.jpg") == 2).sum() == 400
+    for image in (root / "images" / "val").iterdir():  # the same labels, twice the size
+        Image.open(image).resize((2 * W, 2 * H)).save(image)
+    assert (mask_of(prepared(root), "val/v0.jpg") == 2).sum() == 4 * 16
+
+
+def test_images_the_yaml_does_not_name_are_left_out_and_background_images_kept(tmp_path, caplog):
+    root = ultralytics_folder(
+        tmp_path / "y",
+        "path: .\ntrain: [images/train, images/bg]\nval: images/val\nnames: [leaf, bug]\n",
+    )
+    write_images(root / "images" / "bg", ["b0.jpg", "b1.jpg"])  # no labels/bg: background
+    write_images(root / "images" / "train" / "cam2", ["c0.jpg"])  # nor labels/train/cam2
+    labelled(root / "images" / "extra", root / "labels" / "extra", ["e0.jpg"])  # named nowhere
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root)
+    splits = {p.name: p.split for p in dm.pairs}
+    assert splits["bg/b0.jpg"] == "train" and splits["train/cam2/c0.jpg"] == "train"
+    assert (mask_of(dm, "bg/b0.jpg") == 0).all()
+    assert "extra/e0.jpg" not in splits
+    assert "1 labelled image(s)" in caplog.text and "e0.jpg" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "label, accepted",
+    [
+        ("0 0.1 nan 0.2 0.1 0.2 0.2\n", False),  # no position: refused, not drawn
+        ("nan 0.1 0.1 0.2 0.1 0.2 0.2\n", False),
+        (f"0 {square(0, 0, 8)} 1.005 0.5\n", True),  # past the edge as Ultralytics allows
+    ],
+)
+def test_non_numbers_are_refused_and_a_hair_past_the_edge_clipped(tmp_path, label, accepted):
+    root = ultralytics_folder(tmp_path / "y")
+    (root / "labels" / "train" / "0.txt").write_text(label)
+    if accepted:
+        assert (mask_of(prepared(root), "train/0.jpg") == 1).sum() > 64
+    else:
+        with pytest.raises(ImageDataError, match=r"0.txt, line 1: .* is not a YOLO label"):
+            prepared(root)
+
+
+def test_a_broken_link_among_label_files_breaks_no_layout(tmp_path):
+    root = tmp_path / "m"
+    write_images(root / "images", [f"{k}.png" for k in range(4)])
+    (root / "labels").mkdir()
+    for k in range(4):
+        Image.fromarray(np.zeros((H, W), np.uint8)).save(root / "labels" / f"{k}.png")
+    (root / "labels" / "README.txt").symlink_to(tmp_path / "not-fetched")
+    assert yolo.annotation_files(root) == []
+    ultralytics_folder(tmp_path / "y")
+    (tmp_path / "y" / "labels" / "train" / "9.txt").symlink_to(tmp_path / "not-fetched")
+    assert len(prepared(tmp_path / "y").pairs) == 6
+
+
+def test_several_datasets_numbering_classes_their_own_way_are_refused(tmp_path):
+    root = tmp_path / "all"
+    ultralytics_folder(root / "a")
+    ultralytics_folder(
+        root / "b", "path: .\ntrain: images/train\nval: images/val\nnames: [bug, leaf]\n"
+    )
+    with pytest.raises(ImageDataError, match="holds 2 YOLO datasets"):
+        prepared(root)
+    assert prepared(root / "a").info().class_names == ["background", "leaf", "bug"]
+    for name, listed in (("a", "leaf\nbug\n"), ("b", "bug\nleaf\n")):
+        (root / name / "data.yaml").unlink()
+        (root / name / "labels" / "classes.txt").write_text(listed)
+    with pytest.raises(ImageDataError, match="name other classes"):
+        prepared(root)
+
+
+@pytest.mark.parametrize(
+    "yaml_text, classes",
+    [
+        ("train: images/train\nnames:\n  '0': leaf\n  '1': bug\n", ["leaf", "bug"]),
+        ("train: images/train\nval: images/val\nnc: 2\n", ["class0", "class1"]),
+    ],
+)
+def test_yaml_names_as_ultralytics_reads_them(tmp_path, yaml_text, classes):
+    root = ultralytics_folder(tmp_path / "y", yaml_text)
+    assert prepared(root).info().class_names == ["background", *classes]
+
+
+def test_a_classes_txt_with_a_byte_order_mark_names_its_first_class(tmp_path):
+    root = tmp_path / "y"
+    labelled(root / "images", root / "labels", [f"{k}.png" for k in range(5)])
+    (root / "classes.txt").write_bytes("leaf\r\nbug\r\n".encode("utf-8-sig"))
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert dm.info().class_names == ["background", "leaf", "bug"]
+
+
+def test_two_images_of_one_stem_keep_masks_of_their_own(tmp_path):
+    root = tmp_path / "y"
+    labelled(root / "images", root / "labels", ["0.png", "1.png", "2.png", "3.png"])
+    write_images(root / "images", ["0.jpg"], size=(2 * H, 2 * W))  # labels/0.txt is its too
+    dm = prepared(root, class_names=["background", "leaf", "bug"], val_fraction=0.2)
+    assert mask_of(dm, "0.jpg").shape == (2 * H, 2 * W) and mask_of(dm, "0.png").shape == (H, W)
+
+
+def test_a_recorded_void_is_kept_and_said_where_the_training_data_is_gone(tmp_path, caplog):
+    from omegaconf import OmegaConf
+
+    from segnet.commands.evaluate import drop_drawn_void
+    from segnet.data.images_datamodule import ImageFolderDataModule
+    from tests.data.test_images import make_folder
+
+    masks = make_folder(tmp_path / "m")
+    cfg = OmegaConf.create({"root": str(masks), "ignore_values": [255]})
+    with caplog.at_level(logging.WARNING):
+        drop_drawn_void(
+            cfg, {"root": str(masks)}, ImageFolderDataModule, {"root": str(tmp_path / "gone")}
+        )
+    assert cfg.ignore_values == [255] and "+data.ignore_values=[]" in caplog.text
