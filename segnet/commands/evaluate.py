@@ -177,7 +177,8 @@ def drop_drawn_void(
     if data_format.masks_drawn(data_cfg):
         return
     where = Path(str(trained.get("root") or "")).expanduser()
-    if trained.get("root") and not where.is_dir() and data_cfg.get("palette") is None:
+    recorded_values = data_cfg.get("palette") is not None or data_cfg.get("label_values")
+    if trained.get("root") and not where.is_dir() and not recorded_values:
         log.warning(
             "data.ignore_values=[%d] is the checkpoint's, and its training data (%s) is not "
             "here to tell whether 255 was the void of masks drawn from annotation files (as "

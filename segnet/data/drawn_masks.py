@@ -153,7 +153,9 @@ def values_by_name(
             f"pixels no object of {source} covers, and {class_names[0]} labels objects there: "
             "put the background first ([background, ...])."
         )
-    missing = [n for n in class_names[1:] if n.strip().lower() not in key.values()]
+    missing = [
+        n for n in class_names[1:] if n.strip().lower() not in key.values() and not is_void_name(n)
+    ]
     if missing and len(missing) == len(class_names) - 1:  # none of the classes is labelled
         index, missing = none_labelled(key, index, class_names, source), []
     if missing:  # a class list may name what these files hold none of; a typo would, too

@@ -31,6 +31,7 @@ import bisect
 import logging
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -1363,8 +1364,8 @@ def check_pairs(pairs: list[Pair]) -> None:
             + " and ".join(f"classes {', '.join(k)}" if k else "one mask per image" for k in (a, b))
             + ". Give every split the same mask folders (or CSV columns)."
         )
-    names = [p.name for p in pairs]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    counts = Counter(p.name for p in pairs)
+    twice = sorted(n for n, count in counts.items() if count > 1)
     if twice:
         raise ImageDataError(
             f"{len(twice)} image name(s) occur twice, e.g. {twice[0]}: predictions and the "

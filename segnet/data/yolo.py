@@ -6,15 +6,17 @@ dataset made for a YOLO segmentation model trains here with no conversion.
 * **Where**: an image's label file is where Ultralytics looks for it, the image's path
   with its last ``images/`` folder as ``labels/`` and ``.txt`` for its suffix
   (``images/train/0001.jpg``: ``labels/train/0001.txt``; Roboflow's
-  ``train/images/0001.jpg``: ``train/labels/0001.txt``). Every image in a folder whose
-  ``labels/`` mirror is there is read; one with no label file, or an empty one, has no
-  object (background throughout, as Ultralytics trains it). Only where no layout of
-  mask images reads the folder (:func:`segnet.data.image_pairs.drawn_masks_root`).
-* **Splits**: as the dataset's YAML file in ``data.root`` gives them (``train:``,
-  ``val:``, ``test:``; folders, lists of images in a text file, or lists of either),
-  found below its ``path:``, beside it, or (written on another machine) by their last
-  folders below ``data.root``; images it does not name are in the split folder they lie
-  in (``train/``, ``valid/``), else drawn.
+  ``train/images/0001.jpg``: ``train/labels/0001.txt``). An image with no label file in
+  a folder ``labels/`` mirrors, or an empty one, has no object (background throughout,
+  as Ultralytics trains it); one in a folder nothing mirrors is left out
+  (:func:`label_state`). Only where no layout of mask images reads the folder
+  (:func:`segnet.data.image_pairs.drawn_masks_root`).
+* **Splits**: as the dataset's YAML file gives them (``train:``, ``val:``, ``test:``;
+  folders, lists of images in a text file, or lists of either), found below its
+  ``path:``, beside it, or (written on another machine) by their last folders below
+  ``data.root``; images it does not name are in the split folder they lie in
+  (``train/``, ``valid/``), else left out. Without a YAML file, the split folders; else
+  drawn.
 * **Masks**: objects are drawn as COCO's are (:func:`segnet.data.coco.draw_mask`),
   larger ones first, so that a smaller one lying on a larger keeps its class, as
   Ultralytics overlaps them. A line of a box alone (``<class> <cx> <cy> <w> <h>``) is
@@ -56,6 +58,7 @@ from segnet.data.drawn_masks import (
     write_mask,
 )
 from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import split_named
 
 DRAWING = "yolo-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 LABEL_FOLDERS = {"labels": "images", "Labels": "Images", "LABELS": "IMAGES"}
@@ -77,12 +80,6 @@ def label_file(image: Path) -> Path | None:
     folder as ``labels``, suffix ``.txt``; None for an image in no ``images`` folder."""
     found = _mirror(image)
     return found[1] if found else None
-
-
-def labels_folder(image: Path) -> Path | None:
-    """The ``labels`` folder mirroring ``image``'s last ``images`` folder."""
-    found = _mirror(image)
-    return found[0] if found else None
 
 
 def _mirror(image: Path) -> tuple[Path, Path] | None:
@@ -249,8 +246,13 @@ def yaml_names(path: Path, held: dict[str, Any]) -> list[str]:
     its name), checked against its ``nc:`` where it gives one; ``class0``, ``class1``, ...
     where it gives ``nc:`` alone, said."""
     names = held.get("names")
+    try:
+        count = int(held["nc"]) if held.get("nc") is not None else None
+    except (TypeError, ValueError):
+        raise ImageDataError(f"{path}: nc: {held['nc']!r} is not a number of classes.") from None
+    if names is None and count is None:
+        raise ImageDataError(f"{path}: names: and nc: are both empty: name the classes.")
     if names is None:
-        count = int(held["nc"])
         log.warning("%s names no class (nc: %d alone): class0 to class%d", path, count, count - 1)
         return [f"class{k}" for k in range(count)]
     if isinstance(names, dict):
@@ -263,8 +265,8 @@ def yaml_names(path: Path, held: dict[str, Any]) -> list[str]:
         names = [numbers[k] for k in range(len(numbers))]
     if not isinstance(names, list) or not names:
         raise ImageDataError(f"{path}: names: is neither a list of names nor numbers with names.")
-    if "nc" in held and held["nc"] != len(names):
-        raise ImageDataError(f"{path}: nc: {held['nc']} and {len(names)} names: make them agree.")
+    if count is not None and count != len(names):
+        raise ImageDataError(f"{path}: nc: {count} and {len(names)} names: make them agree.")
     return [str(n) for n in names]
 
 
@@ -277,9 +279,11 @@ def class_names_of(
     after the background, else ``class<k>``."""
     found = dataset_yaml(root)
     if found:
+        _one_dataset(root, found[0].parent, found[0])
         return yaml_names(*found), f"the names of {found[0]}"
     listed = names_file(root)
     if listed:
+        _one_dataset(root, dataset_of(listed.parent), listed)
         return _lines(listed), f"the names in {listed}"
     if given:
         return list(given[1:]), "data.class_names (after the background)"
@@ -306,6 +310,28 @@ def names_file(root: Path) -> Path | None:
             "Keep one, or point data.root at one dataset."
         )
     return found[0] if found else None
+
+
+def dataset_of(folder: Path) -> Path:
+    """The dataset folder of a ``labels/`` folder (or of ``data.root``): its parent, or
+    the parent's parent where that is a split folder (Roboflow's ``train/labels``)."""
+    if folder.name not in LABEL_FOLDERS:
+        return folder
+    return folder.parent.parent if split_named(folder.parent.name) else folder.parent
+
+
+def _one_dataset(root: Path, named: Path, source: Path) -> None:
+    """Refuses labels of another dataset below ``root`` than the one ``source`` names the
+    classes of (in ``named``): a dataset numbers its classes its own way."""
+    if named == root:
+        return
+    other = next((f for f in label_folders(root) if not dataset_of(f).is_relative_to(named)), None)
+    if other is not None:
+        raise ImageDataError(
+            f"data.root={root} holds the labels of more than one dataset ({other} beside "
+            f"{named}), and {source} names the classes of one: point data.root at one "
+            "dataset, or put a data.yaml naming the classes of all in data.root."
+        )
 
 
 def _lines(path: Path) -> list[str]:
@@ -358,25 +384,60 @@ def yaml_splits(root: Path, images: Sequence[Path]) -> dict[Path, str]:
 
 
 def labelled_splits(root: Path, images: Sequence[Path]) -> dict[Path, str | None]:
-    """Each image with a ``labels/`` folder mirroring its ``images/`` folder (whether or
-    not its own label file is there) and its split: the YAML file's, else its split
-    folder's. Where some have a split, those in none are left out, said (a YAML file
-    lists what a dataset holds, as Ultralytics reads it)."""
-    mirrored = functools.cache(Path.is_dir)  # many images, few labels folders
-    labelled = [i for i in images if (f := labels_folder(i)) is not None and mirrored(f)]
-    if not labelled:
-        return {}
-    given = yaml_splits(root, labelled)
+    """Each labelled image (:func:`label_state`) and its split: the YAML file's, else its
+    split folder's. Where the YAML file gives splits, images it names none of are left
+    out, said (a YAML file lists what a dataset holds, as Ultralytics reads it)."""
+    is_dir = functools.cache(Path.is_dir)  # asked for many images of few folders
+    states = {i: label_state(i, is_dir) for i in images}
+    labelled = [i for i, state in states.items() if state == "labelled"]
+    broken = [i for i, state in states.items() if state == "broken"]
+    if broken:
+        log.warning(
+            "%d label file(s) are links to nothing (not fetched? e.g. %s): their images are "
+            "left out.", len(broken), label_file(broken[0]),
+        )  # fmt: skip
+    _refuse_shared_labels(labelled)
+    given = yaml_splits(root, labelled) if labelled else {}
     splits = {i: given.get(i) or split_of_folders(root, i) for i in labelled}
     unsplit = [i for i, split in splits.items() if split is None]
-    if unsplit and len(unsplit) < len(splits):
+    if given and unsplit:
         log.warning(
-            "%d labelled image(s) in %s are in no split (neither %s names them nor a split "
-            "folder holds them; e.g. %s): left out.", len(unsplit), root,
-            "a YAML file" if not given else dataset_yaml(root)[0], unsplit[0],
+            "%d labelled image(s) in %s are in no split (%s names none of them, nor does a "
+            "split folder hold them; e.g. %s): left out.", len(unsplit), root,
+            dataset_yaml(root)[0], unsplit[0],
         )  # fmt: skip
         return {i: split for i, split in splits.items() if split is not None}
     return splits
+
+
+def label_state(image: Path, is_dir=Path.is_dir) -> str | None:
+    """``labelled`` where ``image``'s label file is there, or where it has no object in a
+    folder the ``labels/`` folder mirrors (``labels/train/`` for
+    ``images/train/cam2/0.jpg``; ``labels/`` itself for ``images/0.jpg``), as Ultralytics
+    trains such images as background; ``broken`` where its label file is a link to
+    nothing (not fetched); else None (an unlabelled ``images/test/`` beside
+    ``labels/train/``)."""
+    found = _mirror(image)
+    if found is None:
+        return None
+    folder, label = found
+    if label.is_file():
+        return "labelled"
+    if os.path.lexists(label):
+        return "broken"
+    below = label.relative_to(folder).parts
+    return "labelled" if is_dir(folder.joinpath(*below[:1]) if len(below) > 1 else folder) else None
+
+
+def _refuse_shared_labels(labelled: Sequence[Path]) -> None:
+    by_label: dict[Path, Path] = {}
+    for image in labelled:
+        other = by_label.setdefault(label_file(image), image)
+        if other != image:
+            raise ImageDataError(
+                f"{other} and {image} share the label file {label_file(image)} (and would "
+                "share their predictions' names): rename one."
+            )
 
 
 def resolved(entry: str, bases: Sequence[Path], root: Path) -> Path | None:
@@ -387,7 +448,8 @@ def resolved(entry: str, bases: Sequence[Path], root: Path) -> Path | None:
     tries = [Path(os.path.normpath(b / rel)) for b in bases]
     tries += [Path(os.path.normpath(b / entry[3:])) for b in bases if entry.startswith("../")]
     parts = [p for p in rel.parts if p not in ("/", ".", "..") and not p.endswith(":/")]
-    tries += [root.joinpath(*parts[k:]) for k in range(len(parts))]
+    # by its last two folders at least: valid/images is not any images/ folder
+    tries += [root.joinpath(*parts[k:]) for k in range(max(1, len(parts) - 1))]
     return next((t for t in tries if t.exists() and t.is_relative_to(root)), None)
 
 
@@ -475,14 +537,9 @@ def yolo_images(
         outlined, boxed = object_counts(label) if label.is_file() else (0, 0)
         boxes += boxed
         found.append(AnnotatedImage(name, image, mask, split, outlined))
-    unread = [i for i in images if i not in splits and not _mirrored(i)]
+    unread = [i for i in images if i not in splits and label_state(i) is None]
     _say_what_was_left(root, files, unread, found, boxes, overlapping)
     return found
-
-
-def _mirrored(image: Path) -> bool:
-    folder = labels_folder(image)
-    return folder is not None and folder.is_dir()
 
 
 def _draw_one(

@@ -166,6 +166,7 @@ def test_a_label_that_cannot_be_drawn_is_refused_naming_its_line(tmp_path, label
         ("train: images/train\nnames: [person]\nkpt_shape: [17, 3]\n", "pose dataset"),
         ("train: images/train\nnames:\n  0: leaf\n  2: bug\n", "with none left out"),
         ("train: images/train\nnc: 3\nnames: [leaf, bug]\n", "nc: 3 and 2 names"),
+        ("train: images/train\nnames:\n", "names: and nc: are both empty"),
     ],
 )
 def test_a_yaml_file_of_another_kind_or_miscounted_is_refused(tmp_path, yaml_text, words):
@@ -320,21 +321,52 @@ def test_masks_follow_the_label_files_and_images_actually_read(tmp_path):
     assert (mask_of(prepared(root), "val/v0.jpg") == 2).sum() == 4 * 16
 
 
-def test_images_the_yaml_does_not_name_are_left_out_and_background_images_kept(tmp_path, caplog):
+def test_images_the_yaml_does_not_name_or_no_labels_mirror_are_left_out(tmp_path, caplog):
     root = ultralytics_folder(
         tmp_path / "y",
         "path: .\ntrain: [images/train, images/bg]\nval: images/val\nnames: [leaf, bug]\n",
     )
-    write_images(root / "images" / "bg", ["b0.jpg", "b1.jpg"])  # no labels/bg: background
-    write_images(root / "images" / "train" / "cam2", ["c0.jpg"])  # nor labels/train/cam2
+    write_images(root / "images" / "train" / "cam2", ["c0.jpg"])  # labels/train: background
+    write_images(root / "images" / "bg", ["b0.jpg"])  # no labels/bg: not known, left out
+    write_images(root / "images" / "test", ["t0.jpg"])  # an unlabelled test folder: too
     labelled(root / "images" / "extra", root / "labels" / "extra", ["e0.jpg"])  # named nowhere
     with caplog.at_level(logging.WARNING):
         dm = prepared(root)
     splits = {p.name: p.split for p in dm.pairs}
-    assert splits["bg/b0.jpg"] == "train" and splits["train/cam2/c0.jpg"] == "train"
-    assert (mask_of(dm, "bg/b0.jpg") == 0).all()
-    assert "extra/e0.jpg" not in splits
+    assert splits["train/cam2/c0.jpg"] == "train" and (mask_of(dm, "train/cam2/c0.jpg") == 0).all()
+    assert not {"bg/b0.jpg", "test/t0.jpg", "extra/e0.jpg"} & set(splits)
     assert "1 labelled image(s)" in caplog.text and "e0.jpg" in caplog.text
+    assert (
+        "2 image(s) in" in caplog.text
+        and "no images/ folder a labels/ folder mirrors" in caplog.text
+    )
+
+
+def test_split_folders_for_some_images_alone_are_refused_as_other_layouts_are(tmp_path):
+    root = tmp_path / "y"
+    labelled(root / "images", root / "labels", [f"{k}.png" for k in range(4)])
+    labelled(root / "images" / "test", root / "labels" / "test", ["t0.png", "t1.png"])
+    with pytest.raises(ValueError, match="some cases name a split and others do not"):
+        prepared(root)
+
+
+def test_a_label_file_not_fetched_leaves_its_image_out(tmp_path, caplog):
+    root = ultralytics_folder(tmp_path / "y")
+    (root / "labels" / "train" / "0.txt").unlink()
+    (root / "labels" / "train" / "0.txt").symlink_to(tmp_path / "annex-object")
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root)
+    assert "train/0.jpg" not in {p.name for p in dm.pairs} and len(dm.pairs) == 5
+    assert "1 label file(s) are links to nothing" in caplog.text
+
+
+def test_a_yaml_entry_is_not_matched_by_its_last_folder_alone(tmp_path, caplog):
+    text = "path: .\ntrain: images/train\nval: ../valid/images\nnames: [leaf, bug]\n"
+    root = ultralytics_folder(tmp_path / "y", text)
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root)
+    assert "val: ../valid/images is not found" in caplog.text
+    assert {p.name: p.split for p in dm.pairs}["val/v0.jpg"] == "val"  # by its folder
 
 
 @pytest.mark.parametrize(
@@ -382,6 +414,12 @@ def test_several_datasets_numbering_classes_their_own_way_are_refused(tmp_path):
         (root / name / "labels" / "classes.txt").write_text(listed)
     with pytest.raises(ImageDataError, match="name other classes"):
         prepared(root)
+    (root / "b" / "labels" / "classes.txt").unlink()  # one dataset names its classes: a's
+    with pytest.raises(ImageDataError, match="the labels of more than one dataset"):
+        prepared(root)
+    (root / "classes.txt").write_text("leaf\nbug\n")  # one list for all: one dataset
+    (root / "a" / "labels" / "classes.txt").unlink()
+    assert len(prepared(root).pairs) == 12
 
 
 @pytest.mark.parametrize(
@@ -389,6 +427,7 @@ def test_several_datasets_numbering_classes_their_own_way_are_refused(tmp_path):
     [
         ("train: images/train\nnames:\n  '0': leaf\n  '1': bug\n", ["leaf", "bug"]),
         ("train: images/train\nval: images/val\nnc: 2\n", ["class0", "class1"]),
+        ("train: images/train\nnc: '2'\nnames: [leaf, bug]\n", ["leaf", "bug"]),
     ],
 )
 def test_yaml_names_as_ultralytics_reads_them(tmp_path, yaml_text, classes):
@@ -404,12 +443,12 @@ def test_a_classes_txt_with_a_byte_order_mark_names_its_first_class(tmp_path):
     assert dm.info().class_names == ["background", "leaf", "bug"]
 
 
-def test_two_images_of_one_stem_keep_masks_of_their_own(tmp_path):
+def test_two_images_of_one_label_file_are_refused(tmp_path):
     root = tmp_path / "y"
     labelled(root / "images", root / "labels", ["0.png", "1.png", "2.png", "3.png"])
-    write_images(root / "images", ["0.jpg"], size=(2 * H, 2 * W))  # labels/0.txt is its too
-    dm = prepared(root, class_names=["background", "leaf", "bug"], val_fraction=0.2)
-    assert mask_of(dm, "0.jpg").shape == (2 * H, 2 * W) and mask_of(dm, "0.png").shape == (H, W)
+    write_images(root / "images", ["0.jpg"])  # labels/0.txt would be its labels too
+    with pytest.raises(ImageDataError, match=r"0.jpg and .*0.png share the label file"):
+        prepared(root, class_names=["background", "leaf", "bug"], val_fraction=0.2)
 
 
 def test_a_recorded_void_is_kept_and_said_where_the_training_data_is_gone(tmp_path, caplog):
