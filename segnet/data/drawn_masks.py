@@ -194,7 +194,7 @@ def none_labelled(
         return index
     if [n.strip().lower() for n in class_names[1:]] == ["foreground"] and len(objects) == 1:
         log.info(
-            "%s has one label, %s: it is the class foreground, as black-and-white masks name "
+            "the one label of %s, %s, is the class foreground, as black-and-white masks name "
             "it", source, objects[0],
         )  # fmt: skip
         return {**index, key[objects[0]]: 1}
