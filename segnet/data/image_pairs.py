@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from segnet.data import coco, cvat_xml, labelme, yolo
+from segnet.data import coco, cvat_xml, labelme, via, yolo
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
@@ -441,11 +441,12 @@ def sibling_split_pairs(
 
 def annotation_files(root: Path) -> list[Path]:
     """The annotation files ``root``'s masks are drawn from: COCO's, else CVAT's, else
-    LabelMe's, else YOLO's label files."""
+    LabelMe's, else VIA's, else YOLO's label files."""
     return (
         [f.path for f in coco.annotation_files(root)]
         or cvat_xml.annotation_files(root)
         or labelme.annotation_files(root)
+        or via.annotation_files(root)
         or yolo.annotation_files(root)
     )
 
@@ -467,6 +468,9 @@ def annotation_pairs(
     elif labelme_files := labelme.annotation_files(root):
         found = labelme.labelled_images(root, images, class_names)
         what = f"{len(labelme_files)} LabelMe file(s)"
+    elif via_files := via.annotation_files(root):
+        found = via.via_images(root, images, class_names)
+        what = "the regions of " + ", ".join(str(f.relative_to(root)) for f in via_files)
     else:
         found = yolo.yolo_images(root, images, class_names)
         what = "their YOLO label files"

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, coco, cvat_xml, labelme, stats_cache, yolo
+from segnet.data import class_files, class_masks, coco, cvat_xml, labelme, stats_cache, via, yolo
 from segnet.data import images as img
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
@@ -319,6 +319,7 @@ def classes_beside(root: Path | None, own: bool, drawn: bool) -> class_files.Shi
             coco.coco_classes(root)
             or cvat_xml.cvat_classes(root)
             or labelme.labelme_classes(root)
+            or via.via_classes(root)
             or yolo.yolo_classes(root)
         )
     return class_files.shipped_classes(root, own)
@@ -610,7 +611,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             given = "data.label_values" if label_values is not None else "data.palette"
             raise ValueError(
                 f"{given} given, and the masks of data.root={self.root} are drawn from its "
-                "annotation files (COCO's, CVAT's, LabelMe's, YOLO's) with each class's number in the order of "
+                "annotation files (COCO's, CVAT's, LabelMe's, VIA's, YOLO's) with each class's number in the order of "
                 f"data.class_names: leave {given} out (data.class_names alone chooses and orders "
                 "the classes)."
             )
@@ -848,7 +849,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     @classmethod
     def masks_drawn(cls, data_cfg: Any) -> bool:
         """Whether the masks of the data ``data_cfg`` reads are drawn from annotation files
-        (COCO's, CVAT's, LabelMe's, YOLO's: :func:`img.drawn_masks_root`)."""
+        (COCO's, CVAT's, LabelMe's, VIA's, YOLO's: :func:`img.drawn_masks_root`)."""
         if data_cfg.get("csv") or not own_layout(data_cfg):
             return False
         return img.drawn_masks_root(read_from(data_cfg.get("root"), None, data_cfg, say=False))

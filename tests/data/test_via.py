@@ -1,0 +1,113 @@
+"""VGG Image Annotator's files (each image's regions in one JSON file) train with no
+conversion: the regions drawn into masks, their attribute the class."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segnet.data.errors import ImageDataError
+from tests.data.test_coco import write_images
+from tests.data.test_images import prepared, train_labels
+
+H, W = 24, 32
+
+
+def polygon(x: int, y: int, side: int, **attributes) -> dict:
+    """A square region over pixels [x, x + side)."""
+    xs, ys = [x, x + side, x + side, x], [y, y, y + side, y + side]
+    shape = {"name": "polygon", "all_points_x": xs, "all_points_y": ys}
+    return {"shape_attributes": shape, "region_attributes": attributes}
+
+
+def via_file(folder, names, regions, project=None):
+    """VIA 2's export of regions (a project file where ``project`` gives its attributes)."""
+    write_images(folder, names)
+    meta = {
+        f"{n}{100 + k}": {"filename": n, "size": 100 + k, "regions": regions, "file_attributes": {}}
+        for k, n in enumerate(names)
+    }
+    if project is not None:
+        text = {"_via_settings": {}, "_via_img_metadata": meta, "_via_attributes": project}
+        (folder / "via_project.json").write_text(json.dumps(text))
+    else:
+        (folder / "via_region_data.json").write_text(json.dumps(meta))
+
+
+def mask_of(dm, name: str) -> np.ndarray:
+    return np.array(Image.open(next(p.label for p in dm.pairs if p.name == name)))
+
+
+def test_the_balloon_layout_trains_its_one_class_in_its_splits(tmp_path, caplog):
+    root = tmp_path / "balloon"
+    regions = [polygon(4, 4, 12), {"shape_attributes": {"name": "point", "cx": 1, "cy": 1}}]
+    via_file(root / "train", [f"t{k}.jpg" for k in range(4)], regions)
+    via_file(root / "val", ["v0.jpg", "v1.jpg"], regions)
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root)
+    assert dm.info().class_names == ["background", "foreground"]
+    assert {s: len(dm.splits[s]) for s in ("train", "val")} == {"train": 4, "val": 2}
+    mask = mask_of(dm, "train/t0.jpg")
+    assert (mask == 1).sum() == 144 and (mask[4:16, 4:16] == 1).all()
+    assert "6 VIA region(s) outline no area" in caplog.text
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+    assert not list(root.rglob("*.png"))  # nothing written into the user's folder
+
+
+def test_a_project_files_options_order_the_classes_and_shapes_are_drawn(tmp_path):
+    root = tmp_path / "p"
+    regions = [
+        {"shape_attributes": {"name": "rect", "x": 2, "y": 2, "width": 20, "height": 10},
+         "region_attributes": {"class": "leaf", "note": "x"}},
+        {"shape_attributes": {"name": "circle", "cx": 10, "cy": 6, "r": 2},
+         "region_attributes": {"class": "bug", "note": ""}},
+        {"shape_attributes": {"name": "ellipse", "cx": 26, "cy": 18, "rx": 4, "ry": 2,
+                              "theta": 0}, "region_attributes": {"class": "leaf"}},
+    ]  # fmt: skip
+    options = {"region": {"class": {"type": "dropdown", "options": {"leaf": "", "bug": ""}}}}
+    via_file(root, [f"{k}.png" for k in range(5)], regions, project=options)
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert dm.info().class_names == ["background", "leaf", "bug"]  # the options' order
+    mask = mask_of(dm, "0.png")
+    assert mask[6, 10] == 2 and mask[3, 3] == 1 and mask[18, 26] == 1 and mask[18, 20] == 0
+    assert 8 <= (mask == 2).sum() <= 16  # a circle of radius 2, drawn on the larger box
+
+
+def test_via_1_regions_and_a_checkbox_class(tmp_path):
+    root = tmp_path / "v1"
+    regions = {"0": polygon(0, 0, 8, kind={"leaf": True, "bug": False})}
+    via_file(root, [f"{k}.png" for k in range(5)], regions)
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert dm.info().class_names == ["background", "leaf"]
+    assert (mask_of(dm, "0.png") == 1).sum() == 64
+
+
+@pytest.mark.parametrize(
+    "attributes, words",
+    [
+        ({"colour": "red", "size": "big"}, "none is named as a class"),
+        ({"class": {"leaf": True, "bug": True}}, "a region is of one class"),
+    ],
+)
+def test_regions_whose_class_cannot_be_told_are_refused(tmp_path, attributes, words):
+    root = tmp_path / "v"
+    via_file(root, [f"{k}.png" for k in range(4)], [polygon(0, 0, 8, **attributes)])
+    with pytest.raises(ImageDataError, match=words):
+        prepared(root, val_fraction=0.25, test_fraction=0)
+
+
+def test_a_region_with_no_class_is_void_and_unlisted_images_left_out(tmp_path, caplog):
+    root = tmp_path / "v"
+    via_file(root, [f"{k}.png" for k in range(4)], [polygon(0, 0, 8, **{"class": "leaf"}),
+                                                   polygon(16, 8, 4, **{"class": ""})])  # fmt: skip
+    write_images(root, ["9.png"])  # in no VIA file
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root, val_fraction=0.25, test_fraction=0)
+    assert dm.info().class_names == ["background", "leaf"]
+    mask = mask_of(dm, "0.png")
+    assert (mask == 1).sum() == 64 and (mask == 255).sum() == 16
+    assert "1 image(s) beside the VIA files are in none" in caplog.text and len(dm.pairs) == 4
