@@ -193,10 +193,10 @@ def values_by_name(
 def none_labelled(
     key: dict[str, str], index: dict[str, int], class_names: Sequence[str], source: str
 ) -> dict[str, int]:
-    """``index`` where no class after the background is labelled: a two-class list of
-    black-and-white masks' own names (``[background, foreground]``, a checkpoint of such
-    masks) takes a single label as its foreground, said; any other list is refused, as
-    every object would be background."""
+    """``index`` where no class after the background is labelled: one class named
+    ``foreground`` (a checkpoint of black-and-white masks) takes a single label, and one
+    class takes a single label ``foreground`` (regions with no class name), said; any
+    other list is refused, as every object would be background."""
     objects = sorted(
         label
         for label, low in key.items()
@@ -204,10 +204,11 @@ def none_labelled(
     )
     if not objects:
         return index
-    if [n.strip().lower() for n in class_names[1:]] == ["foreground"] and len(objects) == 1:
+    one_class = len(class_names) == 2 and len(objects) == 1
+    if one_class and "foreground" in (class_names[1].strip().lower(), key[objects[0]]):
         log.info(
-            "the one label of %s, %s, is the class foreground, as black-and-white masks name "
-            "it", source, objects[0],
+            "the one label of %s, %s, is the one class %s (foreground is what black-and-white "
+            "masks and unnamed regions call it)", source, objects[0], class_names[1],
         )  # fmt: skip
         return {**index, key[objects[0]]: 1}
     raise ImageDataError(

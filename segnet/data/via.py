@@ -3,18 +3,20 @@
 ``regions``) or its project file (``_via_img_metadata``), as the Mask R-CNN tutorials'
 balloon dataset ships them, so that such a folder trains with no conversion.
 
-* **Where**: the VIA files in ``data.root`` and its split folders (``train/``,
-  ``val/``), the images beside each file (else by name below ``data.root``). A file's
-  split is its folder's; a file in ``data.root`` leaves the splits to be drawn.
+* **Where**: the VIA files in ``data.root``, its split folders (``train/``, ``val/``)
+  and its annotations folder, the images beside each file (else by name below
+  ``data.root``). A file's split is its folder's, else its images' split folders; an
+  image listed twice is refused, and so is a VIA 3 project (another schema).
 * **Masks**: polygons, rectangles, circles and ellipses (rotated where VIA rotated
   them) are drawn as COCO's objects are (:func:`segnet.data.coco.draw_mask`), larger
   ones first, so that a smaller one lying on a larger keeps its class. Polylines and
   points outline no area: counted in a warning, not drawn.
-* **Classes**: each region's class is its one region attribute's value (``class``,
-  ``label``, ``name``, ``type`` or ``category`` where there are several; a region
-  where it is empty is void); regions with no attribute at all (the balloon dataset's)
-  are one class, ``foreground``, as black-and-white masks name it. Background (mask value 0), then the classes in the
-  order the project file's attribute options list them, else in name order.
+* **Classes**: a region's class is its attribute named as a class (:data:`CLASS_KEYS`,
+  any case), else the one attribute of choices a project file declares; a region where
+  it is empty is void, said. With neither (the balloon dataset's regions), every region
+  is one class, ``foreground``, as black-and-white masks name it. Background (mask
+  value 0), then the classes in the order a project file's options list them, else in
+  name order.
 * The masks are kept in the cache (:mod:`segnet.data.drawn_masks`).
 """
 
@@ -25,6 +27,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from segnet.data.class_files import ShippedClasses
 from segnet.data.coco import draw_mask
@@ -39,6 +42,7 @@ from segnet.data.drawn_masks import (
     mask_path,
     name_below,
     say_missing,
+    split_of_folders,
     values_by_name,
     write_mask,
 )
@@ -49,7 +53,7 @@ DRAWING = "via-masks-1"  # bumped where the drawing changes: masks drawn before,
 CLASS_KEYS = ("class", "label", "name", "type", "category", "object")  # several: in order
 UNNAMED = "foreground"  # the class of regions with no attribute, as binary masks name it
 UNCLASSED = "__ignore__"  # a region whose class attribute is empty: not known, so void
-AREAS = ("polygon", "rect", "circle", "ellipse")
+ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
 CURVE_POINTS = 64  # a circle or an ellipse drawn as a polygon of so many corners
 log = logging.getLogger(__name__)
 
@@ -68,11 +72,24 @@ def entries(path: Path) -> list[dict[str, Any]] | None:
 
 
 def annotation_files(root: Path) -> list[Path]:
-    """The VIA files in ``root`` and its split folders, in path order."""
+    """The VIA files in ``root``, its split folders and its annotations folder, in path
+    order; a file of VIA 3, whose schema is another, is refused."""
     if not root.is_dir():
         return []
-    places = [root, *sorted(d for d in root.iterdir() if d.is_dir() and split_named(d.name))]
-    return [f for place in places for f in sorted(place.glob("*.json")) if entries(f)]
+    places = [root] + sorted(
+        d for d in root.iterdir()
+        if d.is_dir() and (split_named(d.name) or d.name.lower() in ANNOTATION_FOLDERS)
+    )  # fmt: skip
+    files = [f for place in places for f in sorted(place.glob("*.json")) if f.is_file()]
+    for f in files:
+        found = json_file(f)
+        if isinstance(found, dict) and {"project", "file", "metadata"} <= found.keys():
+            raise ImageDataError(
+                f"{f} is a VGG Image Annotator 3 project, which is not read: export its "
+                "annotations as COCO from VIA 3 (read with no setting), or annotate with "
+                "VIA 2 (via_region_data.json)."
+            )
+    return [f for f in files if entries(f)]
 
 
 def regions_of(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,19 +100,31 @@ def regions_of(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 # -- classes --------------------------------------------------------------------------------
 def class_key(files: Sequence[Path]) -> str | None:
-    """The region attribute that names the class: the only one, else the first of
-    :data:`CLASS_KEYS` there; None where regions have none. Others are refused."""
-    keys = sorted({k for f in files for e in entries(f) or [] for r in regions_of(e)
-                   for k in (r.get("region_attributes") or {})})  # fmt: skip
-    if len(keys) <= 1:
-        return keys[0] if keys else None
-    chosen = next((k for k in CLASS_KEYS if k in keys), None)
+    """The region attribute that names the class: the first of :data:`CLASS_KEYS` (in
+    any case) the regions have, else the one attribute of choices (a dropdown, radio
+    or checkbox) a project file declares; None where neither is (every region is then
+    :data:`UNNAMED`, whatever other attributes, a note, say)."""
+    keys = {k for f in files for e in entries(f) or [] for r in regions_of(e)
+            for k in (r.get("region_attributes") or {})}  # fmt: skip
+    by_lower = {k.strip().lower(): k for k in sorted(keys)}
+    chosen = next((by_lower[k] for k in CLASS_KEYS if k in by_lower), None)
     if chosen is None:
-        raise ImageDataError(
-            f"{files[0]}: its regions have the attributes {', '.join(keys)}, and none is "
-            f"named as a class ({', '.join(CLASS_KEYS)}): rename the one naming the class."
-        )
+        choices = {k for f in files for k, a in declared(f).items() if a.get("options")}
+        chosen = next(iter(choices)) if len(choices) == 1 else None
+    if chosen is None and keys:
+        log.info(
+            "the VIA regions' attributes (%s) name no class (%s): every region is one "
+            "class, %s", ", ".join(sorted(keys)), ", ".join(CLASS_KEYS), UNNAMED,
+        )  # fmt: skip
     return chosen
+
+
+def declared(path: Path) -> dict[str, dict[str, Any]]:
+    """The region attributes a VIA project file declares (none in an export)."""
+    found = json_file(path)
+    attributes = found.get("_via_attributes") if isinstance(found, dict) else None
+    region = attributes.get("region") if isinstance(attributes, dict) else None
+    return {k: a for k, a in (region or {}).items() if isinstance(a, dict)}
 
 
 def label_of(region: dict[str, Any], key: str | None, path: Path) -> str:
@@ -103,14 +132,15 @@ def label_of(region: dict[str, Any], key: str | None, path: Path) -> str:
     :data:`UNCLASSED` (void) where that is empty, :data:`UNNAMED` where there is no
     ``key``."""
     value = (region.get("region_attributes") or {}).get(key) if key else None
-    if isinstance(value, dict):  # a checkbox attribute: {option: true, ...}
-        ticked = [k for k, on in value.items() if on]
-        if len(ticked) != 1:
+    if isinstance(value, dict | list):  # a checkbox's {option: true}, a list of values
+        ticked = [k for k, on in value.items() if on] if isinstance(value, dict) else value
+        if len(ticked) > 1:
             raise ImageDataError(
-                f"{path}: a region's {key} ticks {ticked or 'no option'}: a region is of one "
-                "class, so tick one."
+                f"{path}: a region's {key} is {ticked}: a region is of one class, so give it one."
             )
-        value = ticked[0]
+        value = ticked[0] if ticked else None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 1.0 and 1: one class
     value = str(value).strip() if value is not None else ""
     return value or (UNCLASSED if key else UNNAMED)
 
@@ -121,10 +151,9 @@ def class_list(files: Sequence[Path]) -> list[str]:
     key = class_key(files)
     labels = {label_of(r, key, f) for f in files for e in entries(f) or [] for r in regions_of(e)}
     for f in files:
-        options = ((json_file(f) or {}).get("_via_attributes") or {}).get("region") or {}
-        listed = list(((options.get(key) or {}).get("options") or {}) if key else [])
-        if listed and labels <= set(listed):
-            return listed
+        listed = [str(o) for o in ((declared(f).get(key) or {}).get("options") or {})]
+        if listed and labels - {UNCLASSED} <= set(listed):
+            return listed + sorted(labels - set(listed))
     return sorted(labels)
 
 
@@ -189,37 +218,97 @@ def via_images(
 ) -> list[AnnotatedImage]:
     """Every image ``root``'s VIA files list and the folder holds, each with its mask
     (drawn now, or found drawn in the cache) of ``class_names`` (given, or the files'
-    own: :func:`via_classes`); ``images`` are the image files below ``root``."""
+    own: :func:`via_classes`); ``images`` are the image files below ``root``. An image
+    listed twice (in two files, or twice in one) is refused."""
     files = annotation_files(root)
     names = list(class_names or via_classes(root).class_names)
-    labels = class_list(files)
-    values = values_by_name(labels, names, f"the regions of {files[0]}")
+    values = values_by_name(class_list(files), names, f"the regions of {files[0]}")
     folder = cache_folder(DRAWING, files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
     by_name, key = image_index(images), class_key(files)
-    found, undrawn = [], 0
+    found: dict[Path, AnnotatedImage] = {}
+    listed_in: dict[Path, Path] = {}
+    said = {"undrawn": 0, "void": 0, "outside": 0, "resaved": 0, "example": None}
     for f in files:
-        split = split_named(f.parent.name) if f.parent != root else None
-        listed = entries(f) or []
-        missing = []
+        listed, missing = entries(f) or [], []
         for entry in listed:
-            image = image_of(entry["filename"], [f.parent, root], by_name)
+            image = image_of(_file_name(entry["filename"]), [f.parent, root], by_name)
             if image is None:
                 missing.append(entry["filename"])
                 continue
-            name, regions = name_below(root, image), regions_of(entry)
-            mask = mask_path(folder, name)
-            areas = sum(outline(r.get("shape_attributes") or {}) is not None for r in regions)
-            undrawn += len(regions) - areas
-            if not mask.is_file():  # each written whole: one there was drawn from this file
-                height, width = check_size(f, entry["filename"], image, None, None)
-                write_mask(mask, draw_mask(height, width, objects_of(regions, key, f), values)[0])
-            found.append(AnnotatedImage(name, image, mask, split, areas))
+            if image in listed_in:
+                raise ImageDataError(
+                    f"{image} is listed in {listed_in[image]} and again in {f}: keep one VIA "
+                    "file (or one entry) per image."
+                )
+            listed_in[image] = f
+            split = (
+                split_named(f.parent.name) if f.parent != root else split_of_folders(root, image)
+            )
+            found[image] = _annotated(root, f, entry, image, split, key, values, folder, said)
         say_missing(f, len(listed), missing, len(listed) - len(missing),
                     "put the images beside the file, under the names it gives.")  # fmt: skip
-    if undrawn:
-        log.warning("%d VIA region(s) outline no area (polylines, points): not drawn.", undrawn)
+    _say_what_was_left(files, images, list(found.values()), key, said)
+    return list(found.values())
+
+
+def _file_name(name: str) -> str:
+    """An entry's file name as a path: a URL's without its query, unquoted."""
+    return unquote(str(name).split("?")[0]) if "://" in str(name) else str(name)
+
+
+def _annotated(
+    root: Path, f: Path, entry: dict, image: Path, split: str | None, key: str | None,
+    values: dict[str, int], folder: Path, said: dict,
+) -> AnnotatedImage:  # fmt: skip
+    """One listed image with its mask, drawn where the cache has none; what was left
+    undrawn or void counted into ``said``."""
+    name, regions = name_below(root, image), regions_of(entry)
+    outlines = [outline(r.get("shape_attributes") or {}) for r in regions]
+    said["undrawn"] += sum(o is None for o in outlines)
+    void = sum(label_of(r, key, f) == UNCLASSED for r in regions)
+    said["void"] += void
+    said["example"] = said["example"] or (image if void else None)
+    mask = mask_path(folder, name)
+    if not mask.is_file():  # each written whole: one there was drawn from this file
+        height, width = check_size(f, entry["filename"], image, None, None)
+        said["outside"] += sum(
+            o is not None and (max(o[0::2]) > 1.01 * width or max(o[1::2]) > 1.01 * height)
+            for o in outlines
+        )  # fmt: skip
+        size = entry.get("size")
+        said["resaved"] += isinstance(size, int) and size > 0 and size != image.stat().st_size
+        write_mask(mask, draw_mask(height, width, objects_of(regions, key, f), values)[0])
+    areas = sum(o is not None for o in outlines)
+    return AnnotatedImage(name, image, mask, split, areas)
+
+
+def _say_what_was_left(
+    files: list[Path], images: Sequence[Path], found: list, key: str | None, said: dict
+) -> None:
+    if not any(a.objects for a in found):
+        raise ImageDataError(
+            f"the VIA file(s) {', '.join(map(str, files))} outline no region: draw the "
+            "regions first (polygons, rectangles, circles or ellipses)."
+        )
+    if said["undrawn"]:
+        log.warning(
+            "%d VIA region(s) of %s outline no area (polylines, points, polygons of fewer "
+            "than three points or of unequal x and y lists): not drawn.", said["undrawn"],
+            ", ".join(map(str, files)),
+        )  # fmt: skip
+    if said["void"]:
+        log.warning(
+            "%d VIA region(s) have no %s (e.g. on %s): void, neither trained nor scored; "
+            "give them their class in VIA.", said["void"], key, said["example"],
+        )  # fmt: skip
+    if said["outside"] or said["resaved"]:
+        log.warning(
+            "%d VIA region(s) reach past their image's edge, and %d image(s) are not the "
+            "size in bytes the VIA file gives: are these the images annotated (resized "
+            "since?)", said["outside"], said["resaved"],
+        )  # fmt: skip
     folders = {f.parent for f in files}
     unlisted = sorted({i for i in images if i.parent in folders} - {a.image for a in found})
     if unlisted:
@@ -227,4 +316,3 @@ def via_images(
             "%d image(s) beside the VIA files are in none (e.g. %s): left out (nobody "
             "outlined them).", len(unlisted), unlisted[0],
         )  # fmt: skip
-    return found

@@ -27,9 +27,15 @@ def polygon(x: int, y: int, side: int, **attributes) -> dict:
 def via_file(folder, names, regions, project=None):
     """VIA 2's export of regions (a project file where ``project`` gives its attributes)."""
     write_images(folder, names)
+    sizes = {n: (folder / n).stat().st_size for n in names}
     meta = {
-        f"{n}{100 + k}": {"filename": n, "size": 100 + k, "regions": regions, "file_attributes": {}}
-        for k, n in enumerate(names)
+        f"{n}{sizes[n]}": {
+            "filename": n,
+            "size": sizes[n],
+            "regions": regions,
+            "file_attributes": {},
+        }
+        for n in names
     }
     if project is not None:
         text = {"_via_settings": {}, "_via_img_metadata": meta, "_via_attributes": project}
@@ -53,7 +59,8 @@ def test_the_balloon_layout_trains_its_one_class_in_its_splits(tmp_path, caplog)
     assert {s: len(dm.splits[s]) for s in ("train", "val")} == {"train": 4, "val": 2}
     mask = mask_of(dm, "train/t0.jpg")
     assert (mask == 1).sum() == 144 and (mask[4:16, 4:16] == 1).all()
-    assert "6 VIA region(s) outline no area" in caplog.text
+    assert "6 VIA region(s) of" in caplog.text and "outline no area" in caplog.text
+    assert "past their image's edge" not in caplog.text
     assert set(np.unique(train_labels(dm))) == {0, 1}
     assert not list(root.rglob("*.png"))  # nothing written into the user's folder
 
@@ -79,7 +86,7 @@ def test_a_project_files_options_order_the_classes_and_shapes_are_drawn(tmp_path
 
 def test_via_1_regions_and_a_checkbox_class(tmp_path):
     root = tmp_path / "v1"
-    regions = {"0": polygon(0, 0, 8, kind={"leaf": True, "bug": False})}
+    regions = {"0": polygon(0, 0, 8, Class={"leaf": True, "bug": False}, note="one")}
     via_file(root, [f"{k}.png" for k in range(5)], regions)
     dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
     assert dm.info().class_names == ["background", "leaf"]
@@ -89,15 +96,60 @@ def test_via_1_regions_and_a_checkbox_class(tmp_path):
 @pytest.mark.parametrize(
     "attributes, words",
     [
-        ({"colour": "red", "size": "big"}, "none is named as a class"),
         ({"class": {"leaf": True, "bug": True}}, "a region is of one class"),
+        ({"label": ["leaf", "bug"]}, "a region is of one class"),
     ],
 )
-def test_regions_whose_class_cannot_be_told_are_refused(tmp_path, attributes, words):
+def test_regions_of_two_classes_are_refused(tmp_path, attributes, words):
     root = tmp_path / "v"
     via_file(root, [f"{k}.png" for k in range(4)], [polygon(0, 0, 8, **attributes)])
     with pytest.raises(ImageDataError, match=words):
         prepared(root, val_fraction=0.25, test_fraction=0)
+
+
+def test_attributes_that_name_no_class_leave_one_class_named_as_given(tmp_path, caplog):
+    root = tmp_path / "v"
+    regions = [polygon(0, 0, 8, colour="red", occluded={"yes": True}), polygon(16, 8, 4)]
+    via_file(root, [f"{k}.png" for k in range(4)], regions)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, val_fraction=0.25, test_fraction=0)
+    assert dm.info().class_names == ["background", "foreground"]
+    assert "name no class" in caplog.text
+    dm = prepared(root, class_names=["background", "balloon"], val_fraction=0.25, test_fraction=0)
+    assert (mask_of(dm, "0.png") == 1).sum() == 64 + 16
+
+
+def test_images_listed_twice_are_refused_and_a_root_file_keeps_split_folders(tmp_path):
+    root = tmp_path / "v"
+    via_file(
+        root / "train", ["t0.png", "t1.png", "t2.png"], [polygon(0, 0, 8, **{"class": "leaf"})]
+    )
+    via_file(root / "val", ["v0.png"], [polygon(0, 0, 8, **{"class": "leaf"})])
+    meta = {}
+    for folder in ("train", "val"):
+        meta.update({
+            k: {**e, "filename": f"{folder}/{e['filename']}"}
+            for k, e in json.loads((root / folder / "via_region_data.json").read_text()).items()
+        })  # fmt: skip
+        (root / folder / "via_region_data.json").unlink()
+    (root / "via_region_data.json").write_text(json.dumps(meta))
+    dm = prepared(root)
+    assert {p.name: p.split for p in dm.pairs}["val/v0.png"] == "val"
+    (root / "annotations").mkdir()
+    (root / "annotations" / "via_project.json").write_text(
+        json.dumps({"_via_img_metadata": meta, "_via_attributes": {}})
+    )
+    with pytest.raises(ImageDataError, match="is listed in .* and again in"):
+        prepared(root)
+
+
+def test_a_via_3_project_is_refused_saying_what_to_export(tmp_path):
+    root = tmp_path / "v"
+    write_images(root, ["0.png"])
+    (root / "via3.json").write_text(json.dumps({"project": {}, "config": {}, "attribute": {},
+                                                "file": {}, "view": {}, "metadata": {}}))  # fmt: skip
+    with pytest.raises(ImageDataError, match="VGG Image Annotator 3 project"):
+        prepared(root)
 
 
 def test_a_region_with_no_class_is_void_and_unlisted_images_left_out(tmp_path, caplog):
