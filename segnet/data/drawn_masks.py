@@ -204,9 +204,11 @@ def none_labelled(
     )
     if not objects:
         return index
-    one_class = len(class_names) == 2 and len(objects) == 1
-    if one_class and "foreground" in (class_names[1].strip().lower(), key[objects[0]]):
-        log.info(
+    first, second = (n.strip().lower() for n in [*class_names, ""][:2])
+    one_class = len(class_names) == 2 and len(objects) == 1 and first in BACKGROUND_NAMES
+    one_class = one_class and second not in BACKGROUND_NAMES and not is_void_name(second)
+    if one_class and "foreground" in (second, key[objects[0]]):
+        log.warning(
             "the one label of %s, %s, is the one class %s (foreground is what black-and-white "
             "masks and unnamed regions call it)", source, objects[0], class_names[1],
         )  # fmt: skip

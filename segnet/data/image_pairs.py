@@ -342,16 +342,31 @@ def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
     it holds some, and no mask images (masks, where a folder holds both, are what is
     read, the annotation files left alone; and a layout of masks that is refused, a mask
     missing, is refused as before, not read from the annotation files instead)."""
-    if root is None or not root.is_dir() or not annotation_files(root):
-        forget_parsed_files()
+    if root is None or not root.is_dir():
         return False
+    if not annotation_files(root):
+        forget_parsed_files()
+        if via.via3_files(root) and not masks_read(root, skip_unlabelled):
+            raise ImageDataError(
+                f"{via.via3_files(root)[0]} is a VGG Image Annotator 3 project, which is not "
+                "read, and no masks are found beside it: export its annotations as COCO from "
+                "VIA 3 (read with no setting), or annotate with VIA 2 (via_region_data.json)."
+            )
+        return False
+    return not masks_read(root, skip_unlabelled)
+
+
+def masks_read(root: Path, skip_unlabelled: bool) -> bool:
+    """Whether a layout of mask images reads ``root`` (tried silently), or refuses it for
+    what its mask images lack (an image without its mask): either way, masks are what
+    the folder holds."""
     try:
         with logs_silenced():  # a layout's own words, said where it is read
-            if layout_pairs(root, (None, None, None), Naming(skip_unlabelled=skip_unlabelled)):
-                return False
+            return bool(
+                layout_pairs(root, (None, None, None), Naming(skip_unlabelled=skip_unlabelled))
+            )
     except (ValueError, OSError):  # refused: for want of masks, or for what its masks lack
-        return not holds_mask_images(root)
-    return True
+        return holds_mask_images(root)
 
 
 def holds_mask_images(root: Path) -> bool:

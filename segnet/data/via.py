@@ -5,18 +5,17 @@ balloon dataset ships them, so that such a folder trains with no conversion.
 
 * **Where**: the VIA files in ``data.root``, its split folders (``train/``, ``val/``)
   and its annotations folder, the images beside each file (else by name below
-  ``data.root``). A file's split is its folder's, else its images' split folders; an
-  image listed twice is refused, and so is a VIA 3 project (another schema).
+  ``data.root``). A file's split is its folder's, its name's, else its images' split
+  folders; an image listed twice with other regions is refused.
 * **Masks**: polygons, rectangles, circles and ellipses (rotated where VIA rotated
   them) are drawn as COCO's objects are (:func:`segnet.data.coco.draw_mask`), larger
   ones first, so that a smaller one lying on a larger keeps its class. Polylines and
   points outline no area: counted in a warning, not drawn.
-* **Classes**: a region's class is its attribute named as a class (:data:`CLASS_KEYS`,
-  any case), else the one attribute of choices a project file declares; a region where
-  it is empty is void, said. With neither (the balloon dataset's regions), every region
-  is one class, ``foreground``, as black-and-white masks name it. Background (mask
-  value 0), then the classes in the order a project file's options list them, else in
-  name order.
+* **Classes**: a region's class is its attribute as :func:`class_key` chooses it (the
+  only one, else the one named as a class); a region where it is empty is void, said.
+  With none (the balloon dataset's regions), every region is one class,
+  ``foreground``, as black-and-white masks name it. Background (mask value 0), then
+  the classes in the order a project file's options list them, else in name order.
 * The masks are kept in the cache (:mod:`segnet.data.drawn_masks`).
 """
 
@@ -24,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,13 +47,14 @@ from segnet.data.drawn_masks import (
     write_mask,
 )
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import split_named
+from segnet.data.folder_roles import split_named, split_of
 
 DRAWING = "via-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
-CLASS_KEYS = ("class", "label", "name", "type", "category", "object")  # several: in order
+CLASS_KEYS = ("class", "label", "type", "category", "object", "name")  # as key_word reads
 UNNAMED = "foreground"  # the class of regions with no attribute, as binary masks name it
 UNCLASSED = "__ignore__"  # a region whose class attribute is empty: not known, so void
 ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
+VIA3_KEYS = frozenset({"project", "config", "attribute", "file", "view", "metadata"})
 CURVE_POINTS = 64  # a circle or an ellipse drawn as a polygon of so many corners
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def entries(path: Path) -> list[dict[str, Any]] | None:
 
 def annotation_files(root: Path) -> list[Path]:
     """The VIA files in ``root``, its split folders and its annotations folder, in path
-    order; a file of VIA 3, whose schema is another, is refused."""
+    order."""
     if not root.is_dir():
         return []
     places = [root] + sorted(
@@ -81,15 +82,19 @@ def annotation_files(root: Path) -> list[Path]:
         if d.is_dir() and (split_named(d.name) or d.name.lower() in ANNOTATION_FOLDERS)
     )  # fmt: skip
     files = [f for place in places for f in sorted(place.glob("*.json")) if f.is_file()]
-    for f in files:
-        found = json_file(f)
-        if isinstance(found, dict) and {"project", "file", "metadata"} <= found.keys():
-            raise ImageDataError(
-                f"{f} is a VGG Image Annotator 3 project, which is not read: export its "
-                "annotations as COCO from VIA 3 (read with no setting), or annotate with "
-                "VIA 2 (via_region_data.json)."
-            )
     return [f for f in files if entries(f)]
+
+
+def via3_files(root: Path) -> list[Path]:
+    """VIA 3 projects in ``root`` or its annotations folder (another schema, not read):
+    for naming them where no masks are found."""
+    places = [root, *(root / n for n in ANNOTATION_FOLDERS)]
+    found = []
+    for f in (f for place in places if place.is_dir() for f in sorted(place.glob("*.json"))):
+        held = json_file(f)
+        if isinstance(held, dict) and held.keys() >= VIA3_KEYS and isinstance(held["file"], dict):
+            found.append(f)
+    return found
 
 
 def regions_of(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -99,24 +104,49 @@ def regions_of(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # -- classes --------------------------------------------------------------------------------
+def key_word(name: str) -> str:
+    """An attribute's name as compared: any case, without ``_``, ``-`` and spaces, a
+    trailing ``name`` or ``s`` (``Class``, ``class_name``, ``labels``: class, label)."""
+    word = re.sub(r"[\s_\-]+", "", str(name).lower())
+    word = word.removesuffix("name") or word
+    plural = [word[:-n] for n in (1, 2) if word[-n:] == "es"[2 - n :] and word[:-n] in CLASS_KEYS]
+    return plural[0] if plural else word
+
+
 def class_key(files: Sequence[Path]) -> str | None:
-    """The region attribute that names the class: the first of :data:`CLASS_KEYS` (in
-    any case) the regions have, else the one attribute of choices (a dropdown, radio
-    or checkbox) a project file declares; None where neither is (every region is then
-    :data:`UNNAMED`, whatever other attributes, a note, say)."""
-    keys = {k for f in files for e in entries(f) or [] for r in regions_of(e)
-            for k in (r.get("region_attributes") or {})}  # fmt: skip
-    by_lower = {k.strip().lower(): k for k in sorted(keys)}
-    chosen = next((by_lower[k] for k in CLASS_KEYS if k in by_lower), None)
-    if chosen is None:
-        choices = {k for f in files for k, a in declared(f).items() if a.get("options")}
-        chosen = next(iter(choices)) if len(choices) == 1 else None
-    if chosen is None and keys:
-        log.info(
-            "the VIA regions' attributes (%s) name no class (%s): every region is one "
-            "class, %s", ", ".join(sorted(keys)), ", ".join(CLASS_KEYS), UNNAMED,
-        )  # fmt: skip
-    return chosen
+    """The region attribute that names the class (as :func:`key_word` reads it): the
+    only one the regions give a value, else the one named as a class
+    (:data:`CLASS_KEYS`; one a project file gives choices first: ``type`` a radio over
+    ``name`` a text); None where regions have none (each is then :data:`UNNAMED`).
+    Several attributes none of which is named as a class are refused, and so is a lone
+    attribute not so named that some regions lack (a note, not a class)."""
+    given = [
+        (key_word(k), bool(str(v).strip()) and v not in ({}, []))
+        for f in files for e in entries(f) or [] for r in regions_of(e)
+        for k, v in (r.get("region_attributes") or {}).items()
+    ]  # fmt: skip
+    keys = sorted({k for k, filled in given if filled})
+    if not keys:
+        return None
+    choices = {key_word(k) for f in files for k, a in declared(f).items() if a.get("options")}
+    named = sorted((k for k in keys if k in CLASS_KEYS),
+                   key=lambda k: (k not in choices, CLASS_KEYS.index(k)))  # fmt: skip
+    if named or len(keys) == 1:
+        chosen = (named or keys)[0]
+        regions = sum(1 for f in files for e in entries(f) or [] for _ in regions_of(e))
+        filled = sum(1 for k, on in given if k == chosen and on)
+        if not named and filled < regions:
+            raise ImageDataError(
+                f"{files[0]}: {filled} of its {regions} regions give {chosen!r}, the only "
+                "region attribute: if it is their class, give it to every region; if it is "
+                f"a note, name the class attribute 'class' (or delete {chosen!r})."
+            )
+        log.info("the VIA regions' class is their attribute %r", chosen)
+        return chosen
+    raise ImageDataError(
+        f"{files[0]}: its regions have the attributes {', '.join(keys)}, and none is named "
+        f"as a class ({', '.join(CLASS_KEYS)}): rename the one naming the class 'class'."
+    )
 
 
 def declared(path: Path) -> dict[str, dict[str, Any]]:
@@ -131,7 +161,8 @@ def label_of(region: dict[str, Any], key: str | None, path: Path) -> str:
     """A region's class: its ``key`` attribute's value (a checkbox's one ticked option);
     :data:`UNCLASSED` (void) where that is empty, :data:`UNNAMED` where there is no
     ``key``."""
-    value = (region.get("region_attributes") or {}).get(key) if key else None
+    found = {key_word(k): v for k, v in (region.get("region_attributes") or {}).items()}
+    value = found.get(key) if key else None
     if isinstance(value, dict | list):  # a checkbox's {option: true}, a list of values
         ticked = [k for k, on in value.items() if on] if isinstance(value, dict) else value
         if len(ticked) > 1:
@@ -151,7 +182,8 @@ def class_list(files: Sequence[Path]) -> list[str]:
     key = class_key(files)
     labels = {label_of(r, key, f) for f in files for e in entries(f) or [] for r in regions_of(e)}
     for f in files:
-        listed = [str(o) for o in ((declared(f).get(key) or {}).get("options") or {})]
+        attributes = {key_word(k): a for k, a in declared(f).items()}
+        listed = [str(o) for o in ((attributes.get(key) or {}).get("options") or {})]
         if listed and labels - {UNCLASSED} <= set(listed):
             return listed + sorted(labels - set(listed))
     return sorted(labels)
@@ -228,8 +260,8 @@ def via_images(
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
     by_name, key = image_index(images), class_key(files)
     found: dict[Path, AnnotatedImage] = {}
-    listed_in: dict[Path, Path] = {}
-    said = {"undrawn": 0, "void": 0, "outside": 0, "resaved": 0, "example": None}
+    listed_in: dict[Path, tuple[Path, list]] = {}
+    said = {"undrawn": 0, "void": 0, "outside": 0, "twice": 0, "example": None}
     for f in files:
         listed, missing = entries(f) or [], []
         for entry in listed:
@@ -237,20 +269,38 @@ def via_images(
             if image is None:
                 missing.append(entry["filename"])
                 continue
-            if image in listed_in:
-                raise ImageDataError(
-                    f"{image} is listed in {listed_in[image]} and again in {f}: keep one VIA "
-                    "file (or one entry) per image."
-                )
-            listed_in[image] = f
-            split = (
-                split_named(f.parent.name) if f.parent != root else split_of_folders(root, image)
-            )
+            if _listed_before(image, f, regions_of(entry), listed_in, said):
+                continue
+            split = _split(root, f, image)
             found[image] = _annotated(root, f, entry, image, split, key, values, folder, said)
         say_missing(f, len(listed), missing, len(listed) - len(missing),
                     "put the images beside the file, under the names it gives.")  # fmt: skip
     _say_what_was_left(files, images, list(found.values()), key, said)
     return list(found.values())
+
+
+def _listed_before(image: Path, f: Path, regions: list, listed_in: dict, said: dict) -> bool:
+    """Whether ``image`` was listed before with these very regions (a project file and
+    its own export), counted; listed before with others, it is refused."""
+    if image not in listed_in:
+        listed_in[image] = (f, regions)
+        return False
+    if listed_in[image][1] != regions:
+        raise ImageDataError(
+            f"{image} is listed in {listed_in[image][0]} and again in {f}, with other "
+            "regions: keep one VIA file (or one entry) per image."
+        )
+    said["twice"] += 1
+    return True
+
+
+def _split(root: Path, f: Path, image: Path) -> str | None:
+    """An image's split: its VIA file's folder's (``train/``), else the file's name's
+    (``via_val.json``), else the split folder the image lies in."""
+    split = split_named(f.parent.name) if f.parent != root else None
+    split = split or split_of(f.stem)
+    inside = image.is_relative_to(root)
+    return split or (split_of_folders(root, image) if inside else None)
 
 
 def _file_name(name: str) -> str:
@@ -273,12 +323,11 @@ def _annotated(
     mask = mask_path(folder, name)
     if not mask.is_file():  # each written whole: one there was drawn from this file
         height, width = check_size(f, entry["filename"], image, None, None)
-        said["outside"] += sum(
-            o is not None and (max(o[0::2]) > 1.01 * width or max(o[1::2]) > 1.01 * height)
-            for o in outlines
+        said["outside"] += sum(  # VIA keeps polygons and boxes within the image it shows
+            o is not None and (r.get("shape_attributes") or {}).get("name") in ("polygon", "rect")
+            and (max(o[0::2]) > 1.05 * width or max(o[1::2]) > 1.05 * height)
+            for o, r in zip(outlines, regions, strict=True)
         )  # fmt: skip
-        size = entry.get("size")
-        said["resaved"] += isinstance(size, int) and size > 0 and size != image.stat().st_size
         write_mask(mask, draw_mask(height, width, objects_of(regions, key, f), values)[0])
     areas = sum(o is not None for o in outlines)
     return AnnotatedImage(name, image, mask, split, areas)
@@ -298,17 +347,23 @@ def _say_what_was_left(
             "than three points or of unequal x and y lists): not drawn.", said["undrawn"],
             ", ".join(map(str, files)),
         )  # fmt: skip
+    if said["void"] and said["void"] >= sum(a.objects for a in found):
+        raise ImageDataError(
+            f"every region of {', '.join(map(str, files))} has an empty {key}: give the "
+            "regions their class in VIA."
+        )
     if said["void"]:
         log.warning(
             "%d VIA region(s) have no %s (e.g. on %s): void, neither trained nor scored; "
             "give them their class in VIA.", said["void"], key, said["example"],
         )  # fmt: skip
-    if said["outside"] or said["resaved"]:
+    if said["outside"]:
         log.warning(
-            "%d VIA region(s) reach past their image's edge, and %d image(s) are not the "
-            "size in bytes the VIA file gives: are these the images annotated (resized "
-            "since?)", said["outside"], said["resaved"],
+            "%d VIA polygon(s) or box(es) reach more than 5%% past their image's edge: are "
+            "these the images annotated (resized since?)", said["outside"],
         )  # fmt: skip
+    if said["twice"]:
+        log.info("%d image(s) listed again with the same regions: read once", said["twice"])
     folders = {f.parent for f in files}
     unlisted = sorted({i for i in images if i.parent in folders} - {a.image for a in found})
     if unlisted:

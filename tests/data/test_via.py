@@ -107,16 +107,36 @@ def test_regions_of_two_classes_are_refused(tmp_path, attributes, words):
         prepared(root, val_fraction=0.25, test_fraction=0)
 
 
-def test_attributes_that_name_no_class_leave_one_class_named_as_given(tmp_path, caplog):
-    root = tmp_path / "v"
-    regions = [polygon(0, 0, 8, colour="red", occluded={"yes": True}), polygon(16, 8, 4)]
-    via_file(root, [f"{k}.png" for k in range(4)], regions)
-    with caplog.at_level(logging.INFO):
-        dm = prepared(root, val_fraction=0.25, test_fraction=0)
-    assert dm.info().class_names == ["background", "foreground"]
-    assert "name no class" in caplog.text
-    dm = prepared(root, class_names=["background", "balloon"], val_fraction=0.25, test_fraction=0)
-    assert (mask_of(dm, "0.png") == 1).sum() == 64 + 16
+def test_which_attribute_is_the_class(tmp_path, caplog):
+    """The only attribute the regions give (``species``), one named as a class in any
+    spelling (``Class_Name``), none (one class, named as given); a lone note on some
+    regions, or several attributes none named as a class, are refused."""
+    names = [f"{k}.png" for k in range(4)]
+    settings = {"val_fraction": 0.25, "test_fraction": 0}
+    cases = [
+        ([polygon(0, 0, 8, species="gull"), polygon(16, 8, 4, species="tern")], ["gull", "tern"]),
+        ([polygon(0, 0, 8, Class_Name="gull", note="x"), polygon(16, 8, 4, Class_Name="")],
+         ["gull"]),
+    ]  # fmt: skip
+    for k, (regions, classes) in enumerate(cases):
+        via_file(tmp_path / str(k), names, regions)
+        assert prepared(tmp_path / str(k), **settings).info().class_names == [
+            "background",
+            *classes,
+        ]
+    via_file(tmp_path / "bare", names, [polygon(0, 0, 8), polygon(16, 8, 4)])
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(tmp_path / "bare", class_names=["background", "balloon"], **settings)
+    assert (
+        mask_of(dm, "0.png") == 1
+    ).sum() == 64 + 16 and "is the one class balloon" in caplog.text
+    for regions, words in (
+        ([polygon(0, 0, 8, note="tied"), polygon(16, 8, 4)], "4 of its 8 regions give 'note'"),
+        ([polygon(0, 0, 8, colour="red", size="big")], "none is named as a class"),
+    ):
+        via_file(tmp_path / "x", names, regions)
+        with pytest.raises(ImageDataError, match=words):
+            prepared(tmp_path / "x", **settings)
 
 
 def test_images_listed_twice_are_refused_and_a_root_file_keeps_split_folders(tmp_path):
@@ -136,30 +156,46 @@ def test_images_listed_twice_are_refused_and_a_root_file_keeps_split_folders(tmp
     dm = prepared(root)
     assert {p.name: p.split for p in dm.pairs}["val/v0.png"] == "val"
     (root / "annotations").mkdir()
-    (root / "annotations" / "via_project.json").write_text(
-        json.dumps({"_via_img_metadata": meta, "_via_attributes": {}})
-    )
-    with pytest.raises(ImageDataError, match="is listed in .* and again in"):
+    project = root / "annotations" / "via_project.json"
+    project.write_text(json.dumps({"_via_img_metadata": meta, "_via_attributes": {}}))
+    assert len(prepared(root).pairs) == 4  # the project and its export: read once
+    other = {k: {**e, "regions": []} for k, e in meta.items()}
+    project.write_text(json.dumps({"_via_img_metadata": other, "_via_attributes": {}}))
+    with pytest.raises(ImageDataError, match="is listed in .* and again in .* with other regions"):
         prepared(root)
 
 
-def test_a_via_3_project_is_refused_saying_what_to_export(tmp_path):
+def test_files_in_an_annotations_folder_take_their_split_from_their_name(tmp_path):
+    root = tmp_path / "v"
+    for split, names in (("train", ["t0.png", "t1.png", "t2.png"]), ("val", ["v0.png"])):
+        via_file(root / split, names, [polygon(0, 0, 8, **{"class": "leaf"})])
+        (root / "annotations").mkdir(exist_ok=True)
+        (root / split / "via_region_data.json").rename(root / "annotations" / f"via_{split}.json")
+    dm = prepared(root)
+    assert {p.name: p.split for p in dm.pairs} == {
+        "train/t0.png": "train", "train/t1.png": "train", "train/t2.png": "train",
+        "val/v0.png": "val",
+    }  # fmt: skip
+
+
+def test_a_via_3_project_is_refused_only_where_no_masks_are_found(tmp_path):
+    from tests.data.test_images import make_folder
+
+    via3 = {"project": {"pid": "x"}, "config": {}, "attribute": {}, "file": {"1": {}},
+            "view": {}, "metadata": {}}  # fmt: skip
     root = tmp_path / "v"
     write_images(root, ["0.png"])
-    (root / "via3.json").write_text(json.dumps({"project": {}, "config": {}, "attribute": {},
-                                                "file": {}, "view": {}, "metadata": {}}))  # fmt: skip
+    (root / "via3.json").write_text(json.dumps(via3))
     with pytest.raises(ImageDataError, match="VGG Image Annotator 3 project"):
         prepared(root)
+    masks = make_folder(tmp_path / "m")  # masks beside such a file: read as before
+    (masks / "via3.json").write_text(json.dumps(via3))
+    assert len(prepared(masks, class_names=["background", "cell"], label_values=[0, 255]).pairs)
 
 
-def test_a_region_with_no_class_is_void_and_unlisted_images_left_out(tmp_path, caplog):
-    root = tmp_path / "v"
-    via_file(root, [f"{k}.png" for k in range(4)], [polygon(0, 0, 8, **{"class": "leaf"}),
-                                                   polygon(16, 8, 4, **{"class": ""})])  # fmt: skip
-    write_images(root, ["9.png"])  # in no VIA file
-    with caplog.at_level(logging.WARNING):
-        dm = prepared(root, val_fraction=0.25, test_fraction=0)
-    assert dm.info().class_names == ["background", "leaf"]
-    mask = mask_of(dm, "0.png")
-    assert (mask == 1).sum() == 64 and (mask == 255).sum() == 16
-    assert "1 image(s) beside the VIA files are in none" in caplog.text and len(dm.pairs) == 4
+def test_one_label_is_not_the_class_of_a_list_whose_background_is_not_first():
+    from segnet.data.drawn_masks import values_by_name
+
+    with pytest.raises(ImageDataError, match="name none of the labels"):
+        values_by_name(["foreground"], ["cat", "background"], "an export")
+    assert values_by_name(["foreground"], ["background", "cat"], "an export") == {"foreground": 1}
