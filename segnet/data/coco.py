@@ -214,12 +214,6 @@ def area(obj: dict[str, Any]) -> float:
 
 
 # -- the images -----------------------------------------------------------------------------
-def mask_folder(files: Sequence[CocoFile], values: dict[int, int]) -> Path:
-    """Where the masks drawn from ``files`` with ``values`` are kept
-    (:func:`segnet.data.drawn_masks.cache_folder`)."""
-    return cache_folder(DRAWING, [f.path for f in files], values)
-
-
 def annotated_images(
     root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
 ) -> list[AnnotatedImage]:
@@ -231,7 +225,7 @@ def annotated_images(
     cats = categories(files)
     by_label = values_by_name([n for _, n in cats], names, f"{files[0].path.parent}'s COCO files")
     values = {cat_id: by_label[name] for cat_id, name in cats}
-    folder = mask_folder(files, values)
+    folder = cache_folder(DRAWING, [f.path for f in files], values)
     if not folder.is_dir():
         log.info("drawing the masks of %s's COCO files, once, into %s", root, folder)
     by_name = image_index(images)

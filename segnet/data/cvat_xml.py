@@ -211,12 +211,6 @@ def draw_mask(
 
 
 # -- the images -----------------------------------------------------------------------
-def mask_folder(files: Sequence[Path], values: dict[str, int]) -> Path:
-    """Where the masks drawn from ``files`` with ``values`` are kept
-    (:func:`segnet.data.drawn_masks.cache_folder`)."""
-    return cache_folder(DRAWING, files, values)
-
-
 def cvat_images(
     root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
 ) -> list[AnnotatedImage]:
@@ -227,7 +221,7 @@ def cvat_images(
     names = list(class_names or cvat_classes(root).class_names)
     labels = sorted({*labels_of(files), *(s.get("label", "") for f in files for s in _shapes(f))})
     values = values_by_name(labels, names, f"{files[0]}")
-    folder = mask_folder(files, values)
+    folder = cache_folder(DRAWING, files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
     by_name = image_index(images)

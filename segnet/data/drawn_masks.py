@@ -59,35 +59,33 @@ def _parsed(path: Path, size: int, mtime: int, kind: str) -> Any:
     return found
 
 
+def _parsed_now(path: Path, kind: str) -> Any:
+    """:func:`_parsed` for the file as it is now (None for a broken link, a file not
+    fetched by git-annex)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _parsed(path, stat.st_size, stat.st_mtime_ns, kind)
+
+
 def json_file(path: Path) -> Any:
     """What the JSON file at ``path`` holds (None where it holds no JSON), each file
     parsed once while it is unchanged and until :func:`forget_parsed_files`: finding
     the files, their classes and their images all read it."""
-    try:
-        stat = path.stat()
-    except OSError:  # a broken link, a file not fetched (git-annex)
-        return None
-    return _parsed(path, stat.st_size, stat.st_mtime_ns, "json")
+    return _parsed_now(path, "json")
 
 
 def xml_file(path: Path) -> ElementTree.Element | None:
     """The root element of the XML file at ``path`` (None where it holds no XML), parsed
     as :func:`json_file` parses."""
-    try:
-        stat = path.stat()
-    except OSError:  # a broken link, a file not fetched (git-annex)
-        return None
-    return _parsed(path, stat.st_size, stat.st_mtime_ns, "xml")
+    return _parsed_now(path, "xml")
 
 
 def text_file(path: Path) -> str | None:
     """The text of the file at ``path`` (None where it cannot be read as UTF-8), read as
     :func:`json_file` reads."""
-    try:
-        stat = path.stat()
-    except OSError:  # a broken link, a file not fetched (git-annex)
-        return None
-    return _parsed(path, stat.st_size, stat.st_mtime_ns, "text")
+    return _parsed_now(path, "text")
 
 
 def forget_parsed_files() -> None:
@@ -118,6 +116,13 @@ def drawn_classes(source: str, labels: Sequence[str]) -> ShippedClasses:
     void = void or ["void"]
     codes = (*range(len(names)), *[VOID] * len(void))
     return ShippedClasses(source, (*names, *void), codes, by_colour=False)
+
+
+def polygon_area(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The area a polygon of corners ``xs``, ``ys`` encloses (the shoelace formula): what
+    orders objects larger first."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    return 0.5 * abs(float(np.dot(x, np.roll(y, 1)) - np.dot(y, np.roll(x, 1))))
 
 
 def polygon_pixels(polygons: Sequence[Sequence[float]], height: int, width: int) -> np.ndarray:

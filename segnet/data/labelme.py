@@ -159,12 +159,6 @@ def draw_mask(
     return np.array(mask, np.uint8)
 
 
-def mask_folder(files: Sequence[Path], values: dict[str, int]) -> Path:
-    """Where the masks drawn from ``files`` with ``values`` are kept
-    (:func:`segnet.data.drawn_masks.cache_folder`)."""
-    return cache_folder(DRAWING, files, values)
-
-
 def labelled_images(
     root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
 ) -> list[AnnotatedImage]:
@@ -174,7 +168,7 @@ def labelled_images(
     files = annotation_files(root)
     names = list(class_names or labelme_classes(root).class_names)
     values = values_by_name(sorted(labels_of(files)), names, f"the LabelMe files in {root}")
-    folder = mask_folder(files, values)
+    folder = cache_folder(DRAWING, files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %d LabelMe file(s), once, into %s", len(files), folder)
     by_name = image_index(images)

@@ -41,6 +41,7 @@ from segnet.data.drawn_masks import (
     json_file,
     mask_path,
     name_below,
+    polygon_area,
     say_missing,
     split_of_folders,
     values_by_name,
@@ -176,10 +177,10 @@ def label_of(region: dict[str, Any], key: str | None, path: Path) -> str:
     return value or (UNCLASSED if key else UNNAMED)
 
 
-def class_list(files: Sequence[Path]) -> list[str]:
+def class_list(files: Sequence[Path], key: str | None = None) -> list[str]:
     """The classes in the order a project file's attribute options list them, else in
     name order."""
-    key = class_key(files)
+    key = key or class_key(files)
     labels = {label_of(r, key, f) for f in files for e in entries(f) or [] for r in regions_of(e)}
     for f in files:
         attributes = {key_word(k): a for k, a in declared(f).items()}
@@ -238,7 +239,7 @@ def objects_of(regions: Sequence[dict], key: str | None, path: Path) -> list:
         if polygon is None:
             continue
         xs, ys = polygon[0::2], polygon[1::2]
-        area = 0.5 * abs(sum(xs[k - 1] * ys[k] - xs[k] * ys[k - 1] for k in range(len(xs))))
+        area = polygon_area(xs, ys)
         label = label_of(region, key, path)
         objects.append({"category_id": label, "segmentation": [polygon], "area": area})
     return objects
@@ -253,12 +254,13 @@ def via_images(
     own: :func:`via_classes`); ``images`` are the image files below ``root``. An image
     listed twice (in two files, or twice in one) is refused."""
     files = annotation_files(root)
+    key = class_key(files)
     names = list(class_names or via_classes(root).class_names)
-    values = values_by_name(class_list(files), names, f"the regions of {files[0]}")
+    values = values_by_name(class_list(files, key), names, f"the regions of {files[0]}")
     folder = cache_folder(DRAWING, files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
-    by_name, key = image_index(images), class_key(files)
+    by_name = image_index(images)
     found: dict[Path, AnnotatedImage] = {}
     listed_in: dict[Path, tuple[Path, list]] = {}
     said = {"undrawn": 0, "void": 0, "outside": 0, "twice": 0, "example": None}

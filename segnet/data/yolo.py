@@ -52,6 +52,7 @@ from segnet.data.drawn_masks import (
     image_of,
     mask_path,
     name_below,
+    polygon_area,
     split_of_folders,
     text_file,
     values_by_name,
@@ -486,7 +487,7 @@ def objects_of(path: Path, rows: Sequence, height: int, width: int) -> list[dict
             objects.append({"category_id": cls, "segmentation": [], "bbox": box, "area": w * h})
             continue
         xs, ys = xy[0::2], xy[1::2]
-        area = 0.5 * abs(float(np.dot(xs, np.roll(ys, 1)) - np.dot(ys, np.roll(xs, 1))))
+        area = polygon_area(xs, ys)
         objects.append({"category_id": cls, "segmentation": [xy.tolist()], "area": area})
     return objects
 
@@ -498,12 +499,6 @@ def check_classes(path: Path, rows: Sequence, names: Sequence[str], source: str)
                 f"{path}, line {number}: class {cls}, and {source} name(s) {len(names)} "
                 f"(0 to {len(names) - 1}): add its name, or correct the label."
             )
-
-
-def mask_folder(files: Sequence[Path], values: dict[int, int]) -> Path:
-    """Where the masks drawn from ``files`` with ``values`` (each class number's mask
-    value) are kept (:func:`segnet.data.drawn_masks.cache_folder`)."""
-    return cache_folder(DRAWING, files, values)
 
 
 # -- the images -----------------------------------------------------------------------------
@@ -523,7 +518,7 @@ def yolo_images(
     labels = {i: label_file(i) for i in splits}
     # keyed by the images too: a label's fractions are drawn at its image's size
     read = [*splits, *(f for f in labels.values() if f.is_file())]
-    folder = mask_folder(read, values)
+    folder = cache_folder(DRAWING, read, values)
     if not folder.is_dir():
         log.info(
             "drawing the masks of %d YOLO-labelled image(s), once, into %s", len(splits), folder
