@@ -38,7 +38,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from segnet.data import coco, cvat_xml, labelme, via, yolo
+from segnet.data import via
+from segnet.data.annotation_formats import described, format_of
 from segnet.data.case_table import read_case_table, resolve
 from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
@@ -455,15 +456,10 @@ def sibling_split_pairs(
 
 
 def annotation_files(root: Path) -> list[Path]:
-    """The annotation files ``root``'s masks are drawn from: COCO's, else CVAT's, else
-    LabelMe's, else VIA's, else YOLO's label files."""
-    return (
-        [f.path for f in coco.annotation_files(root)]
-        or cvat_xml.annotation_files(root)
-        or labelme.annotation_files(root)
-        or via.annotation_files(root)
-        or yolo.annotation_files(root)
-    )
+    """The annotation files ``root``'s masks are drawn from: those of the first format
+    (:data:`~segnet.data.annotation_formats.FORMATS`) it holds files of."""
+    found = format_of(root)
+    return found[1] if found else []
 
 
 def annotation_pairs(
@@ -474,21 +470,9 @@ def annotation_pairs(
     in the split its file gives; those with no object left out where
     ``skip_unlabelled``."""
     images = [*image_files(root), *files_below(root)]
-    if coco_files := coco.annotation_files(root):
-        found = coco.annotated_images(root, images, class_names)
-        what = "the objects of " + ", ".join(str(f.path.relative_to(root)) for f in coco_files)
-    elif cvat_files := cvat_xml.annotation_files(root):
-        found = cvat_xml.cvat_images(root, images, class_names)
-        what = "the shapes of " + ", ".join(str(f.relative_to(root)) for f in cvat_files)
-    elif labelme_files := labelme.annotation_files(root):
-        found = labelme.labelled_images(root, images, class_names)
-        what = f"{len(labelme_files)} LabelMe file(s)"
-    elif via_files := via.annotation_files(root):
-        found = via.via_images(root, images, class_names)
-        what = "the regions of " + ", ".join(str(f.relative_to(root)) for f in via_files)
-    else:
-        found = yolo.yolo_images(root, images, class_names)
-        what = "their YOLO label files"
+    fmt, files = format_of(root)
+    found = fmt.images(root, images, class_names)
+    what = described(root, fmt, files)
     found = without_empty(found, skip_unlabelled)
     log.info(
         "the masks of %d image(s) drawn from %s (kept in %s)", len(found), what,

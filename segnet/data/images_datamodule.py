@@ -21,8 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, coco, cvat_xml, labelme, stats_cache, via, yolo
+from segnet.data import class_files, class_masks, stats_cache
 from segnet.data import images as img
+from segnet.data.annotation_formats import annotation_classes
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.class_weights import check_class_weights, median_frequency
@@ -315,13 +316,7 @@ def classes_beside(root: Path | None, own: bool, drawn: bool) -> class_files.Shi
     categories, LabelMe's labels: the masks hold their numbers, whatever list lies
     beside them), else those a list shipped in it names (:mod:`segnet.data.class_files`)."""
     if drawn:
-        return (
-            coco.coco_classes(root)
-            or cvat_xml.cvat_classes(root)
-            or labelme.labelme_classes(root)
-            or via.via_classes(root)
-            or yolo.yolo_classes(root)
-        )
+        return annotation_classes(root)
     return class_files.shipped_classes(root, own)
 
 
