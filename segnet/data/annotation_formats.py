@@ -23,6 +23,9 @@ class AnnotationFormat(NamedTuple):
     classes: Callable[[Path | None], ShippedClasses | None]  # background first, void last
     # every image the files name and the folder holds, with its mask, of the classes given
     images: Callable[[Path, Sequence[Path], Sequence[str] | None], list[AnnotatedImage]]
+    # read over mask images beside the files: the format exports its masks itself, into
+    # folders of its own (Supervisely's masks_machine/), which name no class
+    over_masks: bool = False
 
 
 FORMATS = (
@@ -44,6 +47,7 @@ FORMATS = (
         supervisely.annotation_files,
         supervisely.supervisely_classes,
         supervisely.supervisely_images,
+        over_masks=True,
     ),
     AnnotationFormat("YOLO", yolo.annotation_files, yolo.yolo_classes, yolo.yolo_images),
 )

@@ -342,10 +342,12 @@ def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
     """Whether ``root``'s masks are drawn from annotation files (:func:`annotation_files`):
     it holds some, and no mask images (masks, where a folder holds both, are what is
     read, the annotation files left alone; and a layout of masks that is refused, a mask
-    missing, is refused as before, not read from the annotation files instead)."""
+    missing, is refused as before, not read from the annotation files instead), or
+    holds those of a format whose own mask exports lie beside them (Supervisely's)."""
     if root is None or not root.is_dir():
         return False
-    if not annotation_files(root):
+    found = format_of(root)
+    if found is None:
         forget_parsed_files()
         if via.via3_files(root) and not masks_read(root, skip_unlabelled):
             raise ImageDataError(
@@ -354,7 +356,7 @@ def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
                 "VIA 3 (read with no setting), or annotate with VIA 2 (via_region_data.json)."
             )
         return False
-    return not masks_read(root, skip_unlabelled)
+    return found[0].over_masks or not masks_read(root, skip_unlabelled)
 
 
 def masks_read(root: Path, skip_unlabelled: bool) -> bool:

@@ -187,3 +187,17 @@ def test_other_folders_are_not_supervisely(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "meta.json").write_text(json.dumps({"name": "a model card"}))
     assert supervisely.annotation_files(tmp_path / "b") == []
+
+
+def test_supervisely_own_mask_exports_beside_are_not_read(tmp_path):
+    """A project exported with its masks (``masks_machine/``, ``masks_human/``: colours
+    that name no class) is drawn from its annotations, not read as mask images."""
+    root = project(tmp_path / "p")
+    names = [f"{k}.png" for k in range(4)]
+    for split in ("train", "val"):
+        dataset(root / split, names, [square(0, 0, 8)])
+        for folder in ("masks_machine", "masks_human"):
+            write_images(root / split / folder, names)
+    dm = prepared(root)
+    assert dm.info().class_names == ["background", "leaf", "bug", "stem"]
+    assert (mask_of(dm, "train/img/0.png") == 1).sum() == 64
