@@ -28,6 +28,7 @@ class AnnotationFormat(NamedTuple):
     over_masks: bool = False
 
 
+# cheaper checks first: LabelMe's and YOLO's look through the files below the root
 FORMATS = (
     AnnotationFormat(
         "COCO",
@@ -39,16 +40,16 @@ FORMATS = (
         "CVAT", cvat_xml.annotation_files, cvat_xml.cvat_classes, cvat_xml.cvat_images
     ),
     AnnotationFormat(
-        "LabelMe", labelme.annotation_files, labelme.labelme_classes, labelme.labelled_images
-    ),
-    AnnotationFormat("VIA", via.annotation_files, via.via_classes, via.via_images),
-    AnnotationFormat(
         "Supervisely",
         supervisely.annotation_files,
         supervisely.supervisely_classes,
         supervisely.supervisely_images,
         over_masks=True,
     ),
+    AnnotationFormat(
+        "LabelMe", labelme.annotation_files, labelme.labelme_classes, labelme.labelled_images
+    ),
+    AnnotationFormat("VIA", via.annotation_files, via.via_classes, via.via_images),
     AnnotationFormat("YOLO", yolo.annotation_files, yolo.yolo_classes, yolo.yolo_images),
 )
 

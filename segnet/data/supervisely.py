@@ -25,6 +25,7 @@ import contextlib
 import io
 import json
 import logging
+import os
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -96,7 +97,12 @@ def annotation_files(root: Path) -> list[Path]:
         return []
     if not meta.is_file() and not {"ann", "img"} <= {d.name for d in root.iterdir() if d.is_dir()}:
         return []  # a dataset folder alone, else no Supervisely folder
-    files = [f for d in datasets(root) for f in sorted((d / "ann").glob("*.json"))]
+    files = [
+        d / "ann" / name
+        for d in datasets(root)
+        for name in sorted(os.listdir(d / "ann"))  # names, not paths: some 100,000 sorted
+        if name.endswith(".json")
+    ]
     if not files or not is_annotation(json_file(files[0])):
         return []
     return [root / META, *files] if meta.is_file() else files
