@@ -23,9 +23,9 @@ class AnnotationFormat(NamedTuple):
     classes: Callable[[Path | None], ShippedClasses | None]  # background first, void last
     # every image the files name and the folder holds, with its mask, of the classes given
     images: Callable[[Path, Sequence[Path], Sequence[str] | None], list[AnnotatedImage]]
-    # read over mask images beside the files: the format exports its masks itself, into
-    # folders of its own (Supervisely's masks_machine/), which name no class
-    over_masks: bool = False
+    # folders of the masks the format exports itself, in colours that name no class:
+    # beside its files, no mask images (masks a user brings win over the files)
+    own_masks: tuple[str, ...] = ()
 
 
 # cheaper checks first: LabelMe's and YOLO's look through the files below the root
@@ -44,7 +44,7 @@ FORMATS = (
         supervisely.annotation_files,
         supervisely.supervisely_classes,
         supervisely.supervisely_images,
-        over_masks=True,
+        own_masks=supervisely.OWN_MASKS,
     ),
     AnnotationFormat(
         "LabelMe", labelme.annotation_files, labelme.labelme_classes, labelme.labelled_images

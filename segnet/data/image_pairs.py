@@ -342,8 +342,8 @@ def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
     """Whether ``root``'s masks are drawn from annotation files (:func:`annotation_files`):
     it holds some, and no mask images (masks, where a folder holds both, are what is
     read, the annotation files left alone; and a layout of masks that is refused, a mask
-    missing, is refused as before, not read from the annotation files instead), or
-    holds those of a format whose own mask exports lie beside them (Supervisely's)."""
+    missing, is refused as before, not read from the annotation files instead); the
+    mask folders a format exports itself (Supervisely's) are no masks here."""
     if root is None or not root.is_dir():
         return False
     found = format_of(root)
@@ -356,27 +356,29 @@ def drawn_masks_root(root: Path | None, skip_unlabelled: bool = False) -> bool:
                 "VIA 3 (read with no setting), or annotate with VIA 2 (via_region_data.json)."
             )
         return False
-    return found[0].over_masks or not masks_read(root, skip_unlabelled)
+    return not masks_read(root, skip_unlabelled, found[0].own_masks)
 
 
-def masks_read(root: Path, skip_unlabelled: bool) -> bool:
+def masks_read(root: Path, skip_unlabelled: bool, unread: Sequence[str] = ()) -> bool:
     """Whether a layout of mask images reads ``root`` (tried silently), or refuses it for
     what its mask images lack (an image without its mask): either way, masks are what
-    the folder holds."""
+    the folder holds; masks in folders named as ``unread`` are not counted."""
     try:
         with logs_silenced():  # a layout's own words, said where it is read
-            return bool(
-                layout_pairs(root, (None, None, None), Naming(skip_unlabelled=skip_unlabelled))
-            )
+            pairs = layout_pairs(root, (None, None, None), Naming(skip_unlabelled=skip_unlabelled))
+        return any(not set(p.label.parts[len(root.parts) :]) & set(unread) for p in pairs)
     except (ValueError, OSError):  # refused: for want of masks, or for what its masks lack
-        return holds_mask_images(root)
+        return holds_mask_images(root, unread)
 
 
-def holds_mask_images(root: Path) -> bool:
+def holds_mask_images(root: Path, unread: Sequence[str] = ()) -> bool:
     """Whether an image below ``root`` is a mask by its folder's name (``masks/``,
-    ``GroundTruth/``) or by its own last word (``0001_mask.png``)."""
+    ``GroundTruth/``) or by its own last word (``0001_mask.png``), those in folders
+    named as ``unread`` aside."""
     for f in [*image_files(root), *files_below(root)]:
         folders = f.relative_to(root).parts[:-1]
+        if set(folders) & set(unread):
+            continue
         words = [w for w in re.split(r"[_\-. ]+", f.stem.lower()) if w]
         if any(role_of(d) == "labels" for d in folders) or (words and words[-1] in MASK_WORDS):
             return True

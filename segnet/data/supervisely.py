@@ -4,12 +4,14 @@ exports a project and Dataset Ninja ships its datasets, so that such a folder tr
 with no conversion.
 
 * **Where**: ``data.root`` holds ``meta.json``, and the datasets are the folders below
-  it holding ``ann/`` and ``img/`` (a nested dataset's too); a dataset folder alone
-  (``ann/`` and ``img/``, no ``meta.json``) is read as well.
-* **Masks**: polygons (their holes left out), bitmaps (placed at their origin) and
-  rectangles are drawn, larger ones first, so that a smaller one lying on a larger keeps
-  its class. Lines, points and keypoint graphs outline no area: counted in a warning,
-  not drawn.
+  it holding ``ann/`` (nested datasets' too, at any depth); a dataset folder alone
+  (``ann/`` and ``img/``, no ``meta.json``) is read as well. The masks Supervisely
+  exports beside them (``masks_machine/``, ``masks_human/``) are not read.
+* **Masks**: polygons (their edges included, as Supervisely draws them; their holes
+  left out), bitmaps (placed at their origin; an alpha mask where at least half
+  opaque), rectangles and rotated boxes are drawn, larger ones first, so that a smaller
+  one lying on a larger keeps its class. Lines, points, keypoint graphs and cuboids
+  outline no area: counted in a warning, not drawn.
 * **Classes**: background (mask value 0), then ``meta.json``'s classes of shapes that
   have an area, in its order (else the objects' classes in name order).
 * **Splits**: a dataset named as a split (``train``, ``val``, ``test``) is that split;
@@ -25,6 +27,7 @@ import contextlib
 import io
 import json
 import logging
+import math
 import os
 import zlib
 from collections.abc import Sequence
@@ -42,20 +45,24 @@ from segnet.data.drawn_masks import (
     json_file,
     mask_path,
     name_below,
-    polygon_area,
-    polygon_pixels,
     split_of_folders,
     values_by_name,
     write_mask,
 )
 from segnet.data.errors import ImageDataError
 from segnet.data.folder_roles import split_named
+from segnet.files import staged
 
-DRAWING = "supervisely-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
+DRAWING = "supervisely-masks-2"  # bumped where the drawing changes: masks drawn before, redrawn
+INDEX = "supervisely-index-1"  # each annotation's split and classes, kept between runs
 META = "meta.json"
-AREA_SHAPES = ("polygon", "bitmap", "rectangle", "alpha_mask", "any")  # a class's shape
-DRAWN = ("polygon", "bitmap", "rectangle", "alpha_mask")  # an object's geometryType
-DATASET_DEPTH = 4  # folders below data.root looked in for datasets (nested ones included)
+AREA_SHAPES = ("polygon", "bitmap", "rectangle", "alpha_mask", "oriented_bbox", "any")
+DRAWN = ("polygon", "bitmap", "rectangle", "alpha_mask", "oriented_bbox")  # geometryType
+# a dataset's own folders of per-image files, never datasets: not looked in
+ITEM_FOLDERS = ("ann", "img", "img_info", "meta", "masks_machine", "masks_human", "blob")
+OWN_MASKS = ("masks_machine", "masks_human")  # the masks Supervisely exports: colours, no class
+FIRST_FILES = 20  # annotation files looked in for one of Supervisely's
+NESTING = 64  # datasets' depth at most: a folder linked into itself ends there
 log = logging.getLogger(__name__)
 
 
@@ -70,42 +77,47 @@ def is_annotation(found: Any) -> bool:
 
 
 def datasets(root: Path) -> list[Path]:
-    """The dataset folders (``ann/`` beside ``img/``) below ``root``, ``root`` itself
-    included, in path order."""
+    """The dataset folders (those holding ``ann/``) below ``root``, ``root`` itself and
+    nested datasets (``<dataset>/datasets/<dataset>/``) included, in path order."""
     found, stack = [], [(root, 0)]
     while stack:
         folder, depth = stack.pop()
         try:
-            below = sorted((d for d in folder.iterdir() if d.is_dir()), reverse=True)
+            below = [d for d in folder.iterdir() if d.is_dir() and not d.name.startswith(".")]
         except OSError:
             continue
-        names = {d.name for d in below}
-        if {"ann", "img"} <= names:
+        if any(d.name == "ann" for d in below):
             found.append(folder)
-        if depth < DATASET_DEPTH:
-            stack += [(d, depth + 1) for d in below if d.name not in ("ann", "img")]
+        if depth < NESTING:
+            stack += [(d, depth + 1) for d in below if d.name not in ITEM_FOLDERS]
     return sorted(found)
 
 
 def annotation_files(root: Path) -> list[Path]:
-    """The annotation files of the Supervisely project (or dataset folder) ``root`` is,
-    in path order; [] for any other folder."""
+    """The files of the Supervisely project (or dataset folder) ``root`` is: its
+    ``meta.json``, then each dataset's annotations in path order; [] for any other
+    folder. A project whose ``meta.json`` cannot be read is refused."""
     if not root.is_dir():
         return []
     meta = root / META
-    if meta.is_file() and not isinstance((json_file(meta) or {}).get("classes"), list):
-        return []
-    if not meta.is_file() and not {"ann", "img"} <= {d.name for d in root.iterdir() if d.is_dir()}:
-        return []  # a dataset folder alone, else no Supervisely folder
+    alone = (root / "img").is_dir() and (root / "ann").is_dir()  # a dataset folder alone
+    sets = datasets(root) if meta.is_file() else [root] * alone
     files = [
         d / "ann" / name
-        for d in datasets(root)
+        for d in sets
         for name in sorted(os.listdir(d / "ann"))  # names, not paths: some 100,000 sorted
-        if name.endswith(".json")
+        if name.endswith(".json") and not name.startswith(".")  # a Mac's ._0.png.json
     ]
-    if not files or not is_annotation(json_file(files[0])):
+    if not any(is_annotation(json_file(f)) for f in files[:FIRST_FILES]):
         return []
-    return [root / META, *files] if meta.is_file() else files
+    if not meta.is_file():
+        return files
+    if not isinstance((json_file(meta) or {}).get("classes"), list):
+        raise ImageDataError(
+            f"{meta} holds no class list (a Supervisely project's meta.json has 'classes'), "
+            f"and {files[0]} is a Supervisely annotation: download the project again."
+        )
+    return [meta, *files]
 
 
 def _annotations(root: Path, files: Sequence[Path]) -> list[Path]:
@@ -128,10 +140,43 @@ def _read(path: Path) -> dict[str, Any]:
     return found
 
 
+# -- what each annotation holds, kept between runs -------------------------------------------
+def summary(path: Path, annotation: dict[str, Any]) -> dict[str, Any]:
+    """What the run needs of one annotation without drawing it: its split tag, the
+    classes of the objects drawn, and how many are drawn, boxes, and not drawn."""
+    objects = [o for o in annotation["objects"] if isinstance(o, dict)]
+    drawn = [o for o in objects if o.get("geometryType") in DRAWN]
+    return {
+        "split": tagged_split(path, annotation),
+        "classes": sorted({str(o.get("classTitle")) for o in drawn}),
+        "drawn": len(drawn),
+        "boxes": sum(o.get("geometryType") == "rectangle" for o in drawn),
+        "undrawn": len(objects) - len(drawn),
+    }
+
+
+def key(path: Path) -> str:
+    """An annotation file as :func:`summaries` names it: its absolute path."""
+    return os.path.abspath(path)
+
+
+def summaries(annotations: Sequence[Path]) -> dict[str, dict[str, Any]]:
+    """:func:`summary` of each annotation file, by path: read from the cache where these
+    very files were summed up before (bitmaps make a project gigabytes of JSON), else
+    read once and kept there."""
+    kept = cache_folder(INDEX, annotations, {}) / "index.json"
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads(kept.read_text(encoding="utf-8"))
+    found = {key(f): summary(f, _read(f)) for f in annotations}
+    with contextlib.suppress(OSError), staged(kept) as tmp:  # a cache: a run goes on without
+        tmp.write_text(json.dumps(found), encoding="utf-8")
+    return found
+
+
 # -- classes --------------------------------------------------------------------------------
-def class_list(root: Path, files: Sequence[Path]) -> list[str]:
+def class_list(root: Path, index: dict[str, dict[str, Any]]) -> list[str]:
     """The classes: ``meta.json``'s of shapes with an area, in its order, else those the
-    objects name, in name order."""
+    objects drawn name, in name order."""
     meta = json_file(root / META) if (root / META).is_file() else None
     if meta:
         return [
@@ -139,7 +184,7 @@ def class_list(root: Path, files: Sequence[Path]) -> list[str]:
             for c in meta["classes"]
             if isinstance(c, dict) and "title" in c and c.get("shape", "any") in AREA_SHAPES
         ]
-    return sorted({str(o.get("classTitle")) for f in files for o in _read(f)["objects"]})
+    return sorted({c for s in index.values() for c in s["classes"]})
 
 
 def supervisely_classes(root: Path | None) -> ShippedClasses | None:
@@ -148,78 +193,106 @@ def supervisely_classes(root: Path | None) -> ShippedClasses | None:
     files = annotation_files(root) if root is not None else []
     if not files:
         return None
-    source = f"the classes of {files[0] if files[0].name == META else files[0].parent}"
-    return drawn_classes(source, class_list(root, _annotations(root, files)))
+    source = f"the classes of {files[0] if files[0].name == META else root}"
+    meta = files[0].name == META
+    return drawn_classes(source, class_list(root, {} if meta else summaries(files)))
 
 
 # -- drawing --------------------------------------------------------------------------------
-def bitmap_pixels(bitmap: dict[str, Any]) -> tuple[np.ndarray, int, int]:
+def bitmap_pixels(obj: dict[str, Any]) -> tuple[np.ndarray, int, int]:
     """A bitmap's pixels (a PNG, zlib-compressed and base64-encoded, as Supervisely
-    writes it: its alpha, else its grey, where not zero) and the column and row of its
-    top-left corner."""
+    writes it: its alpha, else its grey; an alpha mask's where at least half opaque) and
+    the column and row of its top-left corner."""
     from PIL import Image
 
-    raw = base64.b64decode(bitmap["data"])
+    raw = base64.b64decode(obj["bitmap"]["data"])
     with contextlib.suppress(zlib.error):  # else an uncompressed PNG, as converters write
         raw = zlib.decompress(raw)
     with Image.open(io.BytesIO(raw)) as im:
         held = np.asarray(im.getchannel("A") if "A" in im.getbands() else im.convert("L"))
-    x, y = (int(round(float(v))) for v in bitmap["origin"])
-    return held > 0, x, y
+    x, y = (int(round(float(v))) for v in obj["bitmap"]["origin"])
+    return held >= (128 if obj.get("geometryType") == "alpha_mask" else 1), x, y
 
 
-def object_area(obj: dict[str, Any]) -> float:
-    """An object's area, which orders the drawing: larger ones first."""
+def corners(obj: dict[str, Any]) -> list[tuple[float, float]]:
+    """A rectangle's or a rotated box's corners (``angle`` in radians, clockwise as an
+    image shows it, about its centre)."""
+    points = obj.get("points")
+    (x1, y1), (x2, y2) = (points.get("exterior") if isinstance(points, dict) else points)[:2]
+    cx, cy = (float(x1) + float(x2)) / 2, (float(y1) + float(y2)) / 2
+    rx, ry = abs(float(x2) - float(x1)) / 2, abs(float(y2) - float(y1)) / 2
+    turn = float(obj.get("angle") or 0) if obj.get("geometryType") == "oriented_bbox" else 0.0
+    return [
+        (cx + u * rx * math.cos(turn) - w * ry * math.sin(turn),
+         cy + u * rx * math.sin(turn) + w * ry * math.cos(turn))
+        for u, w in ((-1, -1), (1, -1), (1, 1), (-1, 1))
+    ]  # fmt: skip
+
+
+def outlined(
+    height: int, width: int, rings: Sequence[Sequence], holes: Sequence = ()
+) -> np.ndarray:
+    """The pixels polygons cover, their edges included, as Supervisely draws them (a
+    vertex is a pixel), the ``holes`` left out."""
+    from PIL import Image, ImageDraw
+
+    im = Image.new("1", (width, height), 0)
+    draw = ImageDraw.Draw(im)
+    for ring, fill in [*((r, 1) for r in rings), *((h, 0) for h in holes)]:
+        xy = [(float(p[0]), float(p[1])) for p in ring]
+        if len(xy) >= 3:
+            draw.polygon(xy, fill=fill, outline=fill)
+    return np.asarray(im, dtype=bool)
+
+
+def object_pixels(obj: dict[str, Any], height: int, width: int) -> tuple[np.ndarray, Any]:
+    """The pixels an object covers: a boolean array of the whole image, or of the part
+    of it that a bitmap's ``(rows, columns)`` slices (the second value) give."""
     kind = obj.get("geometryType")
     if kind in ("bitmap", "alpha_mask"):
-        return float(len(obj["bitmap"]["data"]))  # its encoded size: in the order of its area
-    exterior = (obj.get("points") or {}).get("exterior") or []
-    if kind == "rectangle" and len(exterior) == 2:
-        (x1, y1), (x2, y2) = exterior
-        return abs(float(x2) - float(x1)) * abs(float(y2) - float(y1))
-    return polygon_area([p[0] for p in exterior], [p[1] for p in exterior]) if exterior else 0.0
-
-
-def paint(mask: np.ndarray, obj: dict[str, Any], value: int) -> None:
-    """Draws one object into ``mask`` with ``value``."""
-    height, width = mask.shape
-    kind, points = obj.get("geometryType"), obj.get("points") or {}
-    if kind in ("bitmap", "alpha_mask"):
-        pixels, x, y = bitmap_pixels(obj["bitmap"])
+        pixels, x, y = bitmap_pixels(obj)
         top, left = max(y, 0), max(x, 0)
-        part = pixels[top - y : height - y, left - x : width - x]
-        mask[top : top + part.shape[0], left : left + part.shape[1]][part] = value
-    elif kind == "rectangle":  # its corners, both inside it
-        (x1, y1), (x2, y2) = points["exterior"]
+        bottom, right = min(y + pixels.shape[0], height), min(x + pixels.shape[1], width)
+        if bottom <= top or right <= left:  # wholly outside the image
+            return np.zeros((0, 0), bool), (slice(0, 0), slice(0, 0))
+        return pixels[top - y : bottom - y, left - x : right - x], (
+            slice(top, bottom),
+            slice(left, right),
+        )
+    whole = (slice(None), slice(None))
+    if kind == "rectangle":  # its corners, both inside it
+        (x1, y1), (x2, y2) = obj["points"]["exterior"][:2]
+        box = np.zeros((height, width), bool)
         rows = slice(max(0, round(min(y1, y2))), max(0, round(max(y1, y2)) + 1))
-        mask[rows, slice(max(0, round(min(x1, x2))), max(0, round(max(x1, x2)) + 1))] = value
-    elif kind == "polygon" and len(points.get("exterior") or []) >= 3:
-        flat = [[float(v) for p in ring for v in p[:2]] for ring in [points["exterior"]]]
-        inside = polygon_pixels(flat, height, width)
-        holes = [[float(v) for p in h for v in p[:2]] for h in points.get("interior") or []]
-        holes = [h for h in holes if len(h) >= 6]
-        if holes:
-            inside &= ~polygon_pixels(holes, height, width)
-        mask[inside] = value
+        box[rows, slice(max(0, round(min(x1, x2))), max(0, round(max(x1, x2)) + 1))] = True
+        return box, whole
+    if kind == "oriented_bbox":
+        return outlined(height, width, [corners(obj)]), whole
+    points = obj.get("points") or {}
+    return outlined(height, width, [points["exterior"]], points.get("interior") or []), whole
 
 
 def draw_mask(
     path: Path, height: int, width: int, objects: Sequence[dict], values: dict[str, int]
 ) -> np.ndarray:
-    """The mask of one image's ``objects`` (:data:`DRAWN` ones), larger ones first."""
+    """The mask of one image's ``objects`` (:data:`DRAWN` ones), larger ones first, so
+    that a smaller one lying on a larger keeps its class."""
     mask = np.zeros((height, width), np.uint8)
-    drawn = [o for o in objects if o.get("geometryType") in DRAWN]
     try:
-        for obj in sorted(drawn, key=object_area, reverse=True):
+        drawn = []
+        for obj in (o for o in objects if o.get("geometryType") in DRAWN):
             value = values.get(str(obj.get("classTitle")))
             if value is None:
                 raise ValueError(f"its class {obj.get('classTitle')!r} is not in meta.json")
-            paint(mask, obj, value)
-    except (KeyError, TypeError, ValueError, OSError, zlib.error) as err:
+            pixels, where = object_pixels(obj, height, width)
+            drawn.append((int(pixels.sum()), value, pixels, where))
+    except (KeyError, TypeError, ValueError, IndexError, OSError, zlib.error) as err:
         raise ImageDataError(
             f"{path}: an object cannot be drawn ({type(err).__name__}: {err}): export the "
             "project again from Supervisely."
         ) from None
+    for _, value, pixels, where in sorted(drawn, key=lambda d: d[0], reverse=True):
+        mask[where][pixels] = value
     return mask
 
 
@@ -236,8 +309,8 @@ def tagged_split(path: Path, annotation: dict[str, Any]) -> str | None:
         splits |= {found} if found else set()
     if len(splits) > 1:
         raise ImageDataError(
-            f"{path}: its image is tagged as of {len(splits)} splits ({', '.join(sorted(splits))}): "
-            "tag it with one."
+            f"{path}: its image is tagged as of {len(splits)} splits "
+            f"({', '.join(sorted(splits))}): tag it with one."
         )
     return splits.pop() if splits else None
 
@@ -251,9 +324,9 @@ def supervisely_images(
     ``root``) are not needed: each annotation names its image beside it."""
     files = annotation_files(root)
     annotations = _annotations(root, files)
-    source = f"the Supervisely project {root}"
+    index = summaries(annotations)
     names = list(class_names or supervisely_classes(root).class_names)
-    values = values_by_name(class_list(root, annotations), names, source)
+    values = values_by_name(class_list(root, index), names, f"the Supervisely project {root}")
     folder = cache_folder(DRAWING, files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %d Supervisely annotation(s), once, into %s",
@@ -264,31 +337,22 @@ def supervisely_images(
         if not image.is_file():
             said["missing"].append(f)
             continue
-        annotation = _read(f)
-        found.append(_annotated(root, f, image, annotation, values, folder, said))
+        held = index[key(f)]
+        said["undrawn"] += held["undrawn"]
+        said["boxes"] += held["boxes"]
+        name = name_below(root, image)
+        mask = mask_path(folder, name)
+        if not mask.is_file():  # each written whole: one there was drawn from this file
+            annotation = _read(f)
+            size = annotation["size"]
+            height, width = check_size(f, image.name, image, size.get("height"), size.get("width"))
+            write_mask(mask, draw_mask(f, height, width, annotation["objects"], values))
+        split = split_of_folders(root, f)
+        if split is None and (split := held["split"]):
+            said["tagged"] += 1
+        found.append(AnnotatedImage(name, image, mask, split, held["drawn"]))
     _say_what_was_left(root, annotations, found, said)
     return found
-
-
-def _annotated(
-    root: Path, f: Path, image: Path, annotation: dict, values: dict, folder: Path, said: dict
-) -> AnnotatedImage:
-    """One image with its mask, drawn where the cache has none, its split, and what was
-    left undrawn counted into ``said``."""
-    objects = [o for o in annotation["objects"] if isinstance(o, dict)]
-    drawn = [o for o in objects if o.get("geometryType") in DRAWN]
-    said["undrawn"] += len(objects) - len(drawn)
-    said["boxes"] += sum(o.get("geometryType") == "rectangle" for o in drawn)
-    name = name_below(root, image)
-    mask = mask_path(folder, name)
-    if not mask.is_file():  # each written whole: one there was drawn from this file
-        size = annotation["size"]
-        height, width = check_size(f, image.name, image, size.get("height"), size.get("width"))
-        write_mask(mask, draw_mask(f, height, width, drawn, values))
-    split = split_of_folders(root, f)
-    if split is None and (split := tagged_split(f, annotation)):
-        said["tagged"] += 1
-    return AnnotatedImage(name, image, mask, split, len(drawn))
 
 
 def _say_what_was_left(root: Path, annotations: list[Path], found: list, said: dict) -> None:
@@ -304,13 +368,13 @@ def _say_what_was_left(root: Path, annotations: list[Path], found: list, said: d
     drawn = sum(a.objects for a in found)
     if not drawn:
         raise ImageDataError(
-            f"the Supervisely project {root} outlines no area (polygons, bitmaps or "
+            f"the Supervisely project {root} outlines no area (polygons, bitmaps, "
             "rectangles): annotate the images first."
         )
     if said["undrawn"]:
         log.warning(
-            "%d Supervisely object(s) of %s outline no area (lines, points, keypoint "
-            "graphs): not drawn.", said["undrawn"], root,
+            "%d Supervisely object(s) of %s are not drawn: lines, points, keypoint graphs "
+            "and cuboids outline no area of the image.", said["undrawn"], root,
         )  # fmt: skip
     if said["boxes"] == drawn:
         log.warning(

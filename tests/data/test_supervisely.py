@@ -29,10 +29,12 @@ CLASSES = [
 
 
 def square(x: int, y: int, side: int, title: str = "leaf", holes=()) -> dict:
-    """A polygon over pixels [x, x + side) (``holes``: [x, y, side] each, left out)."""
+    """A polygon over pixels [x, x + side) (``holes``: [x, y, side] each, left out): its
+    corners are pixels, as Supervisely draws them."""
 
     def ring(x, y, side):
-        return [[x, y], [x + side, y], [x + side, y + side], [x, y + side]]
+        far = side - 1
+        return [[x, y], [x + far, y], [x + far, y + far], [x, y + far]]
 
     points = {"exterior": ring(x, y, side), "interior": [ring(*h) for h in holes]}
     return {"classTitle": title, "geometryType": "polygon", "points": points, "tags": []}
@@ -201,3 +203,102 @@ def test_supervisely_own_mask_exports_beside_are_not_read(tmp_path):
     dm = prepared(root)
     assert dm.info().class_names == ["background", "leaf", "bug", "stem"]
     assert (mask_of(dm, "train/img/0.png") == 1).sum() == 64
+
+
+def test_objects_are_drawn_by_their_pixel_count_and_edges_as_supervisely_draws_them(tmp_path):
+    """A large plain bitmap (a short encoding) is drawn under a small noisy one and
+    under a polygon; a polygon one pixel wide is drawn; a bitmap wholly past the edge
+    draws nothing; a rotated box is turned about its centre."""
+    root = project(tmp_path / "p", [*CLASSES, {"title": "cut", "shape": "oriented_bbox"}])
+    road = np.ones((H, W), np.uint8)
+    crack = (np.random.default_rng(0).random((8, 8)) > 0.5).astype(np.uint8)
+    crack[0, 0] = 1
+    vein = {"classTitle": "stem", "geometryType": "polygon",
+            "points": {"exterior": [[20, 2], [20, 12], [20, 2]], "interior": []}}  # fmt: skip
+    turned = {"classTitle": "cut", "geometryType": "oriented_bbox", "angle": np.pi / 2,
+              "points": {"exterior": [[22, 16], [30, 18]], "interior": []}}  # fmt: skip
+    objects = [
+        bitmap(0, 0, road, "leaf"), bitmap(2, 2, crack), vein, turned,
+        bitmap(40, 2, np.ones((4, 4), np.uint8)),
+    ]  # fmt: skip
+    assert len(bitmap(0, 0, road)["bitmap"]["data"]) < len(bitmap(2, 2, crack)["bitmap"]["data"])
+    dataset(root / "ds0", [f"{k}.png" for k in range(5)], objects)
+    mask = mask_of(prepared(root, val_fraction=0.2, test_fraction=0.2), "0.png")
+    assert (mask[2:10, 2:10] == 2).sum() == crack.sum()  # the crack kept on the road
+    assert (mask[2:13, 20] == 3).all()  # a line of pixels, as Supervisely draws it
+    assert (mask[13:22, 25:28] == 4).all() and (mask[16:19, 22] != 4).all()  # turned upright
+    assert set(np.unique(mask)) == {1, 2, 3, 4}
+
+
+def test_nested_datasets_are_read_at_any_depth(tmp_path):
+    root = project(tmp_path / "p")
+    deep = root / "farm" / "datasets" / "field" / "datasets" / "plot"
+    for k, folder in enumerate((root / "farm", deep.parent.parent, deep)):
+        dataset(folder, [f"{k}{j}.png" for j in range(2)], [square(0, 0, 8)])
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert len(dm.pairs) == 6
+
+
+def test_masks_a_user_keeps_beside_win_over_the_annotations(tmp_path):
+    """Mask images of the user's own (``masks/``) are read, as in any folder; only the
+    masks Supervisely exports (``masks_machine/``) are not masks here."""
+    root = project(tmp_path / "p")
+    names = [f"{k}.png" for k in range(5)]
+    dataset(root, names, [square(0, 0, 8)])
+    (root / "masks").mkdir()
+    for name in names:
+        own = np.zeros((H, W), np.uint8)
+        own[:, 16:] = 1
+        Image.fromarray(own).save(root / "masks" / name)
+    dm = prepared(root, class_names=["background", "leaf"], val_fraction=0.2, test_fraction=0.2)
+    assert all(p.label.parent == root / "masks" for p in dm.pairs)
+
+
+def test_a_broken_meta_json_is_refused_and_stray_files_are_passed_over(tmp_path):
+    root = project(tmp_path / "p")
+    names = [f"{k}.png" for k in range(4)]
+    dataset(root / "ds0", names, [square(0, 0, 8)])
+    (root / "ds0" / "ann" / "._0.png.json").write_bytes(b"\x00\x05\x16\x07")  # a Mac's
+    (root / "ds0" / "ann" / "!0.png.json").write_text("{")  # sorts first, cannot be read
+    files = supervisely.annotation_files(root)
+    assert len(files) == 6 and files[0].name == "meta.json"  # the stray ._ one passed over
+    (root / "meta.json").write_text('{"classes": ')
+    with pytest.raises(ImageDataError, match="meta.json holds no class list"):
+        prepared(root, val_fraction=0.25, test_fraction=0)
+    project(root)
+    with pytest.raises(ImageDataError, match=r"cannot read .*!0.png.json"):
+        prepared(root, val_fraction=0.25, test_fraction=0)
+
+
+def test_a_project_without_its_images_is_refused_naming_them(tmp_path):
+    root = project(tmp_path / "p")
+    dataset(root / "ds0", ["0.png", "1.png"], [square(0, 0, 8)])
+    for f in (root / "ds0" / "img").iterdir():
+        f.unlink()
+    (root / "ds0" / "img").rmdir()
+    with pytest.raises(ImageDataError, match="download the project with its images"):
+        prepared(root, val_fraction=0.5, test_fraction=0)
+
+
+def test_a_dataset_alone_takes_only_the_classes_drawn(tmp_path):
+    root = tmp_path / "ds"
+    point = {"classTitle": "tip", "geometryType": "point", "points": {"exterior": [[1, 1]]}}
+    dataset(root, [f"{k}.png" for k in range(5)], [square(0, 0, 8, "weed"), point])
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert dm.info().class_names == ["background", "weed"]
+
+
+def test_annotations_are_read_once_then_kept(tmp_path, monkeypatch):
+    """A second run reads no annotation file: their splits and classes are kept in the
+    cache, their masks drawn there."""
+    root = tmp_path / "ds"
+    dataset(root, [f"{k}.png" for k in range(5)], [square(0, 0, 8, "weed")])
+    first = prepared(root, val_fraction=0.2, test_fraction=0.2)
+
+    def unread(path):
+        raise AssertionError(f"{path} read again")
+
+    monkeypatch.setattr(supervisely, "_read", unread)
+    again = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert [p.label for p in again.pairs] == [p.label for p in first.pairs]
+    assert again.info().class_names == ["background", "weed"]
