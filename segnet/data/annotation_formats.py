@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from segnet.data import coco, cvat_xml, labelme, supervisely, via, yolo
+from segnet.data import coco, cvat_xml, label_studio, labelme, supervisely, via, yolo
 from segnet.data.class_files import ShippedClasses
 from segnet.data.drawn_masks import AnnotatedImage
 
@@ -50,6 +50,12 @@ FORMATS = (
         "LabelMe", labelme.annotation_files, labelme.labelme_classes, labelme.labelled_images
     ),
     AnnotationFormat("VIA", via.annotation_files, via.via_classes, via.via_images),
+    AnnotationFormat(
+        "Label Studio",
+        label_studio.annotation_files,
+        label_studio.label_studio_classes,
+        label_studio.label_studio_images,
+    ),
     AnnotationFormat("YOLO", yolo.annotation_files, yolo.yolo_classes, yolo.yolo_images),
 )
 

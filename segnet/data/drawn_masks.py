@@ -24,7 +24,7 @@ import numpy as np
 from segnet.data import stats_cache
 from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses, is_void_name
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import split_named
+from segnet.data.folder_roles import split_named, split_of
 from segnet.files import staged
 
 VOID = 255  # a mask value no class takes: what is annotated and not known (a box alone)
@@ -242,6 +242,16 @@ def split_of_folders(root: Path, file: Path) -> str | None:
         if split_named(part):
             return split_named(part)
     return None
+
+
+def file_split(root: Path, file: Path, image: Path) -> str | None:
+    """The split of an image an annotation file of many lists: the file's folder's
+    (``train/``), else the file's name's (``via_val.json``), else that of the split
+    folder the image lies in."""
+    split = split_named(file.parent.name) if file.parent != root else None
+    split = split or split_of(file.stem)
+    inside = image.is_relative_to(root)
+    return split or (split_of_folders(root, image) if inside else None)
 
 
 def write_mask(path: Path, mask: np.ndarray) -> None:

@@ -36,6 +36,7 @@ from segnet.data.drawn_masks import (
     cache_folder,
     check_size,
     drawn_classes,
+    file_split,
     image_index,
     image_of,
     json_file,
@@ -43,12 +44,11 @@ from segnet.data.drawn_masks import (
     name_below,
     polygon_area,
     say_missing,
-    split_of_folders,
     values_by_name,
     write_mask,
 )
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import split_named, split_of
+from segnet.data.folder_roles import split_named
 
 DRAWING = "via-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 CLASS_KEYS = ("class", "label", "type", "category", "object", "name")  # as key_word reads
@@ -273,7 +273,7 @@ def via_images(
                 continue
             if _listed_before(image, f, regions_of(entry), listed_in, said):
                 continue
-            split = _split(root, f, image)
+            split = file_split(root, f, image)
             found[image] = _annotated(root, f, entry, image, split, key, values, folder, said)
         say_missing(f, len(listed), missing, len(listed) - len(missing),
                     "put the images beside the file, under the names it gives.")  # fmt: skip
@@ -294,15 +294,6 @@ def _listed_before(image: Path, f: Path, regions: list, listed_in: dict, said: d
         )
     said["twice"] += 1
     return True
-
-
-def _split(root: Path, f: Path, image: Path) -> str | None:
-    """An image's split: its VIA file's folder's (``train/``), else the file's name's
-    (``via_val.json``), else the split folder the image lies in."""
-    split = split_named(f.parent.name) if f.parent != root else None
-    split = split or split_of(f.stem)
-    inside = image.is_relative_to(root)
-    return split or (split_of_folders(root, image) if inside else None)
 
 
 def _file_name(name: str) -> str:

@@ -1,0 +1,390 @@
+"""Label Studio's JSON exports, read as masks: the tasks of a project (``JSON``: each
+task's ``data`` naming its image and its ``annotations``' ``result``), or its ``JSON-MIN``
+export (an item per annotation), so that a folder of the images and the export trains
+with no conversion, brush strokes included (which its COCO export leaves out).
+
+* **Where**: the export's JSON files in ``data.root``, its split folders and its
+  annotations folder. A task's image is found by the path its ``data`` gives (an upload's,
+  ``/data/upload/3/5a3b2c1d-0001.jpg``, by its name without the prefix Label Studio
+  added; a local storage's ``?d=`` path; a URL's last part) beside the file or anywhere
+  below ``data.root``. A file's split is its folder's, its name's, else its images'
+  split folders.
+* **Which annotation**: a task's annotation marked ground truth, else its latest;
+  cancelled ones (skipped) never; a task nobody annotated is left out, said (its
+  predictions are a model's, not labels).
+* **Masks**: polygons, rectangles and ellipses (rotated as Label Studio rotates them) and
+  brush strokes (its run lengths) are drawn as COCO's objects are
+  (:func:`segnet.data.coco.draw_mask`), larger ones first; key points are counted, not
+  drawn.
+* **Classes**: background (mask value 0), then the labels in name order (an export does
+  not hold the project's label order: ``data.class_names`` gives one).
+* The masks are kept in the cache (:mod:`segnet.data.drawn_masks`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+import numpy as np
+
+from segnet.data.class_files import ShippedClasses
+from segnet.data.coco import draw_mask
+from segnet.data.drawn_masks import (
+    AnnotatedImage,
+    cache_folder,
+    check_size,
+    drawn_classes,
+    file_split,
+    image_index,
+    image_of,
+    json_file,
+    mask_path,
+    name_below,
+    polygon_area,
+    say_missing,
+    values_by_name,
+    write_mask,
+)
+from segnet.data.errors import ImageDataError
+from segnet.data.folder_roles import split_named
+from segnet.data.name_rules import IMAGE_SUFFIXES
+
+DRAWING = "label-studio-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
+ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
+UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{8}-(?P<name>.+)$")  # what an upload's name is given
+CURVE_POINTS = 64  # an ellipse drawn as a polygon of so many corners
+log = logging.getLogger(__name__)
+
+
+# -- the export -----------------------------------------------------------------------------
+def tasks(path: Path) -> list[dict[str, Any]] | None:
+    """The tasks of the Label Studio export at ``path``, each as ``image`` (the path its
+    data gives), ``upload`` (its uploaded file's name), ``annotations`` (each a list of
+    results) and ``predicted`` (whether a model pre-labelled it); None for a JSON file of
+    anything else."""
+    found = json_file(path)
+    if not isinstance(found, list) or not found or not all(isinstance(t, dict) for t in found):
+        return None
+    if all(isinstance(t.get("data"), dict) and isinstance(t.get("annotations"), list)
+           for t in found):  # fmt: skip
+        return [_task(t) for t in found]
+    if all("annotation_id" in t and "data" not in t for t in found):  # JSON-MIN
+        return _min_tasks(found)
+    return None
+
+
+def _task(task: dict[str, Any]) -> dict[str, Any]:
+    kept = [a for a in task["annotations"] if isinstance(a, dict) and not a.get("was_cancelled")]
+    chosen = sorted(kept, key=lambda a: (bool(a.get("ground_truth")), str(a.get("updated_at"))))
+    return {
+        "image": image_reference(task["data"]),
+        "upload": task.get("file_upload"),
+        "annotations": [chosen[-1].get("result") or []] if chosen else [],
+        "several": len(kept) > 1,
+        "predicted": bool(task.get("predictions")),
+    }
+
+
+def _min_tasks(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """JSON-MIN's items (one per annotation, its regions under each control's name, each
+    with its labels and sizes) as :func:`tasks` gives them: the latest per task."""
+    by_task: dict[Any, dict[str, Any]] = {}
+    for item in sorted(items, key=lambda i: str(i.get("updated_at"))):
+        regions = [
+            {**r, "value": r}
+            for k, v in item.items()
+            if isinstance(v, list)
+            for r in v
+            if isinstance(r, dict) and label_key(r) is not None
+        ]  # fmt: skip
+        several = item.get("id") in by_task
+        by_task[item.get("id", len(by_task))] = {
+            "image": image_reference(item),
+            "upload": None,
+            "annotations": [regions],
+            "several": several,
+            "predicted": False,
+        }
+    return list(by_task.values())
+
+
+def image_reference(data: dict[str, Any]) -> str | None:
+    """The image a task's data names: its ``image``, else the first value that is the
+    path of an image."""
+    if isinstance(data.get("image"), str):
+        return data["image"]
+    for value in data.values():
+        if (
+            isinstance(value, str)
+            and PurePosixPath(value.split("?")[0]).suffix.lower() in IMAGE_SUFFIXES
+        ):
+            return value
+    return None
+
+
+def annotation_files(root: Path) -> list[Path]:
+    """The Label Studio exports in ``root``, its split folders and its annotations folder,
+    in path order."""
+    if not root.is_dir():
+        return []
+    places = [root] + sorted(
+        d for d in root.iterdir()
+        if d.is_dir() and (split_named(d.name) or d.name.lower() in ANNOTATION_FOLDERS)
+    )  # fmt: skip
+    files = [f for place in places for f in sorted(place.glob("*.json")) if f.is_file()]
+    return [f for f in files if tasks(f)]
+
+
+def file_names(reference: str | None, upload: str | None) -> list[str]:
+    """Where a task's image may be, best first: the path its data gives (a local
+    storage's ``?d=`` path; a URL's path), then that name without the prefix an upload
+    is given, then the uploaded file's name so."""
+    names = []
+    if reference:
+        parsed = urlparse(reference)
+        local = parse_qs(parsed.query).get("d")
+        path = unquote(local[0] if local else parsed.path)
+        names.append(path.lstrip("/") if parsed.scheme or local else path)
+    for name in [*names, upload or ""]:
+        base = PurePosixPath(name).name
+        if match := UPLOAD_PREFIX.match(base):
+            names.append(match["name"])
+    return [n for n in names if n]
+
+
+# -- regions --------------------------------------------------------------------------------
+def label_key(value: dict[str, Any]) -> str | None:
+    """The key of a region's labels (``polygonlabels``, ``brushlabels``, ``labels``, ...)."""
+    return next((k for k, v in value.items() if k.endswith("labels") and isinstance(v, list)), None)
+
+
+def label_of(result: dict[str, Any], path: Path) -> str | None:
+    """A result's label; None for a result that labels no region (a choice, a text)."""
+    value = result.get("value") or {}
+    key = label_key(value)
+    if key is None:
+        return None
+    if len(value[key]) != 1:
+        raise ImageDataError(
+            f"{path}: a region is labelled {value[key]}: a region is of one class, so give "
+            'it one label (Label Studio\'s choice="single").'
+        )
+    return str(value[key][0])
+
+
+def class_list(files: Sequence[Path]) -> list[str]:
+    """The labels of every region of an area (a key point's label is no class), in name
+    order."""
+    labels = {
+        label_of(r, f)
+        for f in files for t in tasks(f) or [] for a in t["annotations"] for r in a
+        if region_kind(r.get("value") or {})
+    }  # fmt: skip
+    return sorted(labels - {None})
+
+
+def label_studio_classes(root: Path | None) -> ShippedClasses | None:
+    """The classes of ``root``'s Label Studio exports, by mask value, void last; None
+    where it has none."""
+    files = annotation_files(root) if root is not None else []
+    if not files:
+        return None
+    return drawn_classes(f"the labels of {files[0]}", class_list(files))
+
+
+def brush_pixels(rle: Sequence[int], height: int, width: int) -> np.ndarray:
+    """The pixels a brush stroke covers: Label Studio's run lengths (a bit stream: the
+    count of values, their size, four run-length sizes, then runs of one value repeated
+    or of values each given) of the image's RGBA values, where its alpha is at least half."""
+    bits = np.unpackbits(np.asarray(rle, dtype=np.uint8)).astype(np.int64)
+    at = 0
+
+    def read(n: int) -> int:
+        nonlocal at
+        if at + n > len(bits):
+            raise ValueError("its brush's run lengths end early")
+        word = bits[at : at + n]
+        at += n
+        return int(word @ (1 << np.arange(n - 1, -1, -1, dtype=np.int64)))
+
+    count, size = read(32), read(5) + 1
+    runs = [read(4) + 1 for _ in range(4)]
+    if count != height * width * 4:
+        raise ValueError(
+            f"its brush holds {count} values, and an RGBA image of {width}x{height} {height * width * 4}"
+        )
+    values = np.zeros(count, np.uint8 if size <= 8 else np.uint32)
+    i = 0
+    while i < count:
+        repeated = read(1)
+        j = min(i + 1 + read(runs[read(2)]), count)
+        if repeated:
+            values[i:j] = read(size)
+        else:
+            values[i:j] = [read(size) for _ in range(j - i)]
+        i = j
+    return values.reshape(height, width, 4)[..., 3] >= 128
+
+
+def outline(value: dict[str, Any], kind: str, height: int, width: int) -> list[float] | None:
+    """A polygon, rectangle or ellipse as a polygon ``[x0, y0, x1, y1, ...]`` in pixels
+    (Label Studio gives percentages of the image's width and height; a rectangle turns
+    about its top-left corner, an ellipse about its centre, clockwise in degrees)."""
+    sx, sy = width / 100, height / 100
+    if kind == "polygon":
+        points = value.get("points") or []
+        return (
+            [v for x, y in points for v in (float(x) * sx, float(y) * sy)]
+            if len(points) >= 3
+            else None
+        )
+    turn = math.radians(float(value.get("rotation") or 0))
+    cos, sin = math.cos(turn), math.sin(turn)
+    x, y = float(value["x"]) * sx, float(value["y"]) * sy
+    if kind == "rectangle":
+        w, h = float(value["width"]) * sx, float(value["height"]) * sy
+        corners = [(0, 0), (w, 0), (w, h), (0, h)]
+        return [v for u, t in corners for v in (x + u * cos - t * sin, y + u * sin + t * cos)]
+    rx, ry = float(value["radiusX"]) * sx, float(value["radiusY"]) * sy
+    angles = [2 * math.pi * k / CURVE_POINTS for k in range(CURVE_POINTS)]
+    return [
+        v for a in angles
+        for u, t in [(rx * math.cos(a), ry * math.sin(a))]
+        for v in (x + u * cos - t * sin, y + u * sin + t * cos)
+    ]  # fmt: skip
+
+
+def region_kind(value: dict[str, Any]) -> str | None:
+    """How a region is drawn: ``brush``, ``polygon``, ``ellipse`` or ``rectangle``; None for
+    one of no area (a key point)."""
+    if "rle" in value:
+        return "brush"
+    if "points" in value:
+        return "polygon"
+    if "radiusX" in value:
+        return "ellipse"
+    return "rectangle" if "width" in value and "height" in value else None
+
+
+def objects_of(results: Sequence[dict], path: Path, height: int, width: int) -> list[dict]:
+    """An annotation's labelled regions of an area as the objects
+    :func:`segnet.data.coco.draw_mask` draws (their label as their category)."""
+    from pycocotools import mask as coco_mask
+
+    objects = []
+    for result in results:
+        label, value = label_of(result, path), result.get("value") or {}
+        kind = region_kind(value)
+        if label is None or kind is None:
+            continue
+        if kind == "brush":
+            pixels = brush_pixels(value["rle"], height, width)
+            rle = coco_mask.encode(np.asfortranarray(pixels.astype(np.uint8)))
+            objects.append({"category_id": label, "segmentation": rle, "area": float(pixels.sum())})
+            continue
+        polygon = outline(value, kind, height, width)
+        if polygon is not None:
+            area = polygon_area(polygon[0::2], polygon[1::2])
+            objects.append({"category_id": label, "segmentation": [polygon], "area": area})
+    return objects
+
+
+# -- the images -----------------------------------------------------------------------------
+def label_studio_images(
+    root: Path, images: Sequence[Path], class_names: Sequence[str] | None = None
+) -> list[AnnotatedImage]:
+    """Every annotated task's image ``root``'s Label Studio exports name and the folder
+    holds, each with its mask (drawn now, or found drawn in the cache) of
+    ``class_names`` (given, or the exports' own: :func:`label_studio_classes`)."""
+    files = annotation_files(root)
+    names = list(class_names or label_studio_classes(root).class_names)
+    values = values_by_name(class_list(files), names, f"the labels of {files[0]}")
+    folder = cache_folder(DRAWING, files, values)
+    if not folder.is_dir():
+        log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
+    by_name = image_index(images)
+    found: dict[Path, AnnotatedImage] = {}
+    said = {"unannotated": 0, "predicted": 0, "several": 0, "undrawn": 0, "twice": []}
+    for f in files:
+        listed, missing = tasks(f) or [], []
+        for task in listed:
+            image = next(
+                (i for n in file_names(task["image"], task["upload"])
+                 if (i := image_of(n, [f.parent, root], by_name))), None,
+            )  # fmt: skip
+            if image is None:
+                missing.append(task["image"] or task["upload"])
+                continue
+            if not task["annotations"]:
+                said["unannotated"] += 1
+                said["predicted"] += task["predicted"]
+                continue
+            said["several"] += task["several"]
+            said["twice"] += [image] * (image in found)
+            found[image] = _annotated(root, f, task, image, values, folder, said)
+        say_missing(f, len(listed) - said["unannotated"], missing, len(found),
+                    "put the images beside the file, or anywhere below data.root.")  # fmt: skip
+    _say_what_was_left(files, list(found.values()), said)
+    return list(found.values())
+
+
+def _annotated(
+    root: Path, f: Path, task: dict, image: Path, values: dict, folder: Path, said: dict
+) -> AnnotatedImage:
+    """One task's image with its mask, drawn where the cache has none."""
+    results = task["annotations"][0]
+    regions = [r for r in results if label_of(r, f) is not None]
+    areas = [r for r in regions if region_kind(r.get("value") or {})]
+    said["undrawn"] += len(regions) - len(areas)
+    name = name_below(root, image)
+    mask = mask_path(folder, name)
+    if not mask.is_file():  # each written whole: one there was drawn from this file
+        given = next((r for r in areas if r.get("original_height")), {})
+        height, width = check_size(
+            f, image.name, image, given.get("original_height"), given.get("original_width")
+        )
+        try:
+            drawn = draw_mask(height, width, objects_of(areas, f, height, width), values)[0]
+        except (KeyError, TypeError, ValueError) as err:
+            raise ImageDataError(f"{f}: a region of {image.name} cannot be drawn: {err}.") from None
+        write_mask(mask, drawn)
+    return AnnotatedImage(name, image, mask, file_split(root, f, image), len(areas))
+
+
+def _say_what_was_left(files: list[Path], found: list, said: dict) -> None:
+    where = ", ".join(map(str, files))
+    if said["twice"]:
+        raise ImageDataError(
+            f"{said['twice'][0]} is the image of two tasks of {where}: keep one task per "
+            "image (or one export)."
+        )
+    if not found:
+        raise ImageDataError(
+            f"no task of {where} is annotated ({said['unannotated']} are not, "
+            f"{said['predicted']} of them with a model's predictions): submit the "
+            "annotations in Label Studio, then export again."
+        )
+    if not any(a.objects for a in found):
+        raise ImageDataError(
+            f"the annotations of {where} outline no region: label polygons, rectangles, "
+            "ellipses or brush strokes."
+        )
+    if said["unannotated"]:
+        log.warning(
+            "%d task(s) of %s are not annotated (%d with a model's predictions, which are no "
+            "labels): left out.", said["unannotated"], where, said["predicted"],
+        )  # fmt: skip
+    if said["several"]:
+        log.info(
+            "%d task(s) have several annotations: the one marked ground truth is read, "
+            "else the latest", said["several"],
+        )  # fmt: skip
+    if said["undrawn"]:
+        log.warning("%d Label Studio region(s) outline no area (key points): not drawn.",
+                    said["undrawn"])  # fmt: skip
