@@ -7,11 +7,12 @@ with no conversion.
   it holding ``ann/`` (nested datasets' too, at any depth); a dataset folder alone
   (``ann/`` and ``img/``, no ``meta.json``) is read as well. The masks Supervisely
   exports beside them (``masks_machine/``, ``masks_human/``) are not read.
-* **Masks**: polygons (their edges included, as Supervisely draws them; their holes
-  left out), bitmaps (placed at their origin; an alpha mask where at least half
-  opaque), rectangles and rotated boxes are drawn, larger ones first, so that a smaller
-  one lying on a larger keeps its class. Lines, points, keypoint graphs and cuboids
-  outline no area: counted in a warning, not drawn.
+* **Masks**: polygons (their edges included: a vertex is a pixel, as Supervisely takes
+  it; their holes left out), bitmaps (placed at their origin; an alpha mask where at
+  least half opaque), rectangles and rotated boxes are drawn in the annotation's order,
+  a later object over an earlier, as Supervisely shows them and exports their masks.
+  Lines, points, keypoint graphs and cuboids outline no area: counted in a warning, not
+  drawn.
 * **Classes**: background (mask value 0), then ``meta.json``'s classes of shapes that
   have an area, in its order (else the objects' classes in name order).
 * **Splits**: a dataset named as a split (``train``, ``val``, ``test``) is that split;
@@ -53,12 +54,12 @@ from segnet.data.errors import ImageDataError
 from segnet.data.folder_roles import split_named
 from segnet.files import staged
 
-DRAWING = "supervisely-masks-2"  # bumped where the drawing changes: masks drawn before, redrawn
+DRAWING = "supervisely-masks-3"  # bumped where the drawing changes: masks drawn before, redrawn
 INDEX = "supervisely-index-1"  # each annotation's split and classes, kept between runs
 META = "meta.json"
 AREA_SHAPES = ("polygon", "bitmap", "rectangle", "alpha_mask", "oriented_bbox", "any")
 DRAWN = ("polygon", "bitmap", "rectangle", "alpha_mask", "oriented_bbox")  # geometryType
-# a dataset's own folders of per-image files, never datasets: not looked in
+# a dataset's own folders of per-image files: not looked in for datasets
 ITEM_FOLDERS = ("ann", "img", "img_info", "meta", "masks_machine", "masks_human", "blob")
 OWN_MASKS = ("masks_machine", "masks_human")  # the masks Supervisely exports: colours, no class
 FIRST_FILES = 20  # annotation files looked in for one of Supervisely's
@@ -79,17 +80,20 @@ def is_annotation(found: Any) -> bool:
 def datasets(root: Path) -> list[Path]:
     """The dataset folders (those holding ``ann/``) below ``root``, ``root`` itself and
     nested datasets (``<dataset>/datasets/<dataset>/``) included, in path order."""
-    found, stack = [], [(root, 0)]
+    found, stack, seen = [], [(root, 0)], set()
     while stack:
         folder, depth = stack.pop()
+        if os.path.realpath(folder) in seen:  # a link to a folder read already
+            continue
+        seen.add(os.path.realpath(folder))
         try:
             below = [d for d in folder.iterdir() if d.is_dir() and not d.name.startswith(".")]
         except OSError:
             continue
-        if any(d.name == "ann" for d in below):
-            found.append(folder)
-        if depth < NESTING:
-            stack += [(d, depth + 1) for d in below if d.name not in ITEM_FOLDERS]
+        dataset = any(d.name == "ann" for d in below)
+        found += [folder] * dataset
+        if depth < NESTING:  # a dataset's own item folders hold no dataset
+            stack += [(d, depth + 1) for d in below if not (dataset and d.name in ITEM_FOLDERS)]
     return sorted(found)
 
 
@@ -108,11 +112,12 @@ def annotation_files(root: Path) -> list[Path]:
         for name in sorted(os.listdir(d / "ann"))  # names, not paths: some 100,000 sorted
         if name.endswith(".json") and not name.startswith(".")  # a Mac's ._0.png.json
     ]
-    if not any(is_annotation(json_file(f)) for f in files[:FIRST_FILES]):
-        return []
+    listed = meta.is_file() and isinstance((json_file(meta) or {}).get("classes"), list)
+    if not files or not (listed or any(is_annotation(json_file(f)) for f in files[:FIRST_FILES])):
+        return []  # a class list beside ann/ folders is Supervisely's: a bad file is named then
     if not meta.is_file():
         return files
-    if not isinstance((json_file(meta) or {}).get("classes"), list):
+    if not listed:
         raise ImageDataError(
             f"{meta} holds no class list (a Supervisely project's meta.json has 'classes'), "
             f"and {files[0]} is a Supervisely annotation: download the project again."
@@ -145,7 +150,7 @@ def summary(path: Path, annotation: dict[str, Any]) -> dict[str, Any]:
     """What the run needs of one annotation without drawing it: its split tag, the
     classes of the objects drawn, and how many are drawn, boxes, and not drawn."""
     objects = [o for o in annotation["objects"] if isinstance(o, dict)]
-    drawn = [o for o in objects if o.get("geometryType") in DRAWN]
+    drawn = [o for o in objects if has_area(o)]
     return {
         "split": tagged_split(path, annotation),
         "classes": sorted({str(o.get("classTitle")) for o in drawn}),
@@ -209,6 +214,8 @@ def bitmap_pixels(obj: dict[str, Any]) -> tuple[np.ndarray, int, int]:
     with contextlib.suppress(zlib.error):  # else an uncompressed PNG, as converters write
         raw = zlib.decompress(raw)
     with Image.open(io.BytesIO(raw)) as im:
+        if "transparency" in im.info:  # a palette's: its transparent colour is no object
+            im = im.convert("RGBA")
         held = np.asarray(im.getchannel("A") if "A" in im.getbands() else im.convert("L"))
     x, y = (int(round(float(v))) for v in obj["bitmap"]["origin"])
     return held >= (128 if obj.get("geometryType") == "alpha_mask" else 1), x, y
@@ -229,70 +236,88 @@ def corners(obj: dict[str, Any]) -> list[tuple[float, float]]:
     ]  # fmt: skip
 
 
+def clipped(xs: Sequence[float], ys: Sequence[float], height: int, width: int) -> tuple:
+    """The rows and columns (slices) of the image that points ``xs``, ``ys`` span."""
+    rows = slice(max(0, math.floor(min(ys))), min(height, math.floor(max(ys)) + 1))
+    cols = slice(max(0, math.floor(min(xs))), min(width, math.floor(max(xs)) + 1))
+    return rows, cols
+
+
 def outlined(
-    height: int, width: int, rings: Sequence[Sequence], holes: Sequence = ()
-) -> np.ndarray:
-    """The pixels polygons cover, their edges included, as Supervisely draws them (a
-    vertex is a pixel), the ``holes`` left out."""
+    height: int, width: int, ring: Sequence[Sequence], holes: Sequence = ()
+) -> tuple[np.ndarray, tuple]:
+    """The pixels a polygon covers, its edges included (a vertex is a pixel, as
+    Supervisely takes it), its ``holes`` left out: drawn over the part of the image it
+    spans (a dense image's objects, each of the whole image, would not fit in memory),
+    and those rows and columns."""
     from PIL import Image, ImageDraw
 
-    im = Image.new("1", (width, height), 0)
+    rows, cols = clipped([float(p[0]) for p in ring], [float(p[1]) for p in ring], height, width)
+    if rows.stop <= rows.start or cols.stop <= cols.start:  # wholly outside the image
+        return np.zeros((0, 0), bool), (slice(0, 0), slice(0, 0))
+    im = Image.new("1", (cols.stop - cols.start, rows.stop - rows.start), 0)
     draw = ImageDraw.Draw(im)
-    for ring, fill in [*((r, 1) for r in rings), *((h, 0) for h in holes)]:
-        xy = [(float(p[0]), float(p[1])) for p in ring]
+    for points, fill in [(ring, 1), *((h, 0) for h in holes)]:
+        xy = [(float(p[0]) - cols.start, float(p[1]) - rows.start) for p in points]
         if len(xy) >= 3:
             draw.polygon(xy, fill=fill, outline=fill)
-    return np.asarray(im, dtype=bool)
+    return np.asarray(im, dtype=bool), (rows, cols)
 
 
-def object_pixels(obj: dict[str, Any], height: int, width: int) -> tuple[np.ndarray, Any]:
-    """The pixels an object covers: a boolean array of the whole image, or of the part
-    of it that a bitmap's ``(rows, columns)`` slices (the second value) give."""
+def has_area(obj: dict[str, Any]) -> bool:
+    """Whether an object is drawn: one of :data:`DRAWN`, a polygon of three points or more."""
+    kind = obj.get("geometryType")
+    if kind == "polygon":
+        return len((obj.get("points") or {}).get("exterior") or []) >= 3
+    return kind in DRAWN
+
+
+def object_pixels(obj: dict[str, Any], height: int, width: int) -> tuple[np.ndarray, tuple]:
+    """The pixels an object covers, over the part of the image it spans, and those rows
+    and columns (slices)."""
     kind = obj.get("geometryType")
     if kind in ("bitmap", "alpha_mask"):
         pixels, x, y = bitmap_pixels(obj)
-        top, left = max(y, 0), max(x, 0)
-        bottom, right = min(y + pixels.shape[0], height), min(x + pixels.shape[1], width)
-        if bottom <= top or right <= left:  # wholly outside the image
-            return np.zeros((0, 0), bool), (slice(0, 0), slice(0, 0))
-        return pixels[top - y : bottom - y, left - x : right - x], (
-            slice(top, bottom),
-            slice(left, right),
+        rows, cols = clipped(
+            [x, x + pixels.shape[1] - 1], [y, y + pixels.shape[0] - 1], height, width
         )
-    whole = (slice(None), slice(None))
+        if rows.stop <= rows.start or cols.stop <= cols.start:  # wholly outside the image
+            return np.zeros((0, 0), bool), (slice(0, 0), slice(0, 0))
+        part = pixels[rows.start - y : rows.stop - y, cols.start - x : cols.stop - x]
+        return part, (rows, cols)
     if kind == "rectangle":  # its corners, both inside it
         (x1, y1), (x2, y2) = obj["points"]["exterior"][:2]
-        box = np.zeros((height, width), bool)
-        rows = slice(max(0, round(min(y1, y2))), max(0, round(max(y1, y2)) + 1))
-        box[rows, slice(max(0, round(min(x1, x2))), max(0, round(max(x1, x2)) + 1))] = True
-        return box, whole
+        xs, ys = [round(float(x1)), round(float(x2))], [round(float(y1)), round(float(y2))]
+        rows, cols = clipped(xs, ys, height, width)
+        return np.ones((max(0, rows.stop - rows.start), max(0, cols.stop - cols.start)), bool), (
+            rows,
+            cols,
+        )
     if kind == "oriented_bbox":
-        return outlined(height, width, [corners(obj)]), whole
+        return outlined(height, width, corners(obj))
     points = obj.get("points") or {}
-    return outlined(height, width, [points["exterior"]], points.get("interior") or []), whole
+    return outlined(height, width, points["exterior"], points.get("interior") or [])
 
 
 def draw_mask(
     path: Path, height: int, width: int, objects: Sequence[dict], values: dict[str, int]
 ) -> np.ndarray:
-    """The mask of one image's ``objects`` (:data:`DRAWN` ones), larger ones first, so
-    that a smaller one lying on a larger keeps its class."""
+    """The mask of one image's ``objects`` (those :func:`has_area`), in the annotation's
+    order, a later object over an earlier, as Supervisely shows them and exports their
+    masks."""
     mask = np.zeros((height, width), np.uint8)
     try:
-        drawn = []
-        for obj in (o for o in objects if o.get("geometryType") in DRAWN):
+        for obj in (o for o in objects if isinstance(o, dict) and has_area(o)):
             value = values.get(str(obj.get("classTitle")))
             if value is None:
                 raise ValueError(f"its class {obj.get('classTitle')!r} is not in meta.json")
-            pixels, where = object_pixels(obj, height, width)
-            drawn.append((int(pixels.sum()), value, pixels, where))
+            pixels, (rows, cols) = object_pixels(obj, height, width)
+            mask[rows, cols][pixels] = value
     except (KeyError, TypeError, ValueError, IndexError, OSError, zlib.error) as err:
         raise ImageDataError(
             f"{path}: an object cannot be drawn ({type(err).__name__}: {err}): export the "
             "project again from Supervisely."
         ) from None
-    for _, value, pixels, where in sorted(drawn, key=lambda d: d[0], reverse=True):
-        mask[where][pixels] = value
     return mask
 
 

@@ -112,7 +112,7 @@ def test_a_project_trains_its_classes_in_its_datasets_splits(tmp_path, caplog):
     assert not list(root.rglob("*.png"))  # nothing written into the user's folder
 
 
-def test_a_smaller_object_keeps_its_class_and_bitmaps_reach_past_the_edge(tmp_path):
+def test_a_later_object_lies_over_an_earlier_and_bitmaps_reach_past_the_edge(tmp_path):
     root = project(tmp_path / "p")
     blob = np.ones((10, 10), np.uint8)
     objects = [bitmap(-4, 18, blob, compress=False), square(0, 0, 20), square(4, 4, 4, "bug")]
@@ -205,10 +205,10 @@ def test_supervisely_own_mask_exports_beside_are_not_read(tmp_path):
     assert (mask_of(dm, "train/img/0.png") == 1).sum() == 64
 
 
-def test_objects_are_drawn_by_their_pixel_count_and_edges_as_supervisely_draws_them(tmp_path):
-    """A large plain bitmap (a short encoding) is drawn under a small noisy one and
-    under a polygon; a polygon one pixel wide is drawn; a bitmap wholly past the edge
-    draws nothing; a rotated box is turned about its centre."""
+def test_objects_are_drawn_in_their_order_with_their_edges(tmp_path):
+    """A noisy bitmap after a plain one lies on it; a polygon one pixel wide is drawn;
+    a bitmap wholly past the edge draws nothing; a rotated box is turned about its
+    centre; a palette bitmap's transparent colour is no object, whatever its grey."""
     root = project(tmp_path / "p", [*CLASSES, {"title": "cut", "shape": "oriented_bbox"}])
     road = np.ones((H, W), np.uint8)
     crack = (np.random.default_rng(0).random((8, 8)) > 0.5).astype(np.uint8)
@@ -217,26 +217,45 @@ def test_objects_are_drawn_by_their_pixel_count_and_edges_as_supervisely_draws_t
             "points": {"exterior": [[20, 2], [20, 12], [20, 2]], "interior": []}}  # fmt: skip
     turned = {"classTitle": "cut", "geometryType": "oriented_bbox", "angle": np.pi / 2,
               "points": {"exterior": [[22, 16], [30, 18]], "interior": []}}  # fmt: skip
+    inverse = Image.fromarray(np.ones((3, 4), np.uint8), mode="P")  # index 1 black, 0 white
+    inverse.putpalette([255, 255, 255, 0, 0, 0])
+    buffer = io.BytesIO()
+    inverse.save(buffer, format="PNG", transparency=0)
+    dark = {
+        "classTitle": "bug",
+        "geometryType": "bitmap",
+        "bitmap": {
+            "data": base64.b64encode(zlib.compress(buffer.getvalue())).decode(),
+            "origin": [12, 19],
+        },
+    }
+    hidden = square(1, 1, 4, "stem")  # under the road, drawn after it
     objects = [
-        bitmap(0, 0, road, "leaf"), bitmap(2, 2, crack), vein, turned,
-        bitmap(40, 2, np.ones((4, 4), np.uint8)),
+        hidden, bitmap(0, 0, road, "leaf"), bitmap(2, 2, crack), vein, turned,
+        bitmap(40, 2, np.ones((4, 4), np.uint8)), dark,
     ]  # fmt: skip
-    assert len(bitmap(0, 0, road)["bitmap"]["data"]) < len(bitmap(2, 2, crack)["bitmap"]["data"])
     dataset(root / "ds0", [f"{k}.png" for k in range(5)], objects)
     mask = mask_of(prepared(root, val_fraction=0.2, test_fraction=0.2), "0.png")
     assert (mask[2:10, 2:10] == 2).sum() == crack.sum()  # the crack kept on the road
     assert (mask[2:13, 20] == 3).all()  # a line of pixels, as Supervisely draws it
     assert (mask[13:22, 25:28] == 4).all() and (mask[16:19, 22] != 4).all()  # turned upright
-    assert set(np.unique(mask)) == {1, 2, 3, 4}
+    assert (mask[19:22, 12:16] == 2).all() and (mask == 2).sum() == crack.sum() + 12
+    assert (mask[1, 1] == 1) and set(np.unique(mask)) == {1, 2, 3, 4}
+    pixels, (rows, cols) = supervisely.object_pixels(square(100, 200, 4), 2000, 3000)
+    assert pixels.shape == (4, 4) and (rows, cols) == (slice(200, 204), slice(100, 104))
 
 
-def test_nested_datasets_are_read_at_any_depth(tmp_path):
+def test_nested_datasets_are_read_at_any_depth_and_once(tmp_path):
+    """Datasets nested at any depth, and one named as a dataset's own folders (``meta``),
+    are read; a link to a dataset read already is not read again."""
     root = project(tmp_path / "p")
     deep = root / "farm" / "datasets" / "field" / "datasets" / "plot"
-    for k, folder in enumerate((root / "farm", deep.parent.parent, deep)):
+    for k, folder in enumerate((root / "farm", deep.parent.parent, deep, root / "meta")):
         dataset(folder, [f"{k}{j}.png" for j in range(2)], [square(0, 0, 8)])
+    (root / "latest").symlink_to(root / "farm")
+    (deep / "up").symlink_to(root)
     dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
-    assert len(dm.pairs) == 6
+    assert len(dm.pairs) == 8
 
 
 def test_masks_a_user_keeps_beside_win_over_the_annotations(tmp_path):
@@ -267,6 +286,10 @@ def test_a_broken_meta_json_is_refused_and_stray_files_are_passed_over(tmp_path)
         prepared(root, val_fraction=0.25, test_fraction=0)
     project(root)
     with pytest.raises(ImageDataError, match=r"cannot read .*!0.png.json"):
+        prepared(root, val_fraction=0.25, test_fraction=0)
+    for f in (root / "ds0" / "ann").glob("*.json"):  # files not fetched (git-annex, LFS)
+        f.write_text("version https://git-lfs.github.com/spec/v1")
+    with pytest.raises(ImageDataError, match=r"cannot read .*\.png\.json"):
         prepared(root, val_fraction=0.25, test_fraction=0)
 
 
