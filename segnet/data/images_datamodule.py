@@ -606,7 +606,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             given = "data.label_values" if label_values is not None else "data.palette"
             raise ValueError(
                 f"{given} given, and the masks of data.root={self.root} are drawn from its "
-                "annotation files (COCO's, CVAT's, LabelMe's, VIA's, YOLO's) with each class's number in the order of "
+                "annotation files (COCO's, Label Studio's, YOLO's, ...) with each class's number in the "
+                "order of "
                 f"data.class_names: leave {given} out (data.class_names alone chooses and orders "
                 "the classes)."
             )
@@ -844,7 +845,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     @classmethod
     def masks_drawn(cls, data_cfg: Any) -> bool:
         """Whether the masks of the data ``data_cfg`` reads are drawn from annotation files
-        (COCO's, CVAT's, LabelMe's, VIA's, YOLO's: :func:`img.drawn_masks_root`)."""
+        (:data:`~segnet.data.annotation_formats.FORMATS`: :func:`img.drawn_masks_root`)."""
         if data_cfg.get("csv") or not own_layout(data_cfg):
             return False
         return img.drawn_masks_root(read_from(data_cfg.get("root"), None, data_cfg, say=False))
