@@ -23,6 +23,8 @@ with no conversion, brush strokes included (which its COCO export leaves out).
 
 from __future__ import annotations
 
+import base64
+import io
 import logging
 import math
 import re
@@ -58,6 +60,7 @@ from segnet.data.name_rules import IMAGE_SUFFIXES
 DRAWING = "label-studio-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
 UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{8}-(?P<name>.+)$")  # what an upload's name is given
+UNCLASSED = "__ignore__"  # a region whose labels were all deselected: not known, so void
 CURVE_POINTS = 64  # an ellipse drawn as a polygon of so many corners
 log = logging.getLogger(__name__)
 
@@ -65,67 +68,71 @@ log = logging.getLogger(__name__)
 # -- the export -----------------------------------------------------------------------------
 def tasks(path: Path) -> list[dict[str, Any]] | None:
     """The tasks of the Label Studio export at ``path``, each as ``image`` (the path its
-    data gives), ``upload`` (its uploaded file's name), ``annotations`` (each a list of
-    results) and ``predicted`` (whether a model pre-labelled it); None for a JSON file of
-    anything else."""
+    data gives), ``upload`` (its uploaded file's name), ``annotations`` (the regions of
+    the one read, :func:`regions_of`; none where nobody annotated it) and ``predicted``
+    (whether a model pre-labelled it); None for a JSON file of anything else."""
     found = json_file(path)
     if not isinstance(found, list) or not found or not all(isinstance(t, dict) for t in found):
         return None
     if all(isinstance(t.get("data"), dict) and isinstance(t.get("annotations"), list)
            for t in found):  # fmt: skip
-        return [_task(t) for t in found]
+        return [_task(path, t) for t in found]
     if all("annotation_id" in t and "data" not in t for t in found):  # JSON-MIN
-        return _min_tasks(found)
+        return _min_tasks(path, found)
     return None
 
 
-def _task(task: dict[str, Any]) -> dict[str, Any]:
+def _task(path: Path, task: dict[str, Any]) -> dict[str, Any]:
     kept = [a for a in task["annotations"] if isinstance(a, dict) and not a.get("was_cancelled")]
     chosen = sorted(kept, key=lambda a: (bool(a.get("ground_truth")), str(a.get("updated_at"))))
     return {
-        "image": image_reference(task["data"]),
+        "image": image_reference(path, task["data"], task.get("id")),
         "upload": task.get("file_upload"),
-        "annotations": [chosen[-1].get("result") or []] if chosen else [],
+        "annotations": [regions_of(path, chosen[-1].get("result") or [])] if chosen else [],
         "several": len(kept) > 1,
         "predicted": bool(task.get("predictions")),
     }
 
 
-def _min_tasks(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _min_tasks(path: Path, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """JSON-MIN's items (one per annotation, its regions under each control's name, each
-    with its labels and sizes) as :func:`tasks` gives them: the latest per task."""
+    with its labels and sizes; an unannotated task's with no ``annotation_id``) as
+    :func:`tasks` gives them: the latest per task."""
     by_task: dict[Any, dict[str, Any]] = {}
     for item in sorted(items, key=lambda i: str(i.get("updated_at"))):
-        regions = [
-            {**r, "value": r}
-            for k, v in item.items()
-            if isinstance(v, list)
-            for r in v
-            if isinstance(r, dict) and label_key(r) is not None
+        results = [
+            {"value": r, "from_name": k, "original_width": r.get("original_width"),
+             "original_height": r.get("original_height")}
+            for k, v in item.items() if isinstance(v, list)
+            for r in v if isinstance(r, dict) and label_key(r) is not None
         ]  # fmt: skip
-        several = item.get("id") in by_task
-        by_task[item.get("id", len(by_task))] = {
-            "image": image_reference(item),
+        annotated = item.get("annotation_id") is not None
+        key = item.get("id", len(by_task))
+        by_task[key] = {
+            "image": image_reference(path, item, key),
             "upload": None,
-            "annotations": [regions],
-            "several": several,
+            "annotations": [regions_of(path, results)] if annotated else [],
+            "several": annotated and bool(by_task.get(key, {}).get("annotations")),
             "predicted": False,
         }
     return list(by_task.values())
 
 
-def image_reference(data: dict[str, Any]) -> str | None:
-    """The image a task's data names: its ``image``, else the first value that is the
-    path of an image."""
+def image_reference(path: Path, data: dict[str, Any], task: Any) -> str | None:
+    """The image a task's data names: its one value that is the path of an image (its
+    ``image`` where several are); a task of several images is refused."""
+    found = [
+        v for v in data.values()
+        if isinstance(v, str) and PurePosixPath(urlparse(v).path).suffix.lower() in IMAGE_SUFFIXES
+    ]  # fmt: skip
     if isinstance(data.get("image"), str):
         return data["image"]
-    for value in data.values():
-        if (
-            isinstance(value, str)
-            and PurePosixPath(value.split("?")[0]).suffix.lower() in IMAGE_SUFFIXES
-        ):
-            return value
-    return None
+    if len(found) > 1:
+        raise ImageDataError(
+            f"{path}: task {task} names {len(found)} images ({', '.join(found[:3])}): one "
+            "image per task is read. Annotate each image in a task of its own."
+        )
+    return found[0] if found else None
 
 
 def annotation_files(root: Path) -> list[Path]:
@@ -141,21 +148,31 @@ def annotation_files(root: Path) -> list[Path]:
     return [f for f in files if tasks(f)]
 
 
+def stored_name(name: str) -> str:
+    """A file's name as Label Studio stores an upload (Django's rule): spaces as ``_``,
+    characters other than letters, digits, ``-``, ``_`` and ``.`` left out."""
+    return re.sub(r"[^-\w.]", "", name.strip().replace(" ", "_"))
+
+
 def file_names(reference: str | None, upload: str | None) -> list[str]:
     """Where a task's image may be, best first: the path its data gives (a local
-    storage's ``?d=`` path; a URL's path), then that name without the prefix an upload
-    is given, then the uploaded file's name so."""
-    names = []
+    storage's ``?d=`` path; a URL's path), then an upload's name without the prefix
+    Label Studio gave it (``/data/upload/3/5a3b2c1d-0001.jpg``: ``0001.jpg``)."""
+    names, uploads = [], [upload] if upload and is_image_name(upload) else []
     if reference:
         parsed = urlparse(reference)
-        local = parse_qs(parsed.query).get("d")
-        path = unquote(local[0] if local else parsed.path)
+        local = parse_qs(parsed.query).get("d")  # decoded already
+        path = local[0] if local else unquote(parsed.path)
         names.append(path.lstrip("/") if parsed.scheme or local else path)
-    for name in [*names, upload or ""]:
-        base = PurePosixPath(name).name
-        if match := UPLOAD_PREFIX.match(base):
+        uploads += [path] * path.startswith("/data/upload/")
+    for name in uploads:
+        if match := UPLOAD_PREFIX.match(PurePosixPath(name).name):
             names.append(match["name"])
     return [n for n in names if n]
+
+
+def is_image_name(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES
 
 
 # -- regions --------------------------------------------------------------------------------
@@ -164,27 +181,50 @@ def label_key(value: dict[str, Any]) -> str | None:
     return next((k for k, v in value.items() if k.endswith("labels") and isinstance(v, list)), None)
 
 
-def label_of(result: dict[str, Any], path: Path) -> str | None:
-    """A result's label; None for a result that labels no region (a choice, a text)."""
-    value = result.get("value") or {}
-    key = label_key(value)
-    if key is None:
-        return None
-    if len(value[key]) != 1:
-        raise ImageDataError(
-            f"{path}: a region is labelled {value[key]}: a region is of one class, so give "
-            'it one label (Label Studio\'s choice="single").'
-        )
-    return str(value[key][0])
+def regions_of(path: Path, results: Sequence[Any]) -> list[dict[str, Any]]:
+    """An annotation's regions, each its ``label`` (None for a region no control labels;
+    :data:`UNCLASSED`, void, for one whose labels were all deselected), its ``value``
+    (where it lies) and its ``size`` (the image's, as the region gives it). A region's
+    results (one per control, sharing its ``id``) are read together: a shape's own
+    labels (``polygonlabels``) before a ``labels`` control's; a region labelled by two
+    controls of one kind, or with two labels, is refused."""
+    grouped: dict[Any, list[dict]] = {}
+    for k, r in enumerate(x for x in results if isinstance(x, dict)):
+        grouped.setdefault(r.get("id", f"#{k}"), []).append(r)
+    regions = []
+    for parts in grouped.values():
+        shapes = [r for r in parts if region_kind(r.get("value") or {})]
+        labelled = [r for r in parts if label_key(r.get("value") or {})]
+        own = [r for r in labelled if label_key(r["value"]) != "labels"] or labelled
+        controls = sorted({str(r.get("from_name")) for r in own})
+        if len(controls) > 1:
+            raise ImageDataError(
+                f"{path}: a region is labelled by the controls {', '.join(controls)}: one "
+                "of them must be its class. Export a project whose regions one control labels."
+            )
+        labels = own[0]["value"][label_key(own[0]["value"])] if own else None
+        if labels is not None and len(labels) > 1:
+            raise ImageDataError(
+                f"{path}: a region is labelled {labels}: a region is of one class, so give "
+                'it one label (Label Studio\'s choice="single").'
+            )
+        shape = (shapes or own or parts)[0]
+        regions.append({
+            "label": None if labels is None else str(labels[0]) if labels else UNCLASSED,
+            "value": shape.get("value") or {},
+            "size": (shape.get("original_height"), shape.get("original_width")),
+            "turned": bool(shape.get("image_rotation")),
+        })  # fmt: skip
+    return regions
 
 
 def class_list(files: Sequence[Path]) -> list[str]:
     """The labels of every region of an area (a key point's label is no class), in name
     order."""
     labels = {
-        label_of(r, f)
+        r["label"]
         for f in files for t in tasks(f) or [] for a in t["annotations"] for r in a
-        if region_kind(r.get("value") or {})
+        if region_kind(r["value"])
     }  # fmt: skip
     return sorted(labels - {None})
 
@@ -201,7 +241,8 @@ def label_studio_classes(root: Path | None) -> ShippedClasses | None:
 def brush_pixels(rle: Sequence[int], height: int, width: int) -> np.ndarray:
     """The pixels a brush stroke covers: Label Studio's run lengths (a bit stream: the
     count of values, their size, four run-length sizes, then runs of one value repeated
-    or of values each given) of the image's RGBA values, where its alpha is at least half."""
+    or of values each given) of the image's RGBA values, where its alpha is not zero (as
+    Label Studio shows a stroke and converts it to COCO's)."""
     bits = np.unpackbits(np.asarray(rle, dtype=np.uint8)).astype(np.int64)
     at = 0
 
@@ -229,7 +270,7 @@ def brush_pixels(rle: Sequence[int], height: int, width: int) -> np.ndarray:
         else:
             values[i:j] = [read(size) for _ in range(j - i)]
         i = j
-    return values.reshape(height, width, 4)[..., 3] >= 128
+    return values.reshape(height, width, 4)[..., 3] > 0
 
 
 def outline(value: dict[str, Any], kind: str, height: int, width: int) -> list[float] | None:
@@ -260,11 +301,26 @@ def outline(value: dict[str, Any], kind: str, height: int, width: int) -> list[f
     ]  # fmt: skip
 
 
+def bitmask_pixels(value: dict[str, Any], height: int, width: int) -> np.ndarray:
+    """The pixels of a bitmask region (a PNG as a data URL: ``<BitmaskLabels>``) where its
+    alpha (else its grey) is not zero."""
+    from PIL import Image
+
+    url = next(v for v in value.values() if isinstance(v, str) and v.startswith("data:image"))
+    with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as im:
+        held = np.asarray(im.getchannel("A") if "A" in im.getbands() else im.convert("L"))
+    if held.shape != (height, width):
+        raise ValueError(f"its bitmask is {held.shape[1]}x{held.shape[0]}, not {width}x{height}")
+    return held > 0
+
+
 def region_kind(value: dict[str, Any]) -> str | None:
-    """How a region is drawn: ``brush``, ``polygon``, ``ellipse`` or ``rectangle``; None for
-    one of no area (a key point)."""
+    """How a region is drawn: ``brush``, ``bitmask``, ``polygon``, ``ellipse`` or
+    ``rectangle``; None for one of no area (a key point)."""
     if "rle" in value:
         return "brush"
+    if any(isinstance(v, str) and v.startswith("data:image") for v in value.values()):
+        return "bitmask"
     if "points" in value:
         return "polygon"
     if "radiusX" in value:
@@ -272,19 +328,23 @@ def region_kind(value: dict[str, Any]) -> str | None:
     return "rectangle" if "width" in value and "height" in value else None
 
 
-def objects_of(results: Sequence[dict], path: Path, height: int, width: int) -> list[dict]:
+def objects_of(regions: Sequence[dict], height: int, width: int) -> list[dict]:
     """An annotation's labelled regions of an area as the objects
     :func:`segnet.data.coco.draw_mask` draws (their label as their category)."""
     from pycocotools import mask as coco_mask
 
     objects = []
-    for result in results:
-        label, value = label_of(result, path), result.get("value") or {}
+    for region in regions:
+        label, value = region["label"], region["value"]
         kind = region_kind(value)
         if label is None or kind is None:
             continue
-        if kind == "brush":
-            pixels = brush_pixels(value["rle"], height, width)
+        if kind in ("brush", "bitmask"):
+            pixels = (
+                brush_pixels(value["rle"], height, width)
+                if kind == "brush"
+                else bitmask_pixels(value, height, width)
+            )
             rle = coco_mask.encode(np.asfortranarray(pixels.astype(np.uint8)))
             objects.append({"category_id": label, "segmentation": rle, "area": float(pixels.sum())})
             continue
@@ -308,9 +368,11 @@ def label_studio_images(
     folder = cache_folder(DRAWING, files, values)
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
-    by_name = image_index(images)
+    by_name = image_index(images)  # an upload's name as stored, where no image has that name
+    by_name = {**{stored_name(n): i for n, i in by_name.items()}, **by_name}
     found: dict[Path, AnnotatedImage] = {}
-    said = {"unannotated": 0, "predicted": 0, "several": 0, "undrawn": 0, "twice": []}
+    said = {"unannotated": 0, "predicted": 0, "several": 0, "undrawn": 0, "twice": [],
+            "turned": 0, "void": 0}  # fmt: skip
     for f in files:
         listed, missing = tasks(f) or [], []
         for task in listed:
@@ -319,7 +381,7 @@ def label_studio_images(
                  if (i := image_of(n, [f.parent, root], by_name))), None,
             )  # fmt: skip
             if image is None:
-                missing.append(task["image"] or task["upload"])
+                missing.append(task["image"] or task["upload"] or "a task naming no image")
                 continue
             if not task["annotations"]:
                 said["unannotated"] += 1
@@ -338,19 +400,18 @@ def _annotated(
     root: Path, f: Path, task: dict, image: Path, values: dict, folder: Path, said: dict
 ) -> AnnotatedImage:
     """One task's image with its mask, drawn where the cache has none."""
-    results = task["annotations"][0]
-    regions = [r for r in results if label_of(r, f) is not None]
-    areas = [r for r in regions if region_kind(r.get("value") or {})]
+    regions = [r for r in task["annotations"][0] if r["label"] is not None]
+    areas = [r for r in regions if region_kind(r["value"])]
     said["undrawn"] += len(regions) - len(areas)
+    said["turned"] += any(r["turned"] for r in areas)
+    said["void"] += sum(r["label"] == UNCLASSED for r in areas)
     name = name_below(root, image)
     mask = mask_path(folder, name)
     if not mask.is_file():  # each written whole: one there was drawn from this file
-        given = next((r for r in areas if r.get("original_height")), {})
-        height, width = check_size(
-            f, image.name, image, given.get("original_height"), given.get("original_width")
-        )
+        given = next((r["size"] for r in areas if r["size"][0]), (None, None))
+        height, width = check_size(f, image.name, image, *given)
         try:
-            drawn = draw_mask(height, width, objects_of(areas, f, height, width), values)[0]
+            drawn = draw_mask(height, width, objects_of(areas, height, width), values)[0]
         except (KeyError, TypeError, ValueError) as err:
             raise ImageDataError(f"{f}: a region of {image.name} cannot be drawn: {err}.") from None
         write_mask(mask, drawn)
@@ -373,7 +434,7 @@ def _say_what_was_left(files: list[Path], found: list, said: dict) -> None:
     if not any(a.objects for a in found):
         raise ImageDataError(
             f"the annotations of {where} outline no region: label polygons, rectangles, "
-            "ellipses or brush strokes."
+            "ellipses, brush strokes or bitmasks."
         )
     if said["unannotated"]:
         log.warning(
@@ -388,3 +449,13 @@ def _say_what_was_left(files: list[Path], found: list, said: dict) -> None:
     if said["undrawn"]:
         log.warning("%d Label Studio region(s) outline no area (key points): not drawn.",
                     said["undrawn"])  # fmt: skip
+    if said["void"]:
+        log.warning(
+            "%d Label Studio region(s) have no label (all deselected): void, neither trained "
+            "nor scored; label them in Label Studio.", said["void"],
+        )  # fmt: skip
+    if said["turned"]:
+        log.warning(
+            "%d image(s) were turned in Label Studio's editor (image_rotation): their regions "
+            "are drawn as exported; check a saved mask against its image.", said["turned"],
+        )  # fmt: skip

@@ -3,6 +3,8 @@ polygons, rectangles, ellipses and brush strokes drawn into masks, the labels th
 
 from __future__ import annotations
 
+import base64
+import io
 import itertools
 import json
 import logging
@@ -37,11 +39,11 @@ def square(x, y, side, label="leaf") -> dict:
     return region("polygon", label, points=corners, closed=True)
 
 
-def brush_rle(mask: np.ndarray) -> list[int]:
+def brush_rle(mask: np.ndarray, painted: int = 255) -> list[int]:
     """A mask as Label Studio's brush writes it: the run lengths of its RGBA values
-    (alpha 255 where painted) in a bit stream, the first two values given one by one,
+    (alpha ``painted`` where painted) in a bit stream, the first two values given one by one,
     the others as runs of one value."""
-    values = np.repeat(mask.ravel().astype(np.uint8) * 255, 4).tolist()
+    values = np.repeat(mask.ravel().astype(np.uint8) * painted, 4).tolist()
     sizes = [3, 6, 10, 16]
     bits: list[int] = []
 
@@ -172,3 +174,81 @@ def test_refusals_name_the_file_and_what_to_do(tmp_path):
 def test_other_json_lists_are_not_label_studio(tmp_path):
     export(tmp_path / "a" / "list.json", [{"name": "x"}, {"data": 1}])
     assert label_studio.annotation_files(tmp_path / "a") == []
+
+
+def test_regions_are_read_whole_from_the_results_of_their_controls(tmp_path):
+    """A shape's own labels win over a second ``<Labels>`` control's on the same region; a
+    ``<Rectangle>`` labelled by ``<Labels>`` is one region; deselected labels are void;
+    a brush of alpha 1 (as converters write predictions) and a bitmask are drawn."""
+    root = tmp_path / "ls"
+    names = [f"{k}.png" for k in range(4)]
+    write_images(root, names)
+    leaf = {**square(0, 0, 8), "id": "a"}
+    condition = {"id": "a", "type": "labels", "from_name": "condition",
+                 "value": {"points": leaf["value"]["points"], "labels": ["damaged"]}}  # fmt: skip
+    box = {"id": "b", "type": "rectangle", "from_name": "box", "original_width": W,
+           "original_height": H, "value": {"x": 50, "y": 0, "width": 25, "height": 25}}  # fmt: skip
+    box_label = {"id": "b", "type": "labels", "from_name": "kind",
+                 "value": {**box["value"], "labels": ["stem"]}}  # fmt: skip
+    unlabelled = {**square(0, 16, 4), "id": "c"}
+    unlabelled["value"]["polygonlabels"] = []
+    faint = np.zeros((H, W), bool)
+    faint[20:22, 20:30] = True
+    weak = region("brush", "bug", format="rle", rle=brush_rle(faint, painted=1))
+    png = io.BytesIO()
+    dot = np.zeros((H, W, 4), np.uint8)
+    dot[10:12, 28:30, 3] = 1
+    Image.fromarray(dot, mode="RGBA").save(png, format="PNG")
+    bitmask = region("bitmask", "bug", imageDataURL="data:image/png;base64,"
+                     + base64.b64encode(png.getvalue()).decode())  # fmt: skip
+    results = [leaf, condition, box, box_label, unlabelled, weak, bitmask]
+    export(root / "export.json", [task(k, n, results) for k, n in enumerate(names)])
+    dm = prepared(root, val_fraction=0.25, test_fraction=0)
+    assert dm.info().class_names == ["background", "bug", "leaf", "stem"]
+    mask = mask_of(dm, "0.png")
+    assert (mask[0:8, 0:8] == 2).all() and (mask[0:6, 16:24] == 3).all()
+    assert (mask[16:20, 0:4] == 255).all()  # void: its labels deselected
+    assert (mask[20:22, 20:30] == 1).all() and (mask[10:12, 28:30] == 1).all()
+    twice = {**condition, "type": "polygonlabels", "from_name": "other",
+             "value": {**leaf["value"], "polygonlabels": ["bug"]}}  # fmt: skip
+    export(root / "export.json", [task(k, n, [leaf, twice]) for k, n in enumerate(names)])
+    with pytest.raises(ImageDataError, match="labelled by the controls label, other"):
+        prepared(root, val_fraction=0.25, test_fraction=0)
+
+
+def test_images_are_found_as_label_studio_names_them(tmp_path, caplog):
+    """An upload stored under Django's name (spaces as ``_``), a local storage's path whose
+    name only looks like an upload's, an import file never taken for an image, a task of
+    two images refused, and JSON-MIN's unannotated items left out."""
+    root = tmp_path / "ls"
+    write_images(root, ["img 0.png", "img 1.png", "20240101-0002.png", "3.png"])
+    (root / "tasks.json").write_text("[]")
+    tasks = [
+        task(0, "/data/upload/1/5a3b2c1d-img_0.png", [square(0, 0, 8)]),
+        task(1, "/data/upload/1/5a3b2c1e-img_1.png", [square(0, 0, 8)]),
+        task(2, "/data/local-files/?d=cams/20240101-0002.png", [square(0, 0, 8)]),
+        task(3, "/data/local-files/?d=cams/20240101-0003.png", [square(0, 0, 8)],
+             file_upload="1a2b3c4d-tasks.json"),
+        task(4, "3.png", [square(0, 0, 8)]),
+    ]  # fmt: skip
+    export(root / "export.json", tasks)
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root, val_fraction=0.25, test_fraction=0)
+    assert sorted(p.name for p in dm.pairs) == [
+        "20240101-0002.png",
+        "3.png",
+        "img 0.png",
+        "img 1.png",
+    ]
+    assert "1 of its 5 images are not in the folder" in caplog.text
+    export(root / "export.json", [{**tasks[4], "data": {"left": "3.png", "right": "img 0.png"}}])
+    with pytest.raises(ImageDataError, match="task 4 names 2 images"):
+        prepared(root, val_fraction=0.25, test_fraction=0)
+    items = [
+        {"image": n, "id": k, "annotation_id": k if k < 3 else None,
+         "label": [{**square(0, 0, 8)["value"], "original_width": W, "original_height": H}]}
+        for k, n in enumerate(["img 0.png", "img 1.png", "3.png", "20240101-0002.png"])
+    ]  # fmt: skip
+    items[3].pop("label")
+    export(root / "export.json", items)
+    assert len(prepared(root, val_fraction=0.34, test_fraction=0).pairs) == 3
