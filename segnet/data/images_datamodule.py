@@ -927,7 +927,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         cache where these same files (paths, sizes, modification times) were scanned
         before, else decoded (the training files kept for loading, so each is decoded
         once) and cached."""
-        others = [i for i in self.splits["all"] if i not in set(train)]
+        in_train = set(train)  # once: in the comprehension, a set per image (quadratic)
+        others = [i for i in self.splits["all"] if i not in in_train]
         files = [f for i in train for f in (*self.pairs[i].image_files, *self.pairs[i].masks)]
         files += [f for i in others for f in self.pairs[i].masks]
         # the mask reading's version: codes from another reading must not be reused

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from segnet.files import write_text
@@ -29,14 +30,23 @@ def folder() -> Path:
 def file_key(items: list[str]) -> str:
     """A key for ``items``: file paths (each with its size and modification time) and
     any other words the statistics depend on (the colour mode they were read in)."""
-    described = []
+    described, real_folders = [], {}
     for item in items:
-        file = Path(item)
-        if file.is_file():
-            stat = file.stat()
-            described.append([str(file.resolve()), stat.st_size, stat.st_mtime_ns])
-        else:
+        try:
+            stat = os.stat(item)
+        except (OSError, ValueError):
+            stat = None
+        if stat is None or not S_ISREG(stat.st_mode):
             described.append([item])
+            continue
+        # the file's real path, its folder's resolved once (each path resolved whole
+        # looks up every folder above it: seconds for a folder of 20,000 images)
+        folder, name = os.path.split(os.path.abspath(item))
+        if folder not in real_folders:
+            real_folders[folder] = os.path.realpath(folder)
+        real = os.path.join(real_folders[folder], name)
+        real = os.path.realpath(real) if os.path.islink(real) else real
+        described.append([real, stat.st_size, stat.st_mtime_ns])
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:24]
 
 

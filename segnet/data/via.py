@@ -21,6 +21,9 @@ balloon dataset ships them, so that such a folder trains with no conversion.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import logging
 import math
 import re
@@ -44,6 +47,7 @@ from segnet.data.drawn_masks import (
     name_below,
     polygon_area,
     say_missing,
+    text_file,
     values_by_name,
     write_mask,
 )
@@ -56,13 +60,16 @@ UNNAMED = "foreground"  # the class of regions with no attribute, as binary mask
 UNCLASSED = "__ignore__"  # a region whose class attribute is empty: not known, so void
 ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
 VIA3_KEYS = frozenset({"project", "config", "attribute", "file", "view", "metadata"})
+CSV_COLUMNS = {"filename", "file_size", "region_shape_attributes", "region_attributes"}
 CURVE_POINTS = 64  # a circle or an ellipse drawn as a polygon of so many corners
 log = logging.getLogger(__name__)
 
 
 def entries(path: Path) -> list[dict[str, Any]] | None:
     """The images of the VIA file at ``path`` (each its ``filename`` and ``regions``);
-    None for a JSON file of anything else."""
+    None for a JSON or CSV file of anything else."""
+    if path.suffix.lower() == ".csv":
+        return csv_entries(path)
     found = json_file(path)
     if isinstance(found, dict) and isinstance(found.get("_via_img_metadata"), dict):
         found = found["_via_img_metadata"]  # a project file
@@ -71,6 +78,32 @@ def entries(path: Path) -> list[dict[str, Any]] | None:
     values = list(found.values())
     is_via = all(isinstance(v, dict) and {"filename", "regions"} <= v.keys() for v in values)
     return values if is_via else None
+
+
+def csv_entries(path: Path) -> list[dict[str, Any]] | None:
+    """The images of VIA's CSV export (a row per region: ``filename``, ``file_size``,
+    ``region_shape_attributes`` and ``region_attributes`` as JSON; an image of no region
+    a row of ``{}``) as its JSON export lists them; None for a CSV of anything else."""
+    reader = csv.DictReader(io.StringIO(text_file(path) or ""))
+    try:
+        if not set(reader.fieldnames or ()) >= CSV_COLUMNS:  # the header alone: any CSV
+            return None
+        rows = list(reader)
+    except csv.Error:
+        return None
+    by_image: dict[tuple[str, str], dict[str, Any]] = {}
+    for k, row in enumerate(rows, start=2):
+        try:
+            shape = json.loads(row["region_shape_attributes"] or "{}")
+            attributes = json.loads(row["region_attributes"] or "{}")
+        except ValueError as err:
+            raise ImageDataError(f"{path}, line {k}: its region is no JSON ({err}).") from None
+        entry = by_image.setdefault(
+            (row["filename"], row["file_size"]), {"filename": row["filename"], "regions": []}
+        )
+        if shape:
+            entry["regions"].append({"shape_attributes": shape, "region_attributes": attributes})
+    return list(by_image.values())
 
 
 def annotation_files(root: Path) -> list[Path]:
@@ -82,7 +115,10 @@ def annotation_files(root: Path) -> list[Path]:
         d for d in root.iterdir()
         if d.is_dir() and (split_named(d.name) or d.name.lower() in ANNOTATION_FOLDERS)
     )  # fmt: skip
-    files = [f for place in places for f in sorted(place.glob("*.json")) if f.is_file()]
+    files = [
+        f for place in places for f in sorted(place.iterdir())
+        if f.suffix.lower() in (".json", ".csv") and f.is_file()
+    ]  # fmt: skip
     return [f for f in files if entries(f)]
 
 

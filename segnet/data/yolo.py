@@ -187,11 +187,12 @@ def rows_of(path: Path) -> list[tuple[int, int, list[float]]]:
     return rows
 
 
-def object_counts(path: Path) -> tuple[int, int]:
-    """The outlines and the boxes of the label file at ``path``, counted by the words of
-    its lines (read in full where they are drawn)."""
+def object_counts(path: Path) -> tuple[int, int, int]:
+    """The outlines, the boxes and the outlines of four corners (an oriented box's, as
+    Ultralytics' OBB datasets label them) of the label file at ``path``, counted by the
+    words of its lines (read in full where they are drawn)."""
     lengths = [len(line.split()) for line in (text_file(path) or "").splitlines()]
-    return sum(n >= 7 for n in lengths), sum(n == 5 for n in lengths)
+    return sum(n >= 7 for n in lengths), sum(n == 5 for n in lengths), lengths.count(9)
 
 
 # -- the YAML file ----------------------------------------------------------------------
@@ -523,17 +524,23 @@ def yolo_images(
         log.info(
             "drawing the masks of %d YOLO-labelled image(s), once, into %s", len(splits), folder
         )
-    found, boxes, overlapping = [], 0, 0
+    found, boxes, corners, overlapping = [], 0, 0, 0
     for image, split in splits.items():
         label, name = labels[image], name_below(root, image)
         mask = mask_path(folder, name)
         if not mask.is_file():  # each written whole: one there was drawn from this file
             overlapping += _draw_one(label, image, values, names, source, mask)
-        outlined, boxed = object_counts(label) if label.is_file() else (0, 0)
-        boxes += boxed
+        outlined, boxed, four = object_counts(label) if label.is_file() else (0, 0, 0)
+        boxes, corners = boxes + boxed, corners + four
         found.append(AnnotatedImage(name, image, mask, split, outlined))
     unread = [i for i in images if i not in splits and label_state(i) is None]
     _say_what_was_left(root, files, unread, found, boxes, overlapping)
+    if corners and corners == sum(a.objects for a in found):
+        log.warning(
+            "every YOLO outline below %s has four corners, as an oriented-box (OBB) "
+            "dataset's: the masks are those boxes. For masks that follow the objects, "
+            "label them as polygons (YOLO segmentation).", root,
+        )  # fmt: skip
     return found
 
 

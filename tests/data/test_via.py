@@ -3,6 +3,7 @@ conversion: the regions drawn into masks, their attribute the class."""
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 
@@ -199,3 +200,28 @@ def test_one_label_is_not_the_class_of_a_list_whose_background_is_not_first():
     with pytest.raises(ImageDataError, match="name none of the labels"):
         values_by_name(["foreground"], ["cat", "background"], "an export")
     assert values_by_name(["foreground"], ["background", "cat"], "an export") == {"foreground": 1}
+
+
+def test_the_csv_export_reads_as_the_json_one(tmp_path):
+    """VIA's CSV export (a row per region, JSON in its cells; an image of no region a
+    row of ``{}``) is read as its JSON export."""
+    root = tmp_path / "csv"
+    names = [f"{k}.png" for k in range(5)]
+    write_images(root, names)
+    header = ["filename", "file_size", "file_attributes", "region_count", "region_id",
+              "region_shape_attributes", "region_attributes"]  # fmt: skip
+    rows = []
+    for n in names:
+        size = (root / n).stat().st_size
+        labels = ("leaf", "bug") if n != names[-1] else ()
+        for k, label in enumerate(labels):
+            shape = json.dumps(polygon(4 + 10 * k, 4, 8)["shape_attributes"])
+            rows.append([n, size, "{}", len(labels), k, shape, json.dumps({"class": label})])
+        rows += [] if labels else [[n, size, "{}", 0, 0, "{}", "{}"]]
+    with open(root / "via_export_csv.csv", "w", newline="") as f:
+        csv.writer(f).writerows([header, *rows])
+    dm = prepared(root, val_fraction=0.2, test_fraction=0.2)
+    assert dm.info().class_names == ["background", "bug", "leaf"]
+    mask = mask_of(dm, "0.png")
+    assert (mask[4:12, 4:12] == 2).all() and (mask[4:12, 14:22] == 1).all()
+    assert (mask_of(dm, "4.png") == 0).all() and len(dm.pairs) == 5

@@ -465,3 +465,17 @@ def test_a_recorded_void_is_kept_and_said_where_the_training_data_is_gone(tmp_pa
             cfg, {"root": str(masks)}, ImageFolderDataModule, {"root": str(tmp_path / "gone")}
         )
     assert cfg.ignore_values == [255] and "+data.ignore_values=[]" in caplog.text
+
+
+def test_four_corners_alone_are_said_to_be_oriented_boxes(tmp_path, caplog):
+    """Ultralytics' OBB labels (four corners a line) read as polygons: the masks are
+    boxes, said; one outline of more corners and nothing is said."""
+    with caplog.at_level(logging.WARNING):
+        prepared(ultralytics_folder(tmp_path / "obb"))
+    assert "has four corners, as an oriented-box (OBB) dataset's" in caplog.text
+    caplog.clear()
+    root = ultralytics_folder(tmp_path / "seg")
+    (root / "labels" / "train" / "0.txt").write_text("0 0.1 0.1 0.5 0.1 0.6 0.4 0.3 0.6 0.1 0.4\n")
+    with caplog.at_level(logging.WARNING):
+        prepared(root)
+    assert "oriented-box" not in caplog.text
