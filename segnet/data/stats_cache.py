@@ -41,9 +41,9 @@ def file_key(items: list[str]) -> str:
             continue
         # the file's real path, its folder's resolved once (each path resolved whole
         # looks up every folder above it: seconds for a folder of 20,000 images)
-        folder, name = os.path.split(os.path.abspath(item))
+        folder, name = os.path.split(item)  # not normalised: a link before a ".." counts
         if folder not in real_folders:
-            real_folders[folder] = os.path.realpath(folder)
+            real_folders[folder] = os.path.realpath(folder or ".")
         real = os.path.join(real_folders[folder], name)
         real = os.path.realpath(real) if os.path.islink(real) else real
         described.append([real, stat.st_size, stat.st_mtime_ns])

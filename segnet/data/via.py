@@ -22,7 +22,7 @@ balloon dataset ships them, so that such a folder trains with no conversion.
 from __future__ import annotations
 
 import csv
-import io
+import functools
 import json
 import logging
 import math
@@ -47,7 +47,6 @@ from segnet.data.drawn_masks import (
     name_below,
     polygon_area,
     say_missing,
-    text_file,
     values_by_name,
     write_mask,
 )
@@ -60,7 +59,7 @@ UNNAMED = "foreground"  # the class of regions with no attribute, as binary mask
 UNCLASSED = "__ignore__"  # a region whose class attribute is empty: not known, so void
 ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
 VIA3_KEYS = frozenset({"project", "config", "attribute", "file", "view", "metadata"})
-CSV_COLUMNS = {"filename", "file_size", "region_shape_attributes", "region_attributes"}
+CSV_COLUMNS = ["filename", "file_size", "region_shape_attributes", "region_attributes"]
 CURVE_POINTS = 64  # a circle or an ellipse drawn as a polygon of so many corners
 log = logging.getLogger(__name__)
 
@@ -83,24 +82,39 @@ def entries(path: Path) -> list[dict[str, Any]] | None:
 def csv_entries(path: Path) -> list[dict[str, Any]] | None:
     """The images of VIA's CSV export (a row per region: ``filename``, ``file_size``,
     ``region_shape_attributes`` and ``region_attributes`` as JSON; an image of no region
-    a row of ``{}``) as its JSON export lists them; None for a CSV of anything else."""
-    reader = csv.DictReader(io.StringIO(text_file(path) or ""))
+    a row of ``{}``; VIA 1's header begins ``#filename``) as its JSON export lists them;
+    None for a CSV of anything else, told by its first line alone."""
     try:
-        if not set(reader.fieldnames or ()) >= CSV_COLUMNS:  # the header alone: any CSV
-            return None
-        rows = list(reader)
-    except csv.Error:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            header = [h.lstrip("#").strip() for h in next(csv.reader(f), [])]
+        stat = path.stat()
+    except (OSError, UnicodeDecodeError, csv.Error):
         return None
+    if header[:2] != ["filename", "file_size"] or header[-2:] != CSV_COLUMNS[2:]:
+        return None
+    return _csv_entries(path, stat.st_size, stat.st_mtime_ns, len(header))
+
+
+@functools.lru_cache(maxsize=8)  # read once per run while unchanged: a few per folder
+def _csv_entries(path: Path, size: int, mtime: int, columns: int) -> list[dict[str, Any]]:
     by_image: dict[tuple[str, str], dict[str, Any]] = {}
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.reader(f))[1:]
     for k, row in enumerate(rows, start=2):
+        if not row:
+            continue
+        if len(row) < columns:
+            raise ImageDataError(f"{path}, line {k}: {len(row)} fields, not {columns}.")
+        # VIA writes the file name unquoted: one holding a comma spans several fields
+        name = ",".join(row[: len(row) - columns + 1])
+        size_field, *_, shape_text, attributes_text = row[len(row) - columns + 1 :]
         try:
-            shape = json.loads(row["region_shape_attributes"] or "{}")
-            attributes = json.loads(row["region_attributes"] or "{}")
+            shape, attributes = json.loads(shape_text or "{}"), json.loads(attributes_text or "{}")
         except ValueError as err:
             raise ImageDataError(f"{path}, line {k}: its region is no JSON ({err}).") from None
-        entry = by_image.setdefault(
-            (row["filename"], row["file_size"]), {"filename": row["filename"], "regions": []}
-        )
+        if not isinstance(shape, dict) or not isinstance(attributes, dict):
+            raise ImageDataError(f"{path}, line {k}: its region's cells are no JSON objects.")
+        entry = by_image.setdefault((name, size_field), {"filename": name, "regions": []})
         if shape:
             entry["regions"].append({"shape_attributes": shape, "region_attributes": attributes})
     return list(by_image.values())
@@ -108,7 +122,8 @@ def csv_entries(path: Path) -> list[dict[str, Any]] | None:
 
 def annotation_files(root: Path) -> list[Path]:
     """The VIA files in ``root``, its split folders and its annotations folder, in path
-    order."""
+    order; a CSV export only where no VIA JSON file lies beside it (the two are exports
+    of one project, perhaps at two times: the JSON file is read)."""
     if not root.is_dir():
         return []
     places = [root] + sorted(
@@ -119,7 +134,12 @@ def annotation_files(root: Path) -> list[Path]:
         f for place in places for f in sorted(place.iterdir())
         if f.suffix.lower() in (".json", ".csv") and f.is_file()
     ]  # fmt: skip
-    return [f for f in files if entries(f)]
+    found = [f for f in files if entries(f)]
+    beside = {f.parent for f in found if f.suffix.lower() == ".json"}
+    left = [f for f in found if f.suffix.lower() == ".csv" and f.parent in beside]
+    if left:
+        log.info("%s: a VIA JSON file lies beside it, and is read instead", left[0])
+    return [f for f in found if f not in left]
 
 
 def via3_files(root: Path) -> list[Path]:

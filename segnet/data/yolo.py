@@ -538,8 +538,8 @@ def yolo_images(
     if corners and corners == sum(a.objects for a in found):
         log.warning(
             "every YOLO outline below %s has four corners, as an oriented-box (OBB) "
-            "dataset's: the masks are those boxes. For masks that follow the objects, "
-            "label them as polygons (YOLO segmentation).", root,
+            "dataset's or boxes exported as polygons have: where these are boxes, the masks "
+            "are boxes, not the objects' outlines (four-sided objects aside).", root,
         )  # fmt: skip
     return found
 

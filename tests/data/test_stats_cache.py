@@ -45,3 +45,16 @@ def test_the_key_names_files_by_their_real_paths(tmp_path, monkeypatch):
     (real / "1.png").write_bytes(b"longer")
     os.utime(real / "1.png", ns=(1, 1))
     assert stats_cache.file_key(items) != key
+
+
+def test_a_link_before_dots_is_followed_as_before(tmp_path, monkeypatch):
+    """``lists/../images/x.png`` where ``lists`` is a link: the ``..`` is taken from
+    where the link leads, as resolving the whole path takes it."""
+    store = tmp_path / "store" / "v2"
+    (store / "images").mkdir(parents=True)
+    (store / "lists").mkdir()
+    (store / "images" / "x.png").write_bytes(b"x")
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "lists").symlink_to(store / "lists")
+    items = [str(tmp_path / "ds" / "lists" / ".." / "images" / "x.png")]
+    assert stats_cache.file_key(items) == whole_path_key(items)

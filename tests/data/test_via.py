@@ -225,3 +225,27 @@ def test_the_csv_export_reads_as_the_json_one(tmp_path):
     mask = mask_of(dm, "0.png")
     assert (mask[4:12, 4:12] == 2).all() and (mask[4:12, 14:22] == 1).all()
     assert (mask_of(dm, "4.png") == 0).all() and len(dm.pairs) == 5
+
+
+def test_csv_exports_as_via_writes_them(tmp_path, caplog):
+    """A file name holding a comma (VIA leaves it unquoted), VIA 1's ``#filename``
+    header, and a CSV beside a JSON export of the same project (the JSON read)."""
+    root = tmp_path / "csv"
+    names = ["a,b.png", "c.png", "d.png", "e.png"]
+    write_images(root, names)
+    lines = ["#filename,file_size,file_attributes,region_count,region_id,"
+             "region_shape_attributes,region_attributes"]  # fmt: skip
+    for n in names:
+        cells = [json.dumps(polygon(4, 4, 8 + k)["shape_attributes"]) for k in range(2)]
+        quoted = ['"' + c.replace('"', '""') + '"' for c in cells]
+        lines += [f'{n},{(root / n).stat().st_size},"{{}}",2,{k},{q},"{{}}"'
+                  for k, q in enumerate(quoted)]  # fmt: skip
+    (root / "via_export_csv.csv").write_text("\n".join(lines) + "\n")
+    dm = prepared(root, val_fraction=0.25, test_fraction=0)
+    assert len(dm.pairs) == 4 and dm.info().class_names == ["background", "foreground"]
+    assert (mask_of(dm, "a,b.png") == 1).sum() == 81
+    via_file(root, names, [polygon(0, 0, 4)])  # a JSON export made later, beside it
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, val_fraction=0.25, test_fraction=0)
+    assert (mask_of(dm, "c.png") == 1).sum() == 16
+    assert "a VIA JSON file lies beside it, and is read instead" in caplog.text
