@@ -28,7 +28,10 @@ class AnnotationFormat(NamedTuple):
     own_masks: tuple[str, ...] = ()
 
 
-# cheaper checks first: LabelMe's and YOLO's look through the files below the root
+# Tried in this order, the first whose files a folder holds read. No file is two formats'
+# (COCO's and VIA's are JSON objects of other keys, Label Studio's a JSON list, LabelMe's
+# one object per image, Supervisely's below ann/), so the order decides only for a folder
+# holding two formats' files, and speed: YOLO's, which walks every folder below, last.
 FORMATS = (
     AnnotationFormat(
         "COCO",

@@ -1,6 +1,5 @@
-"""Masks drawn from annotation files (:mod:`segnet.data.coco`, :mod:`segnet.data.cvat_xml`,
-:mod:`segnet.data.labelme`, :mod:`segnet.data.yolo`): what the formats share once their
-objects are read. The masks are kept in the cache (``~/.cache/segnet/<kind>``, beside the
+"""Masks drawn from annotation files (the readers :data:`segnet.data.annotation_formats.
+FORMATS` lists): what the formats share once their objects are read. The masks are kept in the cache (``~/.cache/segnet/<kind>``, beside the
 statistics of :mod:`segnet.data.stats_cache`), never in the user's data folder, in a
 folder keyed by the annotation files' paths, sizes and times: an edited file's masks are
 drawn afresh, into another folder. Each mask is written whole, so one found there was
@@ -12,6 +11,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +28,9 @@ from segnet.data.folder_roles import split_named, split_of
 from segnet.files import staged
 
 VOID = 255  # a mask value no class takes: what is annotated and not known (a box alone)
+UNCLASSED = "__ignore__"  # the label of a region whose class is empty: not known, so void
+ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
+CURVE_POINTS = 64  # a circle or an ellipse drawn as a polygon of so many corners
 MAX_CLASSES = VOID - 1  # the background and the classes, in one byte
 EXIF_ORIENTATION = 0x0112
 log = logging.getLogger(__name__)
@@ -88,10 +91,22 @@ def text_file(path: Path) -> str | None:
     return _parsed_now(path, "text")
 
 
+_FORGOTTEN: list[Any] = []  # the caches of files a reader parses itself (VIA's CSV)
+
+
+def parsed_by_reader(cache: Any) -> Any:
+    """``cache`` (a ``functools`` cache of a reader's own parsing) let go of with the
+    files :func:`forget_parsed_files` lets go of."""
+    _FORGOTTEN.append(cache)
+    return cache
+
+
 def forget_parsed_files() -> None:
     """Let go of the files parsed (COCO's own, for one, is some gigabytes once parsed):
     done once the masks are drawn, so that no data loader's process inherits them."""
     _parsed.cache_clear()
+    for cache in _FORGOTTEN:
+        cache.cache_clear()
 
 
 def drawn_classes(source: str, labels: Sequence[str]) -> ShippedClasses:
@@ -116,6 +131,30 @@ def drawn_classes(source: str, labels: Sequence[str]) -> ShippedClasses:
     void = void or ["void"]
     codes = (*range(len(names)), *[VOID] * len(void))
     return ShippedClasses(source, (*names, *void), codes, by_colour=False)
+
+
+def export_places(root: Path) -> list[Path]:
+    """Where a tool's export of many images lies: ``root``, its split folders and its
+    annotations folder, in that order."""
+    return [root] + sorted(
+        d for d in root.iterdir()
+        if d.is_dir() and (split_named(d.name) or d.name.lower() in ANNOTATION_FOLDERS)
+    )  # fmt: skip
+
+
+def ellipse_outline(cx: float, cy: float, rx: float, ry: float, turn: float) -> list[float]:
+    """An ellipse (a circle where ``rx == ry``) as a polygon ``[x0, y0, x1, y1, ...]`` of
+    :data:`CURVE_POINTS` corners, turned ``turn`` radians about its centre (clockwise as
+    an image shows it)."""
+    cos, sin = math.cos(turn), math.sin(turn)
+    out = []
+    for k in range(CURVE_POINTS):
+        u, t = (
+            rx * math.cos(2 * math.pi * k / CURVE_POINTS),
+            ry * math.sin(2 * math.pi * k / CURVE_POINTS),
+        )
+        out += [cx + u * cos - t * sin, cy + u * sin + t * cos]
+    return out
 
 
 def polygon_area(xs: Sequence[float], ys: Sequence[float]) -> float:

@@ -366,7 +366,12 @@ def masks_read(root: Path, skip_unlabelled: bool, unread: Sequence[str] = ()) ->
     try:
         with logs_silenced():  # a layout's own words, said where it is read
             pairs = layout_pairs(root, (None, None, None), Naming(skip_unlabelled=skip_unlabelled))
-        return any(not set(p.label.parts[len(root.parts) :]) & set(unread) for p in pairs)
+        if not unread:
+            return bool(pairs)
+        # a pair of masks one per class has no label: its masks are the user's
+        return any(
+            not p.label or not set(p.label.parts[len(root.parts) :]) & set(unread) for p in pairs
+        )
     except (ValueError, OSError):  # refused: for want of masks, or for what its masks lack
         return holds_mask_images(root, unread)
 
@@ -474,7 +479,9 @@ def annotation_pairs(
     in the split its file gives; those with no object left out where
     ``skip_unlabelled``."""
     images = [*image_files(root), *files_below(root)]
-    fmt, files = format_of(root)
+    if (found_format := format_of(root)) is None:
+        raise ImageDataError(f"{root} holds no annotation files of the formats read.")
+    fmt, files = found_format
     found = fmt.images(root, images, class_names)
     what = described(root, fmt, files)
     found = without_empty(found, skip_unlabelled)

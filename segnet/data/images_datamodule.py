@@ -606,10 +606,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             given = "data.label_values" if label_values is not None else "data.palette"
             raise ValueError(
                 f"{given} given, and the masks of data.root={self.root} are drawn from its "
-                "annotation files (COCO's, Label Studio's, YOLO's, ...) with each class's number in the "
-                "order of "
-                f"data.class_names: leave {given} out (data.class_names alone chooses and orders "
-                "the classes)."
+                "annotation files (COCO's, Label Studio's, YOLO's, ...) with each class's "
+                f"number in the order of data.class_names: leave {given} out "
+                "(data.class_names alone chooses and orders the classes)."
             )
         return True
 

@@ -4,20 +4,23 @@ export (an item per annotation), so that a folder of the images and the export t
 with no conversion, brush strokes included (which its COCO export leaves out).
 
 * **Where**: the export's JSON files in ``data.root``, its split folders and its
-  annotations folder. A task's image is found by the path its ``data`` gives (an upload's,
+  annotations folder. A task's image is found by the path its data gives (an upload's,
   ``/data/upload/3/5a3b2c1d-0001.jpg``, by its name without the prefix Label Studio
-  added; a local storage's ``?d=`` path; a URL's last part) beside the file or anywhere
-  below ``data.root``. A file's split is its folder's, its name's, else its images'
-  split folders.
-* **Which annotation**: a task's annotation marked ground truth, else its latest;
-  cancelled ones (skipped) never; a task nobody annotated is left out, said (its
-  predictions are a model's, not labels).
-* **Masks**: polygons, rectangles and ellipses (rotated as Label Studio rotates them) and
-  brush strokes (its run lengths) are drawn as COCO's objects are
+  added, and as Label Studio stores it: ``my photo.jpg`` as ``my_photo.jpg``; a local
+  storage's ``?d=`` path; a URL's path) beside the file or anywhere below
+  ``data.root``. A file's split is its folder's, its name's, else its images' split
+  folders. A task of several images is refused.
+* **Which annotation**: a task's annotation marked ground truth, else its latest (JSON-MIN
+  marks none: its latest); cancelled ones (skipped) never; a task nobody annotated is
+  left out, said (its predictions are a model's, not labels).
+* **Masks**: polygons, rectangles and ellipses (rotated as Label Studio rotates them),
+  brush strokes (its run lengths) and bitmasks are drawn as COCO's objects are
   (:func:`segnet.data.coco.draw_mask`), larger ones first; key points are counted, not
   drawn.
 * **Classes**: background (mask value 0), then the labels in name order (an export does
-  not hold the project's label order: ``data.class_names`` gives one).
+  not hold the project's label order: ``data.class_names`` gives one). A region's
+  results (one per control) are read together: its shape's own labels, else a
+  ``<Labels>`` control's; a region whose labels were all deselected is void.
 * The masks are kept in the cache (:mod:`segnet.data.drawn_masks`).
 """
 
@@ -38,10 +41,13 @@ import numpy as np
 from segnet.data.class_files import ShippedClasses
 from segnet.data.coco import draw_mask
 from segnet.data.drawn_masks import (
+    UNCLASSED,
     AnnotatedImage,
     cache_folder,
     check_size,
     drawn_classes,
+    ellipse_outline,
+    export_places,
     file_split,
     image_index,
     image_of,
@@ -54,14 +60,10 @@ from segnet.data.drawn_masks import (
     write_mask,
 )
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import split_named
 from segnet.data.name_rules import IMAGE_SUFFIXES
 
 DRAWING = "label-studio-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
-ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
 UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{8}-(?P<name>.+)$")  # what an upload's name is given
-UNCLASSED = "__ignore__"  # a region whose labels were all deselected: not known, so void
-CURVE_POINTS = 64  # an ellipse drawn as a polygon of so many corners
 log = logging.getLogger(__name__)
 
 
@@ -83,6 +85,8 @@ def tasks(path: Path) -> list[dict[str, Any]] | None:
 
 
 def _task(path: Path, task: dict[str, Any]) -> dict[str, Any]:
+    """A task of the JSON export as :func:`tasks` gives it: its ground-truth annotation,
+    else its latest, cancelled ones never."""
     kept = [a for a in task["annotations"] if isinstance(a, dict) and not a.get("was_cancelled")]
     chosen = sorted(kept, key=lambda a: (bool(a.get("ground_truth")), str(a.get("updated_at"))))
     return {
@@ -121,10 +125,7 @@ def _min_tasks(path: Path, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def image_reference(path: Path, data: dict[str, Any], task: Any) -> str | None:
     """The image a task's data names: its one value that is the path of an image (its
     ``image`` where several are); a task of several images is refused."""
-    found = [
-        v for v in data.values()
-        if isinstance(v, str) and PurePosixPath(urlparse(v).path).suffix.lower() in IMAGE_SUFFIXES
-    ]  # fmt: skip
+    found = [v for v in data.values() if isinstance(v, str) and is_image_name(reference_path(v))]
     if isinstance(data.get("image"), str):
         return data["image"]
     if len(found) > 1:
@@ -140,11 +141,9 @@ def annotation_files(root: Path) -> list[Path]:
     in path order."""
     if not root.is_dir():
         return []
-    places = [root] + sorted(
-        d for d in root.iterdir()
-        if d.is_dir() and (split_named(d.name) or d.name.lower() in ANNOTATION_FOLDERS)
-    )  # fmt: skip
-    files = [f for place in places for f in sorted(place.glob("*.json")) if f.is_file()]
+    files = [
+        f for place in export_places(root) for f in sorted(place.glob("*.json")) if f.is_file()
+    ]
     return [f for f in files if tasks(f)]
 
 
@@ -160,18 +159,28 @@ def file_names(reference: str | None, upload: str | None) -> list[str]:
     Label Studio gave it (``/data/upload/3/5a3b2c1d-0001.jpg``: ``0001.jpg``)."""
     names, uploads = [], [upload] if upload and is_image_name(upload) else []
     if reference:
-        parsed = urlparse(reference)
-        local = parse_qs(parsed.query).get("d")  # decoded already
-        path = local[0] if local else unquote(parsed.path)
-        names.append(path.lstrip("/") if parsed.scheme or local else path)
-        uploads += [path] * path.startswith("/data/upload/")
+        path = reference_path(reference)
+        names.append(path)
+        if urlparse(reference).path.startswith("/data/upload/"):  # served from any host
+            uploads.append(path)
     for name in uploads:
         if match := UPLOAD_PREFIX.match(PurePosixPath(name).name):
             names.append(match["name"])
     return [n for n in names if n]
 
 
+def reference_path(reference: str) -> str:
+    """The path a task's image reference gives: a local storage's ``?d=`` path, a URL's
+    path (without its host), else the reference itself, unquoted."""
+    parsed = urlparse(reference)
+    local = parse_qs(parsed.query).get("d")  # decoded already
+    if local:
+        return local[0].lstrip("/")
+    return unquote(parsed.path).lstrip("/") if parsed.scheme else unquote(parsed.path)
+
+
 def is_image_name(name: str) -> bool:
+    """Whether ``name`` is an image's by its suffix (not an imported JSON or CSV file)."""
     return PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES
 
 
@@ -258,7 +267,8 @@ def brush_pixels(rle: Sequence[int], height: int, width: int) -> np.ndarray:
     runs = [read(4) + 1 for _ in range(4)]
     if count != height * width * 4:
         raise ValueError(
-            f"its brush holds {count} values, and an RGBA image of {width}x{height} {height * width * 4}"
+            f"its brush holds {count} values, and an RGBA image of {width}x{height} holds "
+            f"{height * width * 4}"
         )
     values = np.zeros(count, np.uint8 if size <= 8 else np.uint32)
     i = 0
@@ -293,12 +303,7 @@ def outline(value: dict[str, Any], kind: str, height: int, width: int) -> list[f
         corners = [(0, 0), (w, 0), (w, h), (0, h)]
         return [v for u, t in corners for v in (x + u * cos - t * sin, y + u * sin + t * cos)]
     rx, ry = float(value["radiusX"]) * sx, float(value["radiusY"]) * sy
-    angles = [2 * math.pi * k / CURVE_POINTS for k in range(CURVE_POINTS)]
-    return [
-        v for a in angles
-        for u, t in [(rx * math.cos(a), ry * math.sin(a))]
-        for v in (x + u * cos - t * sin, y + u * sin + t * cos)
-    ]  # fmt: skip
+    return ellipse_outline(x, y, rx, ry, turn)
 
 
 def bitmask_pixels(value: dict[str, Any], height: int, width: int) -> np.ndarray:
@@ -316,13 +321,14 @@ def bitmask_pixels(value: dict[str, Any], height: int, width: int) -> np.ndarray
 
 def region_kind(value: dict[str, Any]) -> str | None:
     """How a region is drawn: ``brush``, ``bitmask``, ``polygon``, ``ellipse`` or
-    ``rectangle``; None for one of no area (a key point)."""
+    ``rectangle``; None for one of no area (a key point, a polygon of fewer than three
+    points)."""
     if "rle" in value:
         return "brush"
     if any(isinstance(v, str) and v.startswith("data:image") for v in value.values()):
         return "bitmask"
     if "points" in value:
-        return "polygon"
+        return "polygon" if len(value["points"] or []) >= 3 else None
     if "radiusX" in value:
         return "ellipse"
     return "rectangle" if "width" in value and "height" in value else None
@@ -375,6 +381,7 @@ def label_studio_images(
             "turned": 0, "void": 0}  # fmt: skip
     for f in files:
         listed, missing = tasks(f) or [], []
+        before = (said["unannotated"], len(found))
         for task in listed:
             image = next(
                 (i for n in file_names(task["image"], task["upload"])
@@ -388,9 +395,11 @@ def label_studio_images(
                 said["predicted"] += task["predicted"]
                 continue
             said["several"] += task["several"]
-            said["twice"] += [image] * (image in found)
+            if image in found:
+                said["twice"].append(image)
             found[image] = _annotated(root, f, task, image, values, folder, said)
-        say_missing(f, len(listed) - said["unannotated"], missing, len(found),
+        unannotated, read = said["unannotated"] - before[0], len(found) - before[1]
+        say_missing(f, len(listed) - unannotated, missing, read,
                     "put the images beside the file, or anywhere below data.root.")  # fmt: skip
     _say_what_was_left(files, list(found.values()), said)
     return list(found.values())
@@ -412,8 +421,11 @@ def _annotated(
         height, width = check_size(f, image.name, image, *given)
         try:
             drawn = draw_mask(height, width, objects_of(areas, height, width), values)[0]
-        except (KeyError, TypeError, ValueError) as err:
-            raise ImageDataError(f"{f}: a region of {image.name} cannot be drawn: {err}.") from None
+        except (KeyError, TypeError, ValueError, OSError) as err:
+            raise ImageDataError(
+                f"{f}: a region of {image.name} cannot be drawn ({type(err).__name__}: {err}): "
+                "export the project again from Label Studio."
+            ) from None
         write_mask(mask, drawn)
     return AnnotatedImage(name, image, mask, file_split(root, f, image), len(areas))
 
@@ -447,8 +459,10 @@ def _say_what_was_left(files: list[Path], found: list, said: dict) -> None:
             "else the latest", said["several"],
         )  # fmt: skip
     if said["undrawn"]:
-        log.warning("%d Label Studio region(s) outline no area (key points): not drawn.",
-                    said["undrawn"])  # fmt: skip
+        log.warning(
+            "%d Label Studio region(s) outline no area (key points, polygons of fewer than "
+            "three points): not drawn.", said["undrawn"],
+        )  # fmt: skip
     if said["void"]:
         log.warning(
             "%d Label Studio region(s) have no label (all deselected): void, neither trained "

@@ -55,7 +55,8 @@ from segnet.data.folder_roles import split_named
 from segnet.files import staged
 
 DRAWING = "supervisely-masks-3"  # bumped where the drawing changes: masks drawn before, redrawn
-INDEX = "supervisely-index-1"  # each annotation's split and classes, kept between runs
+INDEX = "supervisely-index-2"  # each annotation's split and classes (:func:`summary`), kept
+# between runs: bumped where what summary() counts changes
 META = "meta.json"
 AREA_SHAPES = ("polygon", "bitmap", "rectangle", "alpha_mask", "oriented_bbox", "any")
 DRAWN = ("polygon", "bitmap", "rectangle", "alpha_mask", "oriented_bbox")  # geometryType
@@ -91,8 +92,10 @@ def datasets(root: Path) -> list[Path]:
         except OSError:
             continue
         dataset = any(d.name == "ann" for d in below)
-        found += [folder] * dataset
-        if depth < NESTING:  # a dataset's own item folders hold no dataset
+        if dataset:
+            found.append(folder)
+        if depth < NESTING:
+            # a dataset's own item folders hold no dataset; elsewhere, any name may
             stack += [(d, depth + 1) for d in below if not (dataset and d.name in ITEM_FOLDERS)]
     return sorted(found)
 
@@ -105,14 +108,15 @@ def annotation_files(root: Path) -> list[Path]:
         return []
     meta = root / META
     alone = (root / "img").is_dir() and (root / "ann").is_dir()  # a dataset folder alone
-    sets = datasets(root) if meta.is_file() else [root] * alone
+    sets = datasets(root) if meta.is_file() else ([root] if alone else [])
     files = [
         d / "ann" / name
         for d in sets
         for name in sorted(os.listdir(d / "ann"))  # names, not paths: some 100,000 sorted
         if name.endswith(".json") and not name.startswith(".")  # a Mac's ._0.png.json
     ]
-    listed = meta.is_file() and isinstance((json_file(meta) or {}).get("classes"), list)
+    held = json_file(meta) if meta.is_file() else None
+    listed = isinstance(held, dict) and isinstance(held.get("classes"), list)
     if not files or not (listed or any(is_annotation(json_file(f)) for f in files[:FIRST_FILES])):
         return []  # a class list beside ann/ folders is Supervisely's: a bad file is named then
     if not meta.is_file():
@@ -198,9 +202,9 @@ def supervisely_classes(root: Path | None) -> ShippedClasses | None:
     files = annotation_files(root) if root is not None else []
     if not files:
         return None
-    source = f"the classes of {files[0] if files[0].name == META else root}"
-    meta = files[0].name == META
-    return drawn_classes(source, class_list(root, {} if meta else summaries(files)))
+    if files[0] == root / META:  # the classes it lists, whatever the annotations hold
+        return drawn_classes(f"the classes of {files[0]}", class_list(root, {}))
+    return drawn_classes(f"the classes of {root}", class_list(root, summaries(files)))
 
 
 # -- drawing --------------------------------------------------------------------------------
@@ -221,14 +225,15 @@ def bitmap_pixels(obj: dict[str, Any]) -> tuple[np.ndarray, int, int]:
     return held >= (128 if obj.get("geometryType") == "alpha_mask" else 1), x, y
 
 
-def corners(obj: dict[str, Any]) -> list[tuple[float, float]]:
-    """A rectangle's or a rotated box's corners (``angle`` in radians, clockwise as an
-    image shows it, about its centre)."""
+def rotated_box_corners(obj: dict[str, Any]) -> list[tuple[float, float]]:
+    """A rotated box's corners: its two corners before turning (``points``' ``exterior``,
+    or ``points`` itself as the SDK's ``OrientedBBox.to_json`` writes them) turned by its
+    ``angle`` (radians, clockwise as an image shows it) about its centre."""
     points = obj.get("points")
     (x1, y1), (x2, y2) = (points.get("exterior") if isinstance(points, dict) else points)[:2]
     cx, cy = (float(x1) + float(x2)) / 2, (float(y1) + float(y2)) / 2
     rx, ry = abs(float(x2) - float(x1)) / 2, abs(float(y2) - float(y1)) / 2
-    turn = float(obj.get("angle") or 0) if obj.get("geometryType") == "oriented_bbox" else 0.0
+    turn = float(obj.get("angle") or 0)
     return [
         (cx + u * rx * math.cos(turn) - w * ry * math.sin(turn),
          cy + u * rx * math.sin(turn) + w * ry * math.cos(turn))
@@ -237,10 +242,14 @@ def corners(obj: dict[str, Any]) -> list[tuple[float, float]]:
 
 
 def clipped(xs: Sequence[float], ys: Sequence[float], height: int, width: int) -> tuple:
-    """The rows and columns (slices) of the image that points ``xs``, ``ys`` span."""
+    """The rows and columns (slices) of the image that points ``xs``, ``ys`` span; None
+    where they lie wholly outside it."""
     rows = slice(max(0, math.floor(min(ys))), min(height, math.floor(max(ys)) + 1))
     cols = slice(max(0, math.floor(min(xs))), min(width, math.floor(max(xs)) + 1))
-    return rows, cols
+    return (rows, cols) if rows.stop > rows.start and cols.stop > cols.start else None
+
+
+NOWHERE = (np.zeros((0, 0), bool), (slice(0, 0), slice(0, 0)))  # an object outside the image
 
 
 def outlined(
@@ -252,9 +261,10 @@ def outlined(
     and those rows and columns."""
     from PIL import Image, ImageDraw
 
-    rows, cols = clipped([float(p[0]) for p in ring], [float(p[1]) for p in ring], height, width)
-    if rows.stop <= rows.start or cols.stop <= cols.start:  # wholly outside the image
-        return np.zeros((0, 0), bool), (slice(0, 0), slice(0, 0))
+    spans = clipped([float(p[0]) for p in ring], [float(p[1]) for p in ring], height, width)
+    if spans is None:
+        return NOWHERE
+    rows, cols = spans
     im = Image.new("1", (cols.stop - cols.start, rows.stop - rows.start), 0)
     draw = ImageDraw.Draw(im)
     for points, fill in [(ring, 1), *((h, 0) for h in holes)]:
@@ -278,23 +288,21 @@ def object_pixels(obj: dict[str, Any], height: int, width: int) -> tuple[np.ndar
     kind = obj.get("geometryType")
     if kind in ("bitmap", "alpha_mask"):
         pixels, x, y = bitmap_pixels(obj)
-        rows, cols = clipped(
-            [x, x + pixels.shape[1] - 1], [y, y + pixels.shape[0] - 1], height, width
-        )
-        if rows.stop <= rows.start or cols.stop <= cols.start:  # wholly outside the image
-            return np.zeros((0, 0), bool), (slice(0, 0), slice(0, 0))
-        part = pixels[rows.start - y : rows.stop - y, cols.start - x : cols.stop - x]
-        return part, (rows, cols)
+        spans = clipped([x, x + pixels.shape[1] - 1], [y, y + pixels.shape[0] - 1], height, width)
+        if spans is None:
+            return NOWHERE
+        rows, cols = spans
+        return pixels[rows.start - y : rows.stop - y, cols.start - x : cols.stop - x], spans
     if kind == "rectangle":  # its corners, both inside it
         (x1, y1), (x2, y2) = obj["points"]["exterior"][:2]
         xs, ys = [round(float(x1)), round(float(x2))], [round(float(y1)), round(float(y2))]
-        rows, cols = clipped(xs, ys, height, width)
-        return np.ones((max(0, rows.stop - rows.start), max(0, cols.stop - cols.start)), bool), (
-            rows,
-            cols,
-        )
+        spans = clipped(xs, ys, height, width)
+        if spans is None:
+            return NOWHERE
+        rows, cols = spans
+        return np.ones((rows.stop - rows.start, cols.stop - cols.start), bool), spans
     if kind == "oriented_bbox":
-        return outlined(height, width, corners(obj))
+        return outlined(height, width, rotated_box_corners(obj))
     points = obj.get("points") or {}
     return outlined(height, width, points["exterior"], points.get("interior") or [])
 

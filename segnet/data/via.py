@@ -25,7 +25,6 @@ import csv
 import functools
 import json
 import logging
-import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,32 +34,33 @@ from urllib.parse import unquote
 from segnet.data.class_files import ShippedClasses
 from segnet.data.coco import draw_mask
 from segnet.data.drawn_masks import (
+    ANNOTATION_FOLDERS,
+    UNCLASSED,
     AnnotatedImage,
     cache_folder,
     check_size,
     drawn_classes,
+    ellipse_outline,
+    export_places,
     file_split,
     image_index,
     image_of,
     json_file,
     mask_path,
     name_below,
+    parsed_by_reader,
     polygon_area,
     say_missing,
     values_by_name,
     write_mask,
 )
 from segnet.data.errors import ImageDataError
-from segnet.data.folder_roles import split_named
 
 DRAWING = "via-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 CLASS_KEYS = ("class", "label", "type", "category", "object", "name")  # as key_word reads
 UNNAMED = "foreground"  # the class of regions with no attribute, as binary masks name it
-UNCLASSED = "__ignore__"  # a region whose class attribute is empty: not known, so void
-ANNOTATION_FOLDERS = ("annotations", "annotation", "anns")
 VIA3_KEYS = frozenset({"project", "config", "attribute", "file", "view", "metadata"})
 CSV_COLUMNS = ["filename", "file_size", "region_shape_attributes", "region_attributes"]
-CURVE_POINTS = 64  # a circle or an ellipse drawn as a polygon of so many corners
 log = logging.getLogger(__name__)
 
 
@@ -95,6 +95,7 @@ def csv_entries(path: Path) -> list[dict[str, Any]] | None:
     return _csv_entries(path, stat.st_size, stat.st_mtime_ns, len(header))
 
 
+@parsed_by_reader
 @functools.lru_cache(maxsize=8)  # read once per run while unchanged: a few per folder
 def _csv_entries(path: Path, size: int, mtime: int, columns: int) -> list[dict[str, Any]]:
     by_image: dict[tuple[str, str], dict[str, Any]] = {}
@@ -120,24 +121,20 @@ def _csv_entries(path: Path, size: int, mtime: int, columns: int) -> list[dict[s
     return list(by_image.values())
 
 
-def annotation_files(root: Path) -> list[Path]:
+def annotation_files(root: Path, say: bool = False) -> list[Path]:
     """The VIA files in ``root``, its split folders and its annotations folder, in path
     order; a CSV export only where no VIA JSON file lies beside it (the two are exports
-    of one project, perhaps at two times: the JSON file is read)."""
+    of one project, perhaps at two times: the JSON file is read, said where ``say``)."""
     if not root.is_dir():
         return []
-    places = [root] + sorted(
-        d for d in root.iterdir()
-        if d.is_dir() and (split_named(d.name) or d.name.lower() in ANNOTATION_FOLDERS)
-    )  # fmt: skip
     files = [
-        f for place in places for f in sorted(place.iterdir())
+        f for place in export_places(root) for f in sorted(place.iterdir())
         if f.suffix.lower() in (".json", ".csv") and f.is_file()
     ]  # fmt: skip
     found = [f for f in files if entries(f)]
     beside = {f.parent for f in found if f.suffix.lower() == ".json"}
     left = [f for f in found if f.suffix.lower() == ".csv" and f.parent in beside]
-    if left:
+    if left and say:
         log.info("%s: a VIA JSON file lies beside it, and is read instead", left[0])
     return [f for f in found if f not in left]
 
@@ -270,17 +267,10 @@ def outline(shape: dict[str, Any]) -> list[float] | None:
             x, y, w, h = (float(shape[k]) for k in ("x", "y", "width", "height"))
             return [x, y, x + w, y, x + w, y + h, x, y + h]
         if kind in ("circle", "ellipse"):
-            cx, cy = float(shape["cx"]), float(shape["cy"])
             rx = float(shape["r"] if kind == "circle" else shape["rx"])
             ry = float(shape["r"] if kind == "circle" else shape["ry"])
             turn = float(shape.get("theta") or 0)
-            corners = [2 * math.pi * k / CURVE_POINTS for k in range(CURVE_POINTS)]
-            return [
-                v for a in corners for v in (
-                    cx + rx * math.cos(a) * math.cos(turn) - ry * math.sin(a) * math.sin(turn),
-                    cy + rx * math.cos(a) * math.sin(turn) + ry * math.sin(a) * math.cos(turn),
-                )
-            ]  # fmt: skip
+            return ellipse_outline(float(shape["cx"]), float(shape["cy"]), rx, ry, turn)
     except (KeyError, TypeError, ValueError):
         return None
     return None
@@ -309,7 +299,7 @@ def via_images(
     (drawn now, or found drawn in the cache) of ``class_names`` (given, or the files'
     own: :func:`via_classes`); ``images`` are the image files below ``root``. An image
     listed twice (in two files, or twice in one) is refused."""
-    files = annotation_files(root)
+    files = annotation_files(root, say=True)
     key = class_key(files)
     names = list(class_names or via_classes(root).class_names)
     values = values_by_name(class_list(files, key), names, f"the regions of {files[0]}")

@@ -252,3 +252,22 @@ def test_images_are_found_as_label_studio_names_them(tmp_path, caplog):
     items[3].pop("label")
     export(root / "export.json", items)
     assert len(prepared(root, val_fraction=0.34, test_fraction=0).pairs) == 3
+
+
+def test_each_export_file_is_checked_for_its_own_images(tmp_path):
+    """A local storage's image under a key other than ``image`` is found; a polygon of two
+    points draws nothing and is said; a second export none of whose images is there is
+    refused, whatever the first found."""
+    root = tmp_path / "ls"
+    write_images(root / "train", [f"{k}.png" for k in range(4)])
+    line = region("polygon", "leaf", points=[pct(0, 0), pct(8, 8)])
+    tasks = [
+        {**task(k, None, [square(0, 0, 8), line]), "data": {"img": f"/data/local-files/?d=ls/train/{k}.png"}}
+        for k in range(4)
+    ]  # fmt: skip
+    export(root / "train" / "export.json", tasks)
+    dm = prepared(root, val_fraction=0.25, test_fraction=0)
+    assert len(dm.pairs) == 4 and all((mask_of(dm, p.name) == 1).sum() == 64 for p in dm.pairs)
+    export(root / "val" / "export.json", [task(0, "elsewhere/v0.png", [square(0, 0, 8)])])
+    with pytest.raises(ImageDataError, match=r"val/export.json lists 1 images and none is in"):
+        prepared(root, val_fraction=0.25, test_fraction=0)

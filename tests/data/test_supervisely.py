@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from segnet.data import supervisely
+from segnet.data import image_pairs, supervisely
 from segnet.data.errors import ImageDataError
 from tests.data.test_coco import write_images
 from tests.data.test_images import prepared, train_labels
@@ -325,3 +325,18 @@ def test_annotations_are_read_once_then_kept(tmp_path, monkeypatch):
     again = prepared(root, val_fraction=0.2, test_fraction=0.2)
     assert [p.label for p in again.pairs] == [p.label for p in first.pairs]
     assert again.info().class_names == ["background", "weed"]
+
+
+def test_masks_one_per_class_beside_a_project_are_the_users(tmp_path):
+    """A folder of one mask per class (pairs with no single mask) beside Supervisely's
+    files: its masks are read, as in any folder; a meta.json of no object is no project."""
+    from tests.data.test_class_masks import class_folders
+
+    root = class_folders(tmp_path / "p", n=4)
+    project(root)
+    dataset(root / "ds0", ["0.png"], [square(0, 0, 8)])
+    assert image_pairs.masks_read(root, False, supervisely.OWN_MASKS)
+    assert not image_pairs.drawn_masks_root(root)
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "meta.json").write_text('["a list"]')
+    assert supervisely.annotation_files(tmp_path / "q") == []
