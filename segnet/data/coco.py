@@ -230,8 +230,17 @@ def annotated_images(
         log.info("drawing the masks of %s's COCO files, once, into %s", root, folder)
     by_name = image_index(images)
     found: list[AnnotatedImage] = []
+    listed_in: dict[Path, Path] = {}
     for f in files:
-        found += _file_images(root, f, values, folder, by_name)
+        for a in _file_images(root, f, values, folder, by_name):
+            if a.image in listed_in:  # in train's file and in val's: a leak between splits
+                raise ImageDataError(
+                    f"{a.image} is listed in {listed_in[a.image]} and again in {f.path}: an "
+                    "image is read from one file (one split). Remove it from one of them, or "
+                    "merge the files where each holds other categories of the same images."
+                )
+            listed_in[a.image] = f.path
+            found.append(a)
     return found
 
 

@@ -397,3 +397,18 @@ def test_given_class_names_keep_boxes_void_and_a_shipped_colour_list_is_not_read
         "background", "leaf", "bug",
     ]  # fmt: skip
     assert drawn_masks._parsed.cache_info().currsize == 0  # let go once drawn
+
+
+def test_an_image_in_two_files_is_refused_naming_both(tmp_path):
+    """An image in train's file and in val's (a leak between splits) is refused naming
+    the two files, not as an image name that occurs twice."""
+    root = tmp_path / "c"
+    write_images(root / "images", [f"{k}.png" for k in range(4)])
+    box = {"id": 1, "image_id": 0, "category_id": 1, "area": 64, "bbox": [0, 0, 8, 8],
+           "segmentation": [[0, 0, 8, 0, 8, 8, 0, 8]], "iscrowd": 0}  # fmt: skip
+    coco_file(root / "annotations" / "instances_train.json", ["0.png", "1.png", "2.png"], [box])
+    coco_file(root / "annotations" / "instances_val.json", ["2.png", "3.png"], [box])
+    with pytest.raises(
+        ImageDataError, match=r"2.png is listed in .*instances_train.json and again"
+    ):
+        prepared(root, val_fraction=0.25, test_fraction=0)
