@@ -463,6 +463,11 @@ def _say_what_was_left(files: list[Path], found: list, said: dict) -> None:
             "%d Label Studio region(s) outline no area (key points, polygons of fewer than "
             "three points): not drawn.", said["undrawn"],
         )  # fmt: skip
+    if said["void"] and said["void"] >= sum(a.objects for a in found):
+        raise ImageDataError(
+            f"every region of {where} has its labels deselected: label the regions in Label "
+            "Studio, then export again."
+        )
     if said["void"]:
         log.warning(
             "%d Label Studio region(s) have no label (all deselected): void, neither trained "

@@ -271,3 +271,13 @@ def test_each_export_file_is_checked_for_its_own_images(tmp_path):
     export(root / "val" / "export.json", [task(0, "elsewhere/v0.png", [square(0, 0, 8)])])
     with pytest.raises(ImageDataError, match=r"val/export.json lists 1 images and none is in"):
         prepared(root, val_fraction=0.25, test_fraction=0)
+
+
+def test_regions_whose_labels_are_all_deselected_are_refused(tmp_path):
+    root = tmp_path / "ls"
+    write_images(root, [f"{k}.png" for k in range(4)])
+    bare = square(0, 0, 8)
+    bare["value"]["polygonlabels"] = []
+    export(root / "export.json", [task(k, f"{k}.png", [bare]) for k in range(4)])
+    with pytest.raises(ImageDataError, match="every region of .* has its labels deselected"):
+        prepared(root, val_fraction=0.25, test_fraction=0)
