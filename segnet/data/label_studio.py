@@ -73,15 +73,24 @@ def tasks(path: Path) -> list[dict[str, Any]] | None:
     data gives), ``upload`` (its uploaded file's name), ``annotations`` (the regions of
     the one read, :func:`regions_of`; none where nobody annotated it) and ``predicted``
     (whether a model pre-labelled it); None for a JSON file of anything else."""
+    found, kind = json_file(path), export_kind(path)
+    if kind == "JSON":
+        return [_task(path, t) for t in found]
+    return _min_tasks(path, found) if kind == "JSON-MIN" else None
+
+
+def export_kind(path: Path) -> str | None:
+    """``JSON`` or ``JSON-MIN`` where ``path`` is such a Label Studio export; None
+    otherwise. Told by its shape alone, so that finding the files never refuses one (a
+    folder of mask images beside an export is read from its masks, whatever the export
+    holds)."""
     found = json_file(path)
     if not isinstance(found, list) or not found or not all(isinstance(t, dict) for t in found):
         return None
     if all(isinstance(t.get("data"), dict) and isinstance(t.get("annotations"), list)
            for t in found):  # fmt: skip
-        return [_task(path, t) for t in found]
-    if all("annotation_id" in t and "data" not in t for t in found):  # JSON-MIN
-        return _min_tasks(path, found)
-    return None
+        return "JSON"
+    return "JSON-MIN" if all("annotation_id" in t and "data" not in t for t in found) else None
 
 
 def _task(path: Path, task: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +153,7 @@ def annotation_files(root: Path) -> list[Path]:
     files = [
         f for place in export_places(root) for f in sorted(place.glob("*.json")) if f.is_file()
     ]
-    return [f for f in files if tasks(f)]
+    return [f for f in files if export_kind(f)]
 
 
 def stored_name(name: str) -> str:

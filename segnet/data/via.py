@@ -84,15 +84,24 @@ def csv_entries(path: Path) -> list[dict[str, Any]] | None:
     ``region_shape_attributes`` and ``region_attributes`` as JSON; an image of no region
     a row of ``{}``; VIA 1's header begins ``#filename``) as its JSON export lists them;
     None for a CSV of anything else, told by its first line alone."""
+    columns = csv_columns(path)
+    if columns is None:
+        return None
+    stat = path.stat()
+    return _csv_entries(path, stat.st_size, stat.st_mtime_ns, columns)
+
+
+def csv_columns(path: Path) -> int | None:
+    """The number of columns of VIA's CSV export at ``path``, told by its first line
+    alone (so that finding the files never refuses one); None for any other CSV."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             header = [h.lstrip("#").strip() for h in next(csv.reader(f), [])]
-        stat = path.stat()
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
     if header[:2] != ["filename", "file_size"] or header[-2:] != CSV_COLUMNS[2:]:
         return None
-    return _csv_entries(path, stat.st_size, stat.st_mtime_ns, len(header))
+    return len(header)
 
 
 @parsed_by_reader
@@ -131,7 +140,7 @@ def annotation_files(root: Path, say: bool = False) -> list[Path]:
         f for place in export_places(root) for f in sorted(place.iterdir())
         if f.suffix.lower() in (".json", ".csv") and f.is_file()
     ]  # fmt: skip
-    found = [f for f in files if entries(f)]
+    found = [f for f in files if (csv_columns(f) if f.suffix.lower() == ".csv" else entries(f))]
     beside = {f.parent for f in found if f.suffix.lower() == ".json"}
     left = [f for f in found if f.suffix.lower() == ".csv" and f.parent in beside]
     if left and say:

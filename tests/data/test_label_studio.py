@@ -281,3 +281,15 @@ def test_regions_whose_labels_are_all_deselected_are_refused(tmp_path):
     export(root / "export.json", [task(k, f"{k}.png", [bare]) for k in range(4)])
     with pytest.raises(ImageDataError, match="every region of .* has its labels deselected"):
         prepared(root, val_fraction=0.25, test_fraction=0)
+
+
+def test_mask_images_beside_an_export_are_read_whatever_it_holds(tmp_path):
+    """Mask images win over an export beside them, even one that would be refused."""
+    from tests.data.test_images import make_folder
+
+    root = make_folder(tmp_path / "d")
+    two = square(0, 0, 8)
+    two["value"]["polygonlabels"] = ["leaf", "bug"]
+    export(root / "export.json", [task(0, "images/0.png", [two])])
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    assert all(p.label.parent.name == "labels" for p in dm.pairs)
