@@ -16,8 +16,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
-from yolo_folder import polygons
+from yolo_folder import polygons, white_of
 
 
 def brush_rle(mask: np.ndarray) -> list[int]:
@@ -53,8 +52,7 @@ def main():
     images = sorted(p for p in (args.source / "images").iterdir() if not p.name.startswith("."))
     tasks, regions = [], 0
     for k, image in enumerate(images):
-        mask_file = next((args.source / "labels").glob(image.stem + ".*"))
-        mask = np.asarray(Image.open(mask_file).convert("L")) > 127
+        mask = white_of(args.source, image)
         height, width = mask.shape
         size = {"original_width": width, "original_height": height, "image_rotation": 0}
         base = {"from_name": "label", "to_name": "image", **size}

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from yolo_folder import white_of
 
 
 def bitmap(mask: np.ndarray) -> dict:
@@ -54,8 +55,7 @@ def main():
         dataset = args.out / (("val" if k in val else "train") if args.splits else "ds0")
         for folder in ("img", "ann"):
             (dataset / folder).mkdir(parents=True, exist_ok=True)
-        mask_file = next((args.source / "labels").glob(image.stem + ".*"))
-        mask = np.asarray(Image.open(mask_file).convert("L")) > 127
+        mask = white_of(args.source, image)
         objects = []
         if mask.any():
             objects.append(

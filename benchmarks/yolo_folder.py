@@ -27,6 +27,13 @@ def polygons(mask: np.ndarray) -> list[np.ndarray]:
     return [line - 1 + 0.5 for line in lines if len(line) >= 3]  # unpadded; centres at .5
 
 
+def white_of(source: Path, image: Path) -> np.ndarray:
+    """The white pixels of ``image``'s mask (``labels/`` of its stem), as a boolean array;
+    the other folder writers read masks with it too."""
+    mask_file = next((source / "labels").glob(image.stem + ".*"))
+    return np.asarray(Image.open(mask_file).convert("L")) > 127
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path)
@@ -39,8 +46,7 @@ def main():
     count = 0
     for k, image in enumerate(images):
         split = ("val" if k in val else "train") if args.splits else ""
-        mask_file = next((args.source / "labels").glob(image.stem + ".*"))
-        mask = np.asarray(Image.open(mask_file).convert("L")) > 127
+        mask = white_of(args.source, image)
         height, width = mask.shape
         rows = []
         for line in polygons(mask):

@@ -27,6 +27,7 @@ with no conversion, brush strokes included (which its COCO export leaves out).
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import logging
 import math
@@ -54,6 +55,7 @@ from segnet.data.drawn_masks import (
     json_file,
     mask_path,
     name_below,
+    parsed_by_reader,
     polygon_area,
     say_missing,
     values_by_name,
@@ -73,10 +75,18 @@ def tasks(path: Path) -> list[dict[str, Any]] | None:
     data gives), ``upload`` (its uploaded file's name), ``annotations`` (the regions of
     the one read, :func:`regions_of`; none where nobody annotated it) and ``predicted``
     (whether a model pre-labelled it); None for a JSON file of anything else."""
-    found, kind = json_file(path), export_kind(path)
-    if kind == "JSON":
-        return [_task(path, t) for t in found]
-    return _min_tasks(path, found) if kind == "JSON-MIN" else None
+    kind = export_kind(path)
+    if kind is None:
+        return None
+    stat = path.stat()
+    return _tasks(path, stat.st_size, stat.st_mtime_ns, kind)
+
+
+@parsed_by_reader
+@functools.lru_cache(maxsize=8)  # the classes and the images each read every task
+def _tasks(path: Path, size: int, mtime: int, kind: str) -> list[dict[str, Any]]:
+    found = json_file(path)
+    return [_task(path, t) for t in found] if kind == "JSON" else _min_tasks(path, found)
 
 
 def export_kind(path: Path) -> str | None:
