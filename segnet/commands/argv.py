@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from segnet.runs.folders import output_dir_as_run_dir, refuse_existing_run_dir
 from segnet.runs.resume import resume_into_its_run
+from segnet.shell import hydra_value
 
 # a file-name rule with its {id} (data.image_name, data.label_name) or {group}
 # (data.groups), given unquoted
@@ -28,10 +30,66 @@ def quote_name_rules(argv: Sequence[str]) -> list[str]:
     return out
 
 
+# a setting given on the command line (``+``/``++`` to add one); ``~key`` deletes, untouched
+SETTING = re.compile(r"^(\+{0,2}[A-Za-z_][\w.@/-]*)=(.*)$", re.DOTALL)
+# the items of a flat list, none quoted or nested: ``[fond,bâtiment]``
+FLAT_LIST = re.compile(r"^\[([^\[\]{}'\"]*)\]$")
+
+
+def _parsed(arg: str):
+    """Hydra's reading of one override, or None where its grammar refuses it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        return OverridesParser.create().parse_override(arg)
+    except Exception:  # HydraException, OverrideParseException: not Hydra's grammar
+        return None
+
+
+def _read_as(arg: str, value: object) -> str | None:
+    """``arg`` where Hydra reads it as ``value`` and nothing else, else None."""
+    parsed = _parsed(arg)
+    return arg if parsed is not None and not parsed.is_sweep_override() and parsed.value() == value else None
+
+
+def quote_plain_values(argv: Sequence[str]) -> list[str]:
+    """A value typed as the shell passes it, which Hydra's grammar cannot read unquoted,
+    quoted so that it means what it says: a path holding a letter outside ASCII
+    (``data.root=/data/Études``), brackets, ``&``, ``#``, ``~`` or an apostrophe stops
+    Hydra with a lexer error, and a path holding a comma is read as two values. A flat
+    list's items are quoted likewise (``data.class_names=[fond,bâtiment]``). Values Hydra
+    reads (sweeps, lists, interpolations, quoted values) are left as typed; a comma is
+    taken for a path's only where that path exists."""
+    out = []
+    for arg in argv:
+        setting = SETTING.match(arg)
+        parsed = _parsed(arg) if setting else None
+        if not setting or (parsed is not None and not _a_path_split(parsed, setting[2])):
+            out.append(arg)
+            continue
+        key, value = setting[1], setting[2]
+        items = FLAT_LIST.match(value)
+        if items and items[1].strip():
+            listed = [v.strip() for v in items[1].split(",")]
+            quoted = f"{key}=[{','.join(hydra_value(v) for v in listed)}]"
+            out.append(_read_as(quoted, listed) or arg)
+        elif value[:1] not in ("[", "{", "'", '"', "$"):
+            out.append(_read_as(f"{key}={hydra_value(value)}", value) or arg)
+        else:
+            out.append(arg)
+    return out
+
+
+def _a_path_split(parsed, value: str) -> bool:
+    """Whether Hydra read ``value`` as a sweep of values split at its commas where the
+    whole of it names a file or folder that exists."""
+    return parsed.is_sweep_override() and "," in value and Path(value).expanduser().exists()
+
+
 def train_argv(argv: Sequence[str]) -> list[str]:
     """``paths.output_dir=`` as Hydra's run folder; a resume (``ckpt_path=``) into its run,
     with the run's overrides; any other new run's folder checked to hold no run."""
-    return resume_into_its_run(output_dir_as_run_dir(quote_name_rules(argv)))
+    return quote_plain_values(resume_into_its_run(output_dir_as_run_dir(quote_name_rules(argv))))
 
 
 def evaluate_argv(argv: Sequence[str]) -> list[str]:
@@ -39,7 +97,7 @@ def evaluate_argv(argv: Sequence[str]) -> list[str]:
     outputs (checked before Hydra writes its config there)."""
     argv = output_dir_as_run_dir(quote_name_rules(argv))
     refuse_existing_run_dir(argv)
-    return argv
+    return quote_plain_values(argv)
 
 
 export_argv = evaluate_argv

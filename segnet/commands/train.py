@@ -53,6 +53,7 @@ from segnet.runs.records import (
     write_outputs,
     write_tracker_record,
 )
+from segnet.runs.settings import SETTINGS, check_value
 from segnet.runs.resume import (
     check_same_settings,
     check_start_checkpoints,
@@ -123,6 +124,9 @@ def time_budget_of(cfg: DictConfig) -> TimeBudget | None:
     epochs instead (said in a line). Under a budget ``trainer.max_epochs`` becomes -1
     (unbounded) in the config the run records, so that a resume compares like with like."""
     minutes, epochs = cfg.get("train_minutes"), cfg.trainer.get("max_epochs")
+    for key, value in (("train_minutes", minutes), ("trainer.max_epochs", epochs)):
+        if value is not None:  # compared below, before the config's other values are checked
+            check_value(key, value, SETTINGS[key])
     if not cfg.get("train", True) or cfg.trainer.get("fast_dev_run"):
         return None
     if minutes is None:
