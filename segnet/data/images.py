@@ -451,6 +451,9 @@ NAMED_SHARE = 0.005
 # given values closer than this (grey levels) are class numbers: no value is read as the
 # nearest of them
 MIN_GAP = 16
+# this many values or more far from every given one, each a small share: the ramp of a
+# smoothed edge (masks resized with interpolation, or drawn anti-aliased), not classes
+EDGE_RAMP = 24
 
 
 @dataclass
@@ -540,7 +543,10 @@ class LabelMapping:
     def far_values(self, counts: dict[int, int]) -> dict[int, int]:
         """Those of :meth:`near_values` farther than :meth:`tolerance` from every given
         value: few pixels, read as the nearest class, but worth a look (a rare class
-        nobody named would be among them)."""
+        nobody named would be among them). None where they are ``EDGE_RAMP`` values or
+        more: every level between two classes, as a smoothed edge holds them (a mask
+        resized with interpolation), is no class; a value that holds a class's share of
+        the pixels is never read as the nearest (:meth:`near_values`)."""
         tolerance, table = self.tolerance(), self.lookup()
         near = self.near_values(counts)
         if not near:
@@ -548,7 +554,8 @@ class LabelMapping:
         given = list(table)
         off = list(near)
         gap = nearest_of(off, given)[1]
-        return {c: near[c] for c, d in zip(off, gap, strict=True) if d > tolerance}
+        far = {c: near[c] for c, d in zip(off, gap, strict=True) if d > tolerance}
+        return far if len(far) < EDGE_RAMP else {}
 
     def near_values(self, counts: dict[int, int]) -> dict[int, int]:
         """The values of ``counts`` (value -> pixels) that are no given value, each with the

@@ -268,3 +268,49 @@ def test_evaluation_judges_values_over_the_split_as_training_judges_its_folder(t
     dm.setup("test")
     label = next(it for it in dm.load("all") if it.name == "5.png").label.numpy()
     assert (label[:2] == 0).all()
+
+
+def test_masks_with_smoothed_edges_read_black_and_white_with_no_setting(tmp_path, caplog):
+    """Masks resized with interpolation (or drawn anti-aliased) hold every level between
+    black and white along their edges, each a sliver of the pixels: read as background and
+    foreground, each level as the nearest, with no class named; they were refused with
+    a suggestion to read them as instance masks."""
+    import logging
+
+    from PIL import ImageFilter
+
+    from segnet.data.images import EDGE_RAMP, LabelMapping
+
+    root = make_folder(tmp_path / "d", n=12, size=(64, 80))
+    for mask in (root / "labels").iterdir():
+        Image.open(mask).filter(ImageFilter.GaussianBlur(1.5)).save(mask)
+    levels = {int(v) for p in (root / "labels").iterdir() for v in np.unique(Image.open(p))}
+    assert len([v for v in levels if 64 <= v <= 191]) >= EDGE_RAMP  # far from 0 and 255
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+        labels = train_labels(dm)
+    assert dm.info().class_names == ["background", "foreground"]
+    assert (labels == (drawn_blurred(dm) >= 128)).all()  # each level as the nearest
+    assert "far from every given one" not in caplog.text  # a ramp: no value singled out
+    # one far value alone is still worth a look: it may be a rare class nobody named
+    bw = LabelMapping.from_settings(["background", "disc"], [0, 255], None, None)
+    assert bw.far_values({0: 9000, 255: 3000, 120: 3}) == {120: 0}
+
+
+def drawn_blurred(dm) -> np.ndarray:
+    """The smoothed masks' levels for the training images, in train_labels' order."""
+    return np.concatenate(
+        [np.asarray(Image.open(dm.pairs[i].label)).ravel() for i in dm.splits["train"]]
+    )
+
+
+def test_instance_masks_are_not_read_as_smoothed_black_and_white():
+    """Instance masks also hold many values, each a small share: the objects' values hold
+    shares alike, none a sliver beside the largest, so they are no smoothed edge."""
+    from segnet.data.images import background_and_foreground, suggestion
+
+    rng = np.random.default_rng(0)
+    objects = {v: int(n) for v, n in zip(range(1, 200), rng.integers(300, 900, 199), strict=True)}
+    counts = {0: 400_000, **objects}
+    assert background_and_foreground(counts) is None
+    assert "data.instance_masks=true" in suggestion(counts, None)
