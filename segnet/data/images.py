@@ -290,8 +290,9 @@ def read_image(path: Path, mode: str, compact: bool = False) -> np.ndarray:
 # more grey values than this besides 0 look like instance masks (one value per object)
 INSTANCE_VALUES = 24
 # Masks are read into codes as segnet.data.mask_codes defines them.
-# the version of this reading, in the statistics cache's keys (2: masks as they look)
-MASK_READING = 2
+# the version of this reading, in the statistics cache's keys (2: masks as they look;
+# 3: transparent pixels as nothing drawn)
+MASK_READING = 3
 WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 
 
@@ -300,7 +301,8 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
     files 0 black and 255 white (``one_bit_white``: 1 where masks hold class numbers);
     8-bit grey their level; 16-bit grey their value, or the 8-bit level where the file
     holds 8-bit greys widened (multiples of 257: 65535 is 255); RGB(A) and palette files
-    their colours, a grey colour as its level. A palette of colours is read by its index
+    their colours, a grey colour as its level, shown over black where a file has
+    transparency (a transparent pixel is 0). A palette of colours is read by its index
     (the class number of VOC-style masks) unless ``palette_colours`` (``data.palette``
     maps colours). An array (``.npy``) holds its values as they are."""
     if bands.is_array_file(path):
@@ -320,17 +322,31 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
                 "save the mask with whole class values or colours."
             )
         return values.astype(np.int64)
-    if im.mode in ("L", "LA"):
-        return np.asarray(im.getchannel("L") if im.mode == "LA" else im).astype(np.int64)
+    if im.mode == "L":
+        return np.asarray(im).astype(np.int64)
+    if im.mode == "LA":
+        return shown_over_black(np.asarray(im).astype(np.int64))
     if im.mode in ("P", "PA") and not palette_colours:
         indices = np.asarray(im.getchannel(0) if im.mode == "PA" else im).astype(np.int64)
         palette = np.array(im.getpalette() or [], np.int64).reshape(-1, 3)
         used = np.unique(indices)
         if len(palette) <= used.max() or (palette[used] != palette[used][:, :1]).any():
             return indices  # a palette of colours: the index is the class number
-    rgb = np.asarray(im.convert("RGB")).astype(np.int64)
+    if im.mode in ("RGBA", "PA") or "transparency" in im.info:
+        rgb = shown_over_black(np.asarray(im.convert("RGBA")).astype(np.int64))
+    else:
+        rgb = np.asarray(im.convert("RGB")).astype(np.int64)
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
     return np.where((r == g) & (g == b), r, COLOUR + r * 65536 + g * 256 + b)
+
+
+def shown_over_black(levels: np.ndarray) -> np.ndarray:
+    """The grey or colour levels of pixels with their alpha last, as shown over black: a
+    transparent pixel is nothing drawn (0), whatever colour the file keeps under it (a
+    mask painted on a transparent layer, a cut-out), and an opaque one is as it is."""
+    colour, alpha = levels[..., :-1], levels[..., -1:]
+    shown = (colour * alpha + 127) // 255
+    return shown[..., 0] if shown.shape[-1] == 1 else shown
 
 
 def one_channel_masks(paths: Sequence[Path]) -> bool:

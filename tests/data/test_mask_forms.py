@@ -314,3 +314,30 @@ def test_instance_masks_are_not_read_as_smoothed_black_and_white():
     counts = {0: 400_000, **objects}
     assert background_and_foreground(counts) is None
     assert "data.instance_masks=true" in suggestion(counts, None)
+
+
+@pytest.mark.parametrize("form", ["RGBA", "LA", "P"])
+def test_a_transparent_pixel_of_a_mask_is_nothing_drawn(tmp_path, form):
+    """A mask painted on a transparent layer (or a cut-out) keeps any colour under its
+    transparent pixels, here white: shown over black, they are 0, so the mask reads as it
+    looks. It read white everywhere: one value, refused."""
+    label = blob_label(40, 48, 3)
+    path = tmp_path / "m.png"
+    alpha = np.where(label > 0, 255, 0).astype(np.uint8)
+    alpha[0, 0] = 128  # half transparent white: the mid grey it shows
+    white = np.full_like(alpha, 255)
+    if form == "RGBA":
+        Image.fromarray(np.dstack([white, white, white, alpha]), "RGBA").save(path)
+    elif form == "LA":
+        Image.fromarray(np.dstack([white, alpha]), "LA").save(path)
+    else:  # a palette whose index 0 is a transparent white, index 1 opaque white
+        im = Image.fromarray((label > 0).astype(np.uint8), "P")
+        im.putpalette([255, 255, 255] * 2 + [0] * 762)
+        im.save(path, transparency=0)
+    read = read_mask(path, palette_colours=True)
+    expected = np.where(label > 0, 255, 0)
+    expected[0, 0] = 128 if form != "P" else expected[0, 0]
+    assert (read == expected).all()
+    opaque = tmp_path / "o.png"  # an opaque mask reads as before
+    Image.fromarray(np.dstack([white * 0 + 7, white, white, white]), "RGBA").save(opaque)
+    assert (read_mask(opaque) == colour_code([7, 255, 255], "x")).all()
