@@ -745,6 +745,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return counts
 
     def _unnamed_message(self, counts: dict[int, int]) -> str:
+        if len(counts) == 1:  # no setting helps: a class needs pixels of another beside it
+            folders = sorted({str(p.label.parent) for p in self.pairs if p.label is not None})
+            return (
+                f"every mask of {self.where()} ({len(self.pairs)} images; masks in "
+                f"{', '.join(folders[:2])}{' ...' * (len(folders) > 2)}) holds the one value "
+                f"{img.code_text(next(iter(counts)))} in every pixel: there is nothing to "
+                "learn. Check that these are the masks meant (a mask that looks black may "
+                "hold class numbers 0 and 1, but these hold one value), or draw the "
+                "objects into them."
+            )
         return (
             f"data.class_names is not set for {self.where()}: name one class per mask value. "
             f"Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "

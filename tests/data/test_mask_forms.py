@@ -341,3 +341,16 @@ def test_a_transparent_pixel_of_a_mask_is_nothing_drawn(tmp_path, form):
     opaque = tmp_path / "o.png"  # an opaque mask reads as before
     Image.fromarray(np.dstack([white * 0 + 7, white, white, white]), "RGBA").save(opaque)
     assert (read_mask(opaque) == colour_code([7, 255, 255], "x")).all()
+
+
+def test_a_folder_of_empty_masks_is_refused_as_nothing_to_learn(tmp_path):
+    """Masks of one value in every pixel (exported empty, the wrong folder): no class
+    setting helps, so the refusal says what is wrong rather than suggest naming the one
+    value as a class."""
+    root = make_folder(tmp_path / "d", n=6)
+    for mask in (root / "labels").iterdir():
+        Image.new("L", Image.open(mask).size).save(mask)
+    with pytest.raises(ValueError, match="holds the one value 0 in every pixel") as refused:
+        prepared(root)
+    assert str(root / "labels") in str(refused.value)
+    assert "class_names=[background]" not in str(refused.value)
