@@ -50,13 +50,9 @@ def _suffix_rules(files: tuple[Path, ...]) -> BesideRules | None:
     if len(suffixes) != 2 or len(files) != len(by_name) + len(both) or 2 * len(both) < len(by_name):
         return None  # not every file counted by name and kind: two files of one kind and name
     paired = sorted(f for f in files if (f.parent, f.stem) in both)
-    picked = {s: [f for f in paired if f.suffix.lower() == s][:SAMPLED] for s in suffixes}
-    held = {s: [distinct_values(f) for f in picked[s]] for s in suffixes}
-    if any(None in values for values in held.values()):
-        return None
-    for mask, image in (suffixes, suffixes[::-1]):
-        if max(held[mask]) <= MASK_VALUES and min(held[image]) > 2 * max(held[mask]):
-            return BesideRules("{id}" + image, "{id}" + mask, [])
+    masks = masks_among(*([f for f in paired if f.suffix.lower() == s] for s in suffixes))
+    if masks is not None:
+        return BesideRules("{id}" + suffixes[1 - masks], "{id}" + suffixes[masks], [])
     folder = files[0].parent
     log.warning(
         "%s holds files of one name in two kinds (%s and %s), and what they hold does not "
@@ -64,4 +60,18 @@ def _suffix_rules(files: tuple[Path, ...]) -> BesideRules | None:
         "'data.image_name={id}%s' 'data.label_name={id}%s' reads the %s files as masks",
         folder, *suffixes, *suffixes, suffixes[1],
     )  # fmt: skip
+    return None
+
+
+def masks_among(first: list[Path], second: list[Path]) -> int | None:
+    """Which of two lists of files holds the masks, by what their first files hold: 0 or
+    1 where that one's hold a mask's few values (``MASK_VALUES`` at most) and the other's
+    more than twice as many each (pictures); None where they do not say so, or a file
+    cannot be read."""
+    held = [[distinct_values(f) for f in files[:SAMPLED]] for files in (first, second)]
+    if any(not values or None in values for values in held):
+        return None
+    for masks, pictures in ((0, 1), (1, 0)):
+        if max(held[masks]) <= MASK_VALUES and min(held[pictures]) > 2 * max(held[masks]):
+            return masks
     return None

@@ -45,7 +45,7 @@ from segnet.data.class_files import is_cityscapes_layout, is_class_file
 from segnet.data.dataset_json import file_ending
 from segnet.data.drawn_masks import forget_parsed_files
 from segnet.data.errors import ImageDataError
-from segnet.data.file_kinds import MASK_VALUES, SAMPLED, distinct_values, suffix_rules
+from segnet.data.file_kinds import MASK_VALUES, SAMPLED, distinct_values, masks_among, suffix_rules
 from segnet.data.folder_roles import (
     MASK_WORDS,
     SPLIT_FOLDERS,
@@ -757,6 +757,8 @@ def folder_pairs(root: Path, dirs: tuple, naming: Naming, split: str | None = No
             return paired(root, root, None, beside_naming(root, found, naming), split)
     if unplaced and (groups := grouped_folders(root)):
         return group_pairs(groups, naming, split)
+    if unplaced and (by_content := told_apart(root)):
+        images, labels = by_content
     if images is None or labels is None:
         raise FileNotFoundError(missing_folders_message(root, images))
     inner = only_split_folders(images) if split is None else {}
@@ -852,16 +854,8 @@ def images_named_as_masks(root: Path, labels: Path, quiet: bool = False) -> Path
     ``ManualMask/leftMask/``); said. None where no folder does; where two do, both are
     named in a warning and neither is read."""
     masks = image_files(labels) or [f for d in visible_folders(labels) for f in image_files(d)]
-    stems = sorted({m.stem for m in masks})
-
-    def has_mask(stem: str) -> bool:
-        i = bisect.bisect_left(stems, stem)
-        return i < len(stems) and (stems[i] == stem or (
-            stems[i].startswith(stem) and not stems[i][len(stem)].isalnum()))  # fmt: skip
-
     def named_as_masks(files: list[Path]) -> bool:
-        sampled = files[:20]
-        return bool(sampled) and 2 * sum(has_mask(f.stem) for f in sampled) > len(sampled)
+        return mostly_named_as(files, masks)
 
     def pictures(files: list[Path]) -> bool:
         return any((distinct_values(f) or 0) > MASK_VALUES for f in files[:SAMPLED])
@@ -881,6 +875,43 @@ def images_named_as_masks(root: Path, labels: Path, quiet: bool = False) -> Path
         log.info("%s holds the images, named as the masks in %s are: read as data.image_dir=%s",
                  found[0], labels, found[0].relative_to(root))  # fmt: skip
     return found[0]
+
+
+def mostly_named_as(files: list[Path], others: list[Path]) -> bool:
+    """Whether most of the first of ``files`` are named as one of ``others`` is, or as the
+    start of its name before a separator (``CXR_0001`` for ``CXR_0001_mask``)."""
+    stems = sorted({f.stem for f in others})
+
+    def named(stem: str) -> bool:
+        i = bisect.bisect_left(stems, stem)
+        return i < len(stems) and (stems[i] == stem or (
+            stems[i].startswith(stem) and not stems[i][len(stem)].isalnum()))  # fmt: skip
+
+    sampled = files[:20]
+    return bool(sampled) and 2 * sum(named(f.stem) for f in sampled) > len(sampled)
+
+
+def told_apart(root: Path) -> tuple[Path, Path] | None:
+    """The image folder and the mask folder of a ``root`` of two folders whose names say
+    neither (Kaggle's ``X/`` and ``y/``, ``A/`` and ``B/``), files of one name in each: the
+    one whose first files hold a mask's few values holds the masks (said); None for any
+    other ``root``."""
+    folders = [d for d in visible_folders(root) if image_files(d) and not split_of(d.name)]
+    if len(folders) != 2 or len(visible_folders(root)) != 2 or image_files(root):
+        return None
+    files = [image_files(d) for d in folders]
+    if not mostly_named_as(files[0], files[1]) and not mostly_named_as(files[1], files[0]):
+        return None
+    masks = masks_among(*files)
+    if masks is None:
+        return None
+    images, labels = folders[1 - masks], folders[masks]
+    log.info(
+        "%s: read as data.image_dir=%s data.label_dir=%s, by what their files hold (a mask's "
+        "few values in %s/, pictures in %s/)", root, images.name, labels.name, labels.name,
+        images.name,
+    )  # fmt: skip
+    return images, labels
 
 
 def role_folders(root: Path) -> list[Path]:

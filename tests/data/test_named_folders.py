@@ -627,3 +627,28 @@ def test_two_observers_mask_folders_are_named_in_the_refusal_stare_style(tmp_pat
         (f"im{k:04d}.ppm", f"im{k:04d}.ah.ppm") for k in range(1, 5)
     }
     assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+@pytest.mark.parametrize(("pictures", "masks"), [("X", "y"), ("B", "A")])
+def test_two_folders_whose_names_say_nothing_are_told_apart_by_what_they_hold(
+    tmp_path, caplog, pictures, masks
+):
+    """Kaggle's X/ and y/: files of one name in each, pictures in one and a mask's few
+    values in the other; which is which is read from the files (not from the folders'
+    order), and said. Two folders of pictures are refused as before."""
+    root = tmp_path / "d"
+    for i in range(8):
+        write_pair(root / pictures / f"{i}.png", root / masks / f"{i}.png", seed=i)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, **TWO)
+    assert {p.image.parent.name for p in dm.pairs} == {pictures}
+    assert {p.label.parent.name for p in dm.pairs} == {masks}
+    assert set(np.unique(train_labels(dm))) == {0, 1}
+    said = f"data.image_dir={pictures} data.label_dir={masks}, by what their files hold"
+    assert said in caplog.text
+    both = tmp_path / "pictures"
+    for i in range(4):
+        for d in ("left", "right"):
+            write_pair(both / d / f"{i}.png", tmp_path / "unused" / f"{d}{i}.png", seed=i)
+    with pytest.raises(FileNotFoundError, match="it has left/, right/"):
+        prepared(both, **TWO)
