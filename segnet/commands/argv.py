@@ -49,7 +49,11 @@ def _parsed(arg: str):
 def _read_as(arg: str, value: object) -> str | None:
     """``arg`` where Hydra reads it as ``value`` and nothing else, else None."""
     parsed = _parsed(arg)
-    return arg if parsed is not None and not parsed.is_sweep_override() and parsed.value() == value else None
+    return (
+        arg
+        if parsed is not None and not parsed.is_sweep_override() and parsed.value() == value
+        else None
+    )
 
 
 def quote_plain_values(argv: Sequence[str]) -> list[str]:

@@ -53,7 +53,6 @@ from segnet.runs.records import (
     write_outputs,
     write_tracker_record,
 )
-from segnet.runs.settings import SETTINGS, check_value
 from segnet.runs.resume import (
     check_same_settings,
     check_start_checkpoints,
@@ -62,6 +61,7 @@ from segnet.runs.resume import (
     resumed_schedule_check,
     this_config_folder,
 )
+from segnet.runs.settings import SETTINGS, check_value
 from segnet.serving.checkpoints import load_weights, read_checkpoint
 from segnet.shell import override
 from segnet.training.callbacks.time_budget import TimeBudget

@@ -24,6 +24,8 @@ MASK_WORDS = frozenset(
         "labels",
         "mask",
         "masks",
+        "msk",
+        "msks",
         "annotation",
         "annotations",
         "annot",

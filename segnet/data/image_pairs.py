@@ -79,6 +79,8 @@ LABEL_DIRS = (
     "SegmentationClass", "labels", "label", "masks", "mask", "annotations", "gt", "groundtruth"
 )  # fmt: skip
 ROI_DIRS = ("roi", "rois", "fov")
+# archives a dataset is downloaded as (Kaggle's, Zenodo's): read once unpacked
+ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".7z", ".rar")
 HIDDEN = (".", "__MACOSX")  # .ipynb_checkpoints/, ._0.png, a zip's __MACOSX/
 # nnU-Net v2: the image and label folders of training cases and of test cases, and the
 # name of an image file, its case and its channel (``<case>_0000.png``)
@@ -293,6 +295,11 @@ def find_pairs(
     dirs = (image_dir, label_dir, roi_dir)
     if csv_file:
         pairs = csv_pairs(Path(csv_file).expanduser())
+    elif root.is_file() and root.name.lower().endswith(ARCHIVES):
+        raise FileNotFoundError(
+            f"data.root={root} is an archive: unpack it first (python -m zipfile -e {root} "
+            f"{root.parent}, or tar -xf for a .tar), then point data.root at the folder it makes."
+        )
     elif not root.is_dir():
         raise FileNotFoundError(
             f"data.root={root}: no such folder. Point data.root at the folder holding your "
@@ -854,6 +861,7 @@ def images_named_as_masks(root: Path, labels: Path, quiet: bool = False) -> Path
     ``ManualMask/leftMask/``); said. None where no folder does; where two do, both are
     named in a warning and neither is read."""
     masks = image_files(labels) or [f for d in visible_folders(labels) for f in image_files(d)]
+
     def named_as_masks(files: list[Path]) -> bool:
         return mostly_named_as(files, masks)
 
@@ -998,6 +1006,17 @@ def hand_drawn(root: Path) -> list[Path]:
 
 def missing_folders_message(root: Path, images: Path | None) -> str:
     have = sorted(p.name + "/" for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    packed = (
+        [p for p in sorted(root.iterdir()) if p.name.lower().endswith(ARCHIVES)]
+        if root.is_dir()
+        else []
+    )
+    if packed and not have:
+        return (
+            f"{root} holds {', '.join(p.name for p in packed[:3])}{' ...' * (len(packed) > 3)} "
+            "and no folders: unpack the dataset first (python -m zipfile -e "
+            f"{packed[0]} {root}, or tar -xf for a .tar), then train on the folder it makes."
+        )
     message = (
         f"{root}: expected an image folder ({'/, '.join(IMAGE_DIRS)}/) and a mask folder "
         f"({'/, '.join(LABEL_DIRS)}/), or train/ val/ test/ holding them; it has "
@@ -1129,6 +1148,7 @@ def paired(
                 rules_said.add(given)
             named = naming._replace(image_name=rules[0], label_name=rules[1])
             return paired(images, labels, rois, named, split)
+    masks = case_aside(by_id, masks, labels)
     roi_re = name_pattern(without_suffix(naming.image_name), "data.image_name")
     roi_masks = regions_of_interest(rois, by_id, roi_re, images) if rois is not None else {}
     # under split folders the name keeps its split: train/0.png and test/0.png differ
@@ -1155,6 +1175,28 @@ def paired(
         return [pair(k, None, tuple((c, m[k]) for c, m in per_class.items())) for k in kept]
     skipped = check_paired(images, labels, by_id, masks, naming)
     return [pair(k, masks[k]) for k in ids if k not in skipped]
+
+
+def case_aside(by_id: dict[str, Path], masks: dict[str, Path], labels: Path) -> dict[str, Path]:
+    """``masks`` with the images' names that no mask has but one alone has with its case
+    aside (``HORSE001.jpg`` and ``horse001.png``, which Windows' and macOS' disks take for
+    one name) keyed as the image, said; as they are where no such name is there."""
+    unmatched: dict[str, list[str]] = {}
+    for key in masks.keys() - by_id.keys():
+        unmatched.setdefault(key.casefold(), []).append(key)
+    renamed = {  # image's key -> mask's key
+        key: unmatched[key.casefold()][0]
+        for key in by_id.keys() - masks.keys()
+        if len(unmatched.get(key.casefold(), ())) == 1
+    }
+    if not renamed:
+        return masks
+    key = min(renamed)
+    log.info("%d image(s) pair with their masks in %s by name with its case aside (e.g. %s "
+             "and %s)", len(renamed), labels, by_id[key].name, masks[renamed[key]].name)  # fmt: skip
+    taken = set(renamed.values())
+    return {**{k: v for k, v in masks.items() if k not in taken},
+            **{k: masks[m] for k, m in renamed.items()}}  # fmt: skip
 
 
 def only_listed(by_id: dict[str, Path], listed: frozenset[str], images: Path) -> dict[str, Path]:

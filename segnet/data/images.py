@@ -711,6 +711,15 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
     placeholders = ",".join(
         "background" if c == 0 else f"class_{c if not colour else i}" for i, c in enumerate(codes)
     )
+    numbers = [c for c in codes if c != 255]
+    if not colour and len(numbers) == len(codes) - 1 >= 2 and numbers == list(range(len(numbers))):
+        named = ",".join("background" if c == 0 else f"class_{c}" for c in numbers)
+        return (
+            f"'data.class_names=[{named}]' 'data.ignore_values=[255]' (the masks hold class "
+            f"numbers 0 to {len(numbers) - 1}, and 255, the void of Pascal VOC's and ADE20K's "
+            "masks: object outlines, pixels nobody labelled; where 255 is a class, "
+            f"'data.label_values=[{','.join(map(str, codes))}]' with a name for it)"
+        )
     if not colour and sorted(codes) == list(range(len(codes))):
         return (
             f"'data.class_names=[{placeholders}]' (the masks hold class numbers 0 to "

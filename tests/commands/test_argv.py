@@ -46,7 +46,11 @@ def test_a_path_holding_a_comma_is_one_value_where_it_exists(tmp_path):
 
 def test_a_list_of_names_outside_ascii_reaches_the_config_as_typed():
     argv = train_argv(["data=images", "data.class_names=[fond,bâtiment,végétation]"])
-    assert list(compose_config("train", argv).data.class_names) == ["fond", "bâtiment", "végétation"]
+    assert list(compose_config("train", argv).data.class_names) == [
+        "fond",
+        "bâtiment",
+        "végétation",
+    ]
 
 
 def test_values_hydra_reads_are_left_as_typed():

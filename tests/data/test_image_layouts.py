@@ -557,3 +557,25 @@ def test_the_suggested_name_rule_is_the_one_that_pairs_the_most(tmp_path):
     write_pair(root / "elsewhere" / "99.png", root / "masks" / "99_mask.png", 99)
     with pytest.raises(ImageDataError, match=r"To pair them: 'data.label_name=\{id\}_mask'\."):
         prepared(root, **TWO)  # a mask without its image: nothing guessed, the rule shown
+
+
+def test_names_that_differ_in_case_alone_pair_as_windows_and_macos_disks_pair_them(
+    tmp_path, caplog
+):
+    """HORSE0.jpg beside horse0.png: one name on Windows' and macOS' disks, where the
+    folder was made; paired with the case aside, and said. A name matched exactly stays
+    with its own mask."""
+    import logging
+
+    root = tmp_path / "d"
+    for i in range(6):
+        write_pair(root / "images" / f"SCAN_{i}.png", root / "masks" / f"scan_{i}.png", seed=i)
+    write_pair(root / "images" / "Exact.png", root / "masks" / "Exact.png", seed=7)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    pairs = {p.image.name: p.label.name for p in dm.pairs}
+    assert pairs == {
+        **{f"SCAN_{i}.png": f"scan_{i}.png" for i in range(6)},
+        "Exact.png": "Exact.png",
+    }
+    assert "6 image(s) pair with their masks" in caplog.text and "case aside" in caplog.text

@@ -354,3 +354,16 @@ def test_a_folder_of_empty_masks_is_refused_as_nothing_to_learn(tmp_path):
         prepared(root)
     assert str(root / "labels") in str(refused.value)
     assert "class_names=[background]" not in str(refused.value)
+
+
+def test_class_numbers_beside_255_are_suggested_with_255_void():
+    """Masks of class numbers and 255 (Pascal VOC's and ADE20K's outlines, pixels nobody
+    labelled): 255 is suggested as void, not as a class of its own."""
+    from segnet.data.images import suggestion
+
+    said = suggestion({0: 9000, 1: 800, 2: 300, 255: 100}, None)
+    assert said.startswith(
+        "'data.class_names=[background,class_1,class_2]' 'data.ignore_values=[255]'"
+    )
+    assert "'data.label_values=[0,1,2,255]'" in said  # where 255 is a class after all
+    assert "ignore_values" not in suggestion({0: 9000, 255: 800, 128: 300}, None).split("(")[0]

@@ -27,6 +27,7 @@ TWO = dict(class_names=["background", "disc"], label_values=[0, 255])
     [
         ("Image", "images", None),
         ("masks_png", "labels", None),
+        ("msk", "labels", None),
         ("label_images_semantic", "labels", None),  # a word of masks wins
         ("ISIC2018_Task1-2_Training_Input", "images", "train"),
         ("ISIC2018_Task1_Validation_GroundTruth", "labels", "val"),
@@ -652,3 +653,18 @@ def test_two_folders_whose_names_say_nothing_are_told_apart_by_what_they_hold(
             write_pair(both / d / f"{i}.png", tmp_path / "unused" / f"{d}{i}.png", seed=i)
     with pytest.raises(FileNotFoundError, match="it has left/, right/"):
         prepared(both, **TWO)
+
+
+def test_a_downloaded_archive_is_refused_with_how_to_unpack_it(tmp_path):
+    """Kaggle's and Zenodo's downloads are archives: a folder holding one alone, or the
+    archive given as data.root, is refused saying to unpack it (not "no folders")."""
+    import zipfile
+
+    root = tmp_path / "d"
+    root.mkdir()
+    with zipfile.ZipFile(root / "horses.zip", "w") as z:
+        z.writestr("horses/images/0.png", b"")
+    with pytest.raises(FileNotFoundError, match="holds horses.zip and no folders: unpack"):
+        prepared(root, **TWO)
+    with pytest.raises(FileNotFoundError, match="horses.zip is an archive: unpack it first"):
+        prepared(root / "horses.zip", **TWO)
