@@ -1017,11 +1017,14 @@ def missing_folders_message(root: Path, images: Path | None) -> str:
             "and no folders: unpack the dataset first (python -m zipfile -e "
             f"{packed[0]} {root}, or tar -xf for a .tar), then train on the folder it makes."
         )
+    tables = sorted(root.glob("*.csv")) if root.is_dir() else []
+    # a case list already there (a Kaggle competition's train.csv): read with data.csv=
+    csv_setting = f"data.csv={tables[0]}, the one beside them" if len(tables) == 1 else "data.csv="
     message = (
         f"{root}: expected an image folder ({'/, '.join(IMAGE_DIRS)}/) and a mask folder "
         f"({'/, '.join(LABEL_DIRS)}/), or train/ val/ test/ holding them; it has "
         f"{', '.join(have) or 'no folders'}. Name them with data.image_dir= and "
-        "data.label_dir=, or list the pairs in a CSV (data.csv=)."
+        f"data.label_dir=, or list the pairs in a CSV ({csv_setting})."
     )
     hint = roles_hint(root)
     if hint:

@@ -357,9 +357,9 @@ def test_a_csv_row_without_a_label_is_named(tmp_path):
     (root / "a.csv").write_text("image,label\nimages/0.png,labels/0.png\nimages/1.png,\n")
     with pytest.raises(ImageDataError, match=r"a\.csv, line 3: no label"):
         find_pairs(root, str(root / "a.csv"))
-    (root / "b.csv").write_text("image,mask\nimages/0.png,labels/0.png\n")
+    (root / "b.csv").write_text("image,outline\nimages/0.png,labels/0.png\n")
     with pytest.raises(
-        ImageDataError, match="masks in a 'label' column .* it has neither .*'mask'"
+        ImageDataError, match="masks in a 'label' column .* it has neither .*'outline'"
     ):
         find_pairs(root, str(root / "b.csv"))
 
@@ -465,6 +465,33 @@ def test_a_spreadsheets_csv_of_images_reads_as_meant(tmp_path):
         ("a.png", tmp_path / "masks" / "a.png", "val"),
         ("b.png", tmp_path / "b_m.png", None),
     ]
+
+
+def test_csv_columns_and_splits_named_in_other_words_read_as_meant(tmp_path, caplog):
+    """image_path and mask_path, Image and Mask with a subset column of training and
+    validation, and paths written on Windows: read as the columns, splits and paths they
+    mean, said; masks per class (label_<class>) and channels (image_<channel>) stay."""
+    import logging
+
+    from segnet.data.case_table import column_names
+    from segnet.data.image_pairs import csv_pairs
+
+    (tmp_path / "masks").mkdir()
+    (tmp_path / "masks" / "a.png").touch()
+    table = tmp_path / "cases.csv"
+    table.write_text("Image_Path,mask_path,subset\nimgs\\a.png,masks\\a.png,validation\n"
+                     "b.png,b_m.png,training\n")  # fmt: skip
+    with caplog.at_level(logging.INFO):
+        pairs = csv_pairs(table)
+    assert [(p.image, p.label, p.split) for p in pairs] == [
+        (tmp_path / "imgs" / "a.png", tmp_path / "masks" / "a.png", "val"),
+        (tmp_path / "b.png", tmp_path / "b_m.png", "train"),
+    ]
+    assert "column 'mask_path' read as 'label'" in caplog.text
+    assert column_names(["image", "label_vessel", "label_artery"]) == {}
+    assert column_names(["image_t1", "image_t2", "label"]) == {}
+    assert column_names(["image", "mask", "gt"]) == {}  # two say masks: neither is read
+    assert column_names(["img", "label_file"]) == {"img": "image", "label_file": "label"}
 
 
 @pytest.mark.parametrize(

@@ -255,9 +255,12 @@ def test_a_spreadsheets_csv_reads_and_a_wrong_header_names_its_columns(tmp_path)
     # a row with a cell past the header's columns (a trailing note) reads the same
     (root / "cases.csv").write_text("\n".join([lines[0], *(f"{r},note" for r in lines[1:])]))
     assert nifti.find_cases(root, root / "cases.csv") == plain
+    # columns named in other words are the ones they mean
     (root / "cases.csv").write_text("img,seg\n" + "\n".join(lines[1:]) + "\n")
+    assert nifti.find_cases(root, root / "cases.csv") == plain
+    (root / "cases.csv").write_text("scan,other\n" + "\n".join(lines[1:]) + "\n")
     with pytest.raises(
-        nifti.NiftiDataError, match=r"'image' and 'label' columns \(it has 'img', 'seg'\)"
+        nifti.NiftiDataError, match=r"'image' and 'label' columns \(it has 'scan', 'other'\)"
     ):
         nifti.find_cases(root, root / "cases.csv")
 
