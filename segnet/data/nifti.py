@@ -623,6 +623,8 @@ def load_volume(
     label = None
     if case.label is not None:
         label = _read_label(case, img, canonical)
+        if num_classes == 2:
+            white_as_foreground(label, case)
         # the values a label may hold: the classes', and the ignore index past them
         allowed = num_classes
         if ignore_value is not None and num_classes is not None:
@@ -648,6 +650,28 @@ def load_volume(
         source_shape=tuple(img.shape[:3]),
         spacing=ras_zooms(img.affine),
     )
+
+
+# the label folders whose black-and-white labels were said to be read as class 1
+_WHITE_SAID: set[Path] = set()
+
+
+def white_as_foreground(label: np.ndarray, case: Case) -> None:
+    """A black-and-white label of two classes, 0 and 255 (ImageJ's and Fiji's binary
+    masks, thresholded volumes saved as 8-bit), has its white (255) read as class 1, in
+    place; said once per label folder. Any other label is left as it is (a value past the
+    classes is then refused, naming the file)."""
+    values = np.unique(label)
+    if 255 not in values or not set(values.tolist()) <= {0, 255}:
+        return
+    label[label == 255] = 1
+    folder = Path(case.label).parent if case.label is not None else Path(".")
+    if folder not in _WHITE_SAID:
+        _WHITE_SAID.add(folder)
+        log.info(
+            "labels in %s hold 0 and 255 (black and white, as ImageJ saves binary masks): "
+            "255 is read as class 1 of the two", folder,
+        )  # fmt: skip
 
 
 def _read_label(case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image) -> np.ndarray:

@@ -954,3 +954,27 @@ def test_rotations_past_a_right_angle_on_classes_of_both_sides_are_warned(
     with caplog.at_level(logging.WARNING, logger="segnet.data.sides"):
         dm.prepare_data()
     assert (f"data.rotate={degrees} turns a case past a right angle" in caplog.text) is warned
+
+
+def test_black_and_white_labels_of_two_classes_read_white_as_the_foreground(tmp_path, caplog):
+    """0/255 labels (ImageJ's binary masks, thresholded volumes saved as 8-bit) with two
+    classes: 255 is class 1, said once; with three classes 255 is still refused, as a
+    value past the classes."""
+    import logging
+
+    import nibabel as nib
+
+    root = nifti_dataset(tmp_path / "d", "folders", n=3)
+    for path in (root / "labels").iterdir():
+        label = nib.load(str(path))
+        white = (np.asarray(label.dataobj) > 0).astype(np.uint8) * 255
+        nib.save(nib.Nifti1Image(white, label.affine), str(path))
+    case = nifti.find_cases(root)[0]
+    with caplog.at_level(logging.INFO):
+        volume = nifti.load_volume(case, num_classes=2)
+        nifti.load_volume(nifti.find_cases(root)[1], num_classes=2)
+    expected = np.asarray(nib.as_closest_canonical(nib.load(str(case.label))).dataobj) == 255
+    np.testing.assert_array_equal(volume.label, expected.astype(volume.label.dtype))
+    assert caplog.text.count("hold 0 and 255") == 1
+    with pytest.raises(nifti.NiftiDataError, match=r"holds values \[255\]"):
+        nifti.load_volume(case, num_classes=3)
