@@ -600,6 +600,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
 
         with ThreadPoolExecutor(4) as pool:  # nibabel's gzip decoding releases the GIL
             loaded = dict(zip(missing, pool.map(read, missing), strict=True))
+        if split == "train" and len(loaded) == len(indices):  # read now, whole
+            absent_classes_said(list(loaded.values()), info.class_names)
         size_gb = sum(_nbytes(v) for v in loaded.values()) / 1e9
         if size_gb + self._cached_gb() <= self.cache_max_gb:
             self._volumes.update(loaded)
@@ -752,3 +754,22 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         volume = self.datasets["test"].volumes[index]
         path = out_dir / f"{volume.name}_probabilities.nii.gz"
         nifti.save_probability_volume(probs.float().numpy(), volume, path)
+
+
+def absent_classes_said(volumes: list[nifti.Volume], class_names: Sequence[str]) -> None:
+    """A warning naming the classes no training label holds a voxel of (a class list
+    longer than the labels' values, or in another order): trained on nothing, they score
+    0 or NaN."""
+    labelled = [v.label for v in volumes if v.label is not None]
+    if not labelled or len(class_names) < 2:
+        return
+    held = np.zeros(len(class_names), bool)
+    for label in labelled:
+        held |= np.bincount(label.ravel(), minlength=len(class_names))[: len(class_names)] > 0
+    absent = [name for name, h in zip(class_names, held, strict=True) if not h]
+    if absent:
+        log.warning(
+            "class(es) %s occur in no training label: check data.class_names (one per label "
+            "value, background first) against the values the labels hold",
+            ", ".join(absent),
+        )

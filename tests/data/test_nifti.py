@@ -978,3 +978,19 @@ def test_black_and_white_labels_of_two_classes_read_white_as_the_foreground(tmp_
     assert caplog.text.count("hold 0 and 255") == 1
     with pytest.raises(nifti.NiftiDataError, match=r"holds values \[255\]"):
         nifti.load_volume(case, num_classes=3)
+
+
+def test_a_class_no_training_label_holds_is_named_in_a_warning(caplog):
+    import logging
+    from types import SimpleNamespace
+
+    from segnet.data.nifti_datamodule import absent_classes_said
+
+    labels = [np.array([[[0, 1]]], np.uint8), np.array([[[0, 0]]], np.uint8)]
+    volumes = [SimpleNamespace(label=x) for x in labels]
+    with caplog.at_level(logging.WARNING):
+        absent_classes_said(volumes, ["background", "anterior"])
+    assert "occur in no training label" not in caplog.text
+    with caplog.at_level(logging.WARNING):
+        absent_classes_said(volumes, ["background", "anterior", "posterior"])
+    assert "class(es) posterior occur in no training label" in caplog.text
