@@ -702,6 +702,18 @@ def mask_combinations(case: Case) -> dict[int, int]:
     return {int(c): int(counts[c]) for c in np.flatnonzero(counts)}
 
 
+def three_axes(label: nib.Nifti1Image) -> nib.Nifti1Image:
+    """A label saved with trailing axes of one past its three (x, y, z, 1), as some tools
+    save a 3D label, as the 3D label it is; any other as it is (a slice, (x, y, 1), keeps
+    its third axis)."""
+    shape = label.shape
+    while len(shape) > 3 and shape[-1] == 1:
+        shape = shape[:-1]
+    if shape == label.shape:
+        return label
+    return nib.Nifti1Image(np.asanyarray(label.dataobj).reshape(shape), label.affine)
+
+
 def _label_values(
     path: Path, case: Case, img: nib.Nifti1Image, canonical: nib.Nifti1Image, widen: bool = True
 ) -> np.ndarray:
@@ -709,7 +721,7 @@ def _label_values(
     checked against its image: one grid, and no fraction a resampling left."""
     # compared once both are in RAS: a label stored in another axis order or direction
     # (LPS against RAS, say) on the same voxels in space is the same label
-    stored = _load(path, case.spacing, as_stored=True)
+    stored = three_axes(_load(path, case.spacing, as_stored=True))
     lab = nib.as_closest_canonical(stored)
     same_grid = lab.shape == canonical.shape[:3]
     if lab.ndim != 3 or (not same_grid and stored.shape != img.shape[:3]):

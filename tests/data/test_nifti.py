@@ -994,3 +994,16 @@ def test_a_class_no_training_label_holds_is_named_in_a_warning(caplog):
     with caplog.at_level(logging.WARNING):
         absent_classes_said(volumes, ["background", "anterior", "posterior"])
     assert "class(es) posterior occur in no training label" in caplog.text
+
+
+def test_a_label_saved_with_a_trailing_axis_of_one_is_the_3d_label_it_holds(tmp_path):
+    import nibabel as nib
+
+    root = nifti_dataset(tmp_path / "d", "folders", n=2)
+    case = nifti.find_cases(root)[0]
+    plain = nifti.load_volume(case, num_classes=3).label
+    label = nib.load(str(case.label))
+    nib.save(nib.Nifti1Image(np.asarray(label.dataobj)[..., None], label.affine), str(case.label))
+    np.testing.assert_array_equal(nifti.load_volume(case, num_classes=3).label, plain)
+    flat = nib.Nifti1Image(np.zeros((4, 5, 1), np.uint8), np.eye(4))  # a slice keeps its axis
+    assert nifti.three_axes(flat).shape == (4, 5, 1)
