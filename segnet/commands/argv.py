@@ -78,10 +78,25 @@ def quote_plain_values(argv: Sequence[str]) -> list[str]:
             quoted = f"{key}=[{','.join(hydra_value(v) for v in listed)}]"
             out.append(_read_as(quoted, listed) or arg)
         elif value[:1] not in ("[", "{", "'", '"', "$"):
-            out.append(_read_as(f"{key}={hydra_value(value)}", value) or arg)
+            out.append(_quoted(key, value) or arg)
         else:
             out.append(arg)
     return out
+
+
+def _quoted(key: str, value: str) -> str | None:
+    """``key=value`` quoted so that Hydra reads ``value``: whole where it holds no comma or
+    names a file or folder that exists, else each of its comma-separated values (a sweep,
+    ``-m name=Été,Hiver``, stays a sweep); None where quoting does not make it readable."""
+    if "," not in value or Path(value).expanduser().exists():
+        return _read_as(f"{key}={hydra_value(value)}", value)
+    items = value.split(",")
+    quoted = f"{key}={','.join(hydra_value(v) for v in items)}"
+    parsed = _parsed(quoted)
+    swept = parsed is not None and parsed.is_sweep_override()
+    return (
+        quoted if swept and [getattr(v, "text", v) for v in parsed.value().list] == items else None
+    )
 
 
 def _a_path_split(parsed, value: str) -> bool:

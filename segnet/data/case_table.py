@@ -45,7 +45,7 @@ def read_case_table(
             cells = {k.strip(): (v or "").strip() for k, v in row.items() if k is not None}
             rows.append({**cells, "line": reader.line_num})
     columns = [c for c in (rows[0] if rows else {}) if c != "line"]
-    named = column_names(columns)
+    named = {**column_names(columns), **split_column(columns, rows)}
     if named:
         log.info("data.csv=%s: %s", path, ", ".join(f"column {c!r} read as {n!r}"
                                                     for c, n in named.items()))  # fmt: skip
@@ -73,9 +73,9 @@ def read_case_table(
 def column_names(columns: Sequence[str]) -> dict[str, str]:
     """The columns named in other words, each with the name it is read as: the one column
     whose words say images (``image_path``, ``img``, ``input``) as ``image``, the one whose
-    words say masks (``mask``, ``mask_path``, ``segmentation``, ``gt``) as ``label``, and
-    ``subset`` or ``set`` as ``split``; each only where no column has that name. A
-    ``label_<class>`` column is a mask per class, and stays."""
+    words say masks (``mask``, ``mask_path``, ``segmentation``, ``gt``) as ``label``;
+    each only where no column has that name. A ``label_<class>`` column is a mask per
+    class, and stays."""
     said = {"images": "image", "labels": "label"}
     named = {}
     for role, name in said.items():
@@ -85,11 +85,17 @@ def column_names(columns: Sequence[str]) -> dict[str, str]:
         per_class = [c for c in columns if _of_a_part(c, "label")]
         if len(found) == 1 and not (role == "labels" and per_class):
             named[found[0]] = name
-    if "split" not in columns:
-        split = [c for c in columns if c.lower() in SPLIT_COLUMNS]
-        if len(split) == 1:
-            named[split[0]] = "split"
     return named
+
+
+def split_column(columns: Sequence[str], rows: list[dict]) -> dict[str, str]:
+    """``subset`` or ``set`` as ``split``, where no column has that name and every cell of
+    it names a split (``val``, ``validation``) or none: a column of sites or cohorts stays."""
+    found = [c for c in columns if c.lower() in SPLIT_COLUMNS] if "split" not in columns else []
+    if len(found) != 1:
+        return {}
+    cells = {row.get(found[0]) for row in rows} - {"", None}
+    return {found[0]: "split"} if all(c in SPLITS or split_of(c) for c in cells) else {}
 
 
 def _of_a_part(column: str, name: str) -> bool:
@@ -103,7 +109,11 @@ def resolve(csv_path: Path, value: str) -> Path:
     """A path cell: absolute as given, else relative to the CSV's folder; one written on
     Windows (``images\\0001.png``) with its separators as the path it names here."""
     text = value.strip()
-    if "\\" in text and "/" not in text and not Path(text).expanduser().exists():
-        text = text.replace("\\", "/")
-    p = Path(text).expanduser()
-    return p if p.is_absolute() else Path(csv_path).parent / p
+
+    def at(cell: str) -> Path:
+        p = Path(cell).expanduser()
+        return p if p.is_absolute() else Path(csv_path).parent / p
+
+    if "\\" in text and "/" not in text and not at(text).exists():
+        return at(text.replace("\\", "/"))
+    return at(text)

@@ -1187,10 +1187,13 @@ def case_aside(by_id: dict[str, Path], masks: dict[str, Path], labels: Path) -> 
     unmatched: dict[str, list[str]] = {}
     for key in masks.keys() - by_id.keys():
         unmatched.setdefault(key.casefold(), []).append(key)
-    renamed = {  # image's key -> mask's key
-        key: unmatched[key.casefold()][0]
-        for key in by_id.keys() - masks.keys()
-        if len(unmatched.get(key.casefold(), ())) == 1
+    alone: dict[str, list[str]] = {}  # images no mask has, by the name with its case aside
+    for key in by_id.keys() - masks.keys():
+        alone.setdefault(key.casefold(), []).append(key)
+    renamed = {  # image's key -> mask's key: one of each, or neither is paired so
+        keys[0]: unmatched[folded][0]
+        for folded, keys in alone.items()
+        if len(keys) == 1 and len(unmatched.get(folded, ())) == 1
     }
     if not renamed:
         return masks

@@ -291,7 +291,7 @@ def read_image(path: Path, mode: str, compact: bool = False) -> np.ndarray:
 INSTANCE_VALUES = 24
 # Masks are read into codes as segnet.data.mask_codes defines them.
 # the version of this reading, in the statistics cache's keys (2: masks as they look;
-# 3: transparent pixels as nothing drawn)
+# 3: wholly transparent pixels as nothing drawn)
 MASK_READING = 3
 WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N")
 
@@ -301,8 +301,8 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
     files 0 black and 255 white (``one_bit_white``: 1 where masks hold class numbers);
     8-bit grey their level; 16-bit grey their value, or the 8-bit level where the file
     holds 8-bit greys widened (multiples of 257: 65535 is 255); RGB(A) and palette files
-    their colours, a grey colour as its level, shown over black where a file has
-    transparency (a transparent pixel is 0). A palette of colours is read by its index
+    their colours, a grey colour as its level; a wholly transparent pixel of an RGBA or
+    grey-and-alpha file is 0 (nothing drawn). A palette of colours is read by its index
     (the class number of VOC-style masks) unless ``palette_colours`` (``data.palette``
     maps colours). An array (``.npy``) holds its values as they are."""
     if bands.is_array_file(path):
@@ -332,8 +332,8 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
         used = np.unique(indices)
         if len(palette) <= used.max() or (palette[used] != palette[used][:, :1]).any():
             return indices  # a palette of colours: the index is the class number
-    if im.mode in ("RGBA", "PA") or "transparency" in im.info:
-        rgb = shown_over_black(np.asarray(im.convert("RGBA")).astype(np.int64))
+    if im.mode == "RGBA":
+        rgb = shown_over_black(np.asarray(im).astype(np.int64))
     else:
         rgb = np.asarray(im.convert("RGB")).astype(np.int64)
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
@@ -341,12 +341,12 @@ def read_mask(path: Path, one_bit_white: int = 255, palette_colours: bool = Fals
 
 
 def shown_over_black(levels: np.ndarray) -> np.ndarray:
-    """The grey or colour levels of pixels with their alpha last, as shown over black: a
-    transparent pixel is nothing drawn (0), whatever colour the file keeps under it (a
-    mask painted on a transparent layer, a cut-out), and an opaque one is as it is."""
-    colour, alpha = levels[..., :-1], levels[..., -1:]
-    shown = (colour * alpha + 127) // 255
-    return shown[..., 0] if shown.shape[-1] == 1 else shown
+    """The grey or colour levels of pixels with their alpha last, a wholly transparent
+    pixel as 0: nothing drawn, whatever colour the file keeps under it (a mask painted on
+    a transparent layer, a cut-out). Any other pixel keeps its colour, however opaque (a
+    class drawn at half opacity is still its class)."""
+    colour = np.where(levels[..., -1:] == 0, 0, levels[..., :-1])
+    return colour[..., 0] if colour.shape[-1] == 1 else colour
 
 
 def one_channel_masks(paths: Sequence[Path]) -> bool:
@@ -559,10 +559,7 @@ class LabelMapping:
     def far_values(self, counts: dict[int, int]) -> dict[int, int]:
         """Those of :meth:`near_values` farther than :meth:`tolerance` from every given
         value: few pixels, read as the nearest class, but worth a look (a rare class
-        nobody named would be among them). None where they are ``EDGE_RAMP`` values or
-        more: every level between two classes, as a smoothed edge holds them (a mask
-        resized with interpolation), is no class; a value that holds a class's share of
-        the pixels is never read as the nearest (:meth:`near_values`)."""
+        nobody named would be among them)."""
         tolerance, table = self.tolerance(), self.lookup()
         near = self.near_values(counts)
         if not near:
@@ -570,8 +567,7 @@ class LabelMapping:
         given = list(table)
         off = list(near)
         gap = nearest_of(off, given)[1]
-        far = {c: near[c] for c, d in zip(off, gap, strict=True) if d > tolerance}
-        return far if len(far) < EDGE_RAMP else {}
+        return {c: near[c] for c, d in zip(off, gap, strict=True) if d > tolerance}
 
     def near_values(self, counts: dict[int, int]) -> dict[int, int]:
         """The values of ``counts`` (value -> pixels) that are no given value, each with the
@@ -670,11 +666,26 @@ def background_and_foreground(counts: dict[int, int]) -> tuple[int, int] | None:
     values = (0, max(top))
     reading = LabelMapping(["background", "foreground"], list(values), [], nearest=True)
     others = {c for c in counts if c not in values}
-    near = set(reading.near_values(counts)) == others and not reading.far_values(counts)
+    far = reading.far_values(counts)
+    near = set(reading.near_values(counts)) == others and (
+        not far or smoothed_edges(far, counts, values[1])
+    )
     # noise spreads thin: a value holding a quarter of the smaller class's pixels or more is
     # a convention of its own (masks of 0/1 beside masks of 0/255), not noise
     thin = all(4 * counts[c] < min(counts[v] for v in values) for c in others)
     return values if near and thin else None
+
+
+def smoothed_edges(far: dict[int, int], counts: dict[int, int], white: int) -> bool:
+    """Whether the values far from black and ``white`` are the levels a smoothed edge
+    holds between them (a mask resized with interpolation, or drawn anti-aliased): white
+    is the whitest level (255, or 65535), they are ``EDGE_RAMP`` levels or more, all
+    between black and white, and together a thin band beside the white they border (at
+    most half its pixels). Instance masks (a value per object) are no such band: their
+    objects' values hold more pixels together than any one object."""
+    between = all(0 < c < white for c in counts if c not in (0, white))
+    band = sum(counts[c] for c in far)
+    return white in (255, 65535) and len(far) >= EDGE_RAMP and between and 2 * band <= counts[white]
 
 
 def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
@@ -738,6 +749,8 @@ def value_table(counts: dict[int, int], mapping: LabelMapping | None) -> str:
     table = mapping.classes_of(counts) if mapping else {}
     near = mapping.near_values(counts) if mapping else {}
     far = mapping.far_values(counts) if mapping else {}
+    if len(far) >= EDGE_RAMP:  # a smoothed edge's levels: summed up with the near ones
+        far = {}
     near = {c: t for c, t in near.items() if c not in far}  # far ones get a line each
     lines = []
     if near:  # noise around the given values: one line per class, not a line per value

@@ -985,7 +985,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if not unmapped:
             self.mapping.decided = table
             far = self.mapping.far_values(counts)
-            if far:
+            if len(far) >= img.EDGE_RAMP:
+                share = 100 * sum(counts[c] for c in far) / sum(counts.values())
+                log.warning(
+                    "%d mask values far from every given one (%.2f%% of the pixels, each "
+                    "under 0.5%%) are read as the nearest class: the levels of smoothed "
+                    "edges (masks resized with interpolation, or drawn anti-aliased); if a "
+                    "class of its own is among them, name it in data.class_names with its "
+                    "value", len(far), share,
+                )  # fmt: skip
+            elif far:
                 log.warning(
                     "mask values far from every given one, each under 0.5%% of the pixels, "
                     "are read as the nearest class: %s; if one is a class of its own, name "

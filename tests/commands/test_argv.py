@@ -53,6 +53,19 @@ def test_a_list_of_names_outside_ascii_reaches_the_config_as_typed():
     ]
 
 
+def test_a_sweep_of_names_outside_ascii_stays_a_sweep(tmp_path):
+    # -m name=Été,Hiver: each value quoted, not the two as one
+    (swept,) = quote_plain_values([f"data.root={tmp_path}/Été,{tmp_path}/Hiver"])
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_override(swept)
+    assert parsed.is_sweep_override()
+    assert [getattr(v, "text", v) for v in parsed.value().list] == [
+        f"{tmp_path}/Été",
+        f"{tmp_path}/Hiver",
+    ]
+
+
 def test_values_hydra_reads_are_left_as_typed():
     argv = ["data.root=null", "data.class_names=[a,b]", "data.palette=[[0,0,0],[1,2,3]]",
             "trainer.max_epochs=3", "data.root='/x/é'", "-m", "data.fold=0,1", "~logger",

@@ -579,3 +579,7 @@ def test_names_that_differ_in_case_alone_pair_as_windows_and_macos_disks_pair_th
         "Exact.png": "Exact.png",
     }
     assert "6 image(s) pair with their masks" in caplog.text and "case aside" in caplog.text
+    # two images of one name with the case aside, one mask: neither takes it
+    write_pair(root / "images" / "scan_0.png", tmp_path / "unused.png", seed=9)
+    with pytest.raises(ImageDataError, match="has no mask"):
+        prepared(root, class_names=["background", "disc"], label_values=[0, 255])

@@ -492,6 +492,9 @@ def test_csv_columns_and_splits_named_in_other_words_read_as_meant(tmp_path, cap
     assert column_names(["image_t1", "image_t2", "label"]) == {}
     assert column_names(["image", "mask", "gt"]) == {}  # two say masks: neither is read
     assert column_names(["img", "label_file"]) == {"img": "image", "label_file": "label"}
+    sites = tmp_path / "sites.csv"  # a set column of sites, not splits: stays as it is
+    sites.write_text("image,label,set\na.png,masks/a.png,siteA\nb.png,b_m.png,siteB\n")
+    assert [p.split for p in csv_pairs(sites)] == [None, None]
 
 
 @pytest.mark.parametrize(
