@@ -631,6 +631,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             counts = self._counts_as_shown()
             if not self._assume_two_classes(counts):
                 raise ValueError(self._unnamed_message(counts))
+        elif self._two_names_of_black_and_white():
+            self._assume_two_classes(self._counts_as_shown(), self._class_names)
         held = self.splits["all"] if self.mean is None else self.splits[self.split]
         check_memory(self.where(), [headers[i] for i in held], img.channel_count(mode))
         if self.mean is None:  # training: the masks are checked before anything else
@@ -761,24 +763,47 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             f"{img.suggestion(counts, self._class_names)}."
         )
 
-    def _assume_two_classes(self, counts: dict[int, int]) -> bool:
-        """Where no class is named and every mask holds 0 and one other value (its
-        compression noise aside: :func:`img.background_and_foreground`), they are the
-        background and the foreground, said with the settings that name or swap them, and
-        recorded as the run's own settings; False for any other masks (refused, with the
-        settings that fit)."""
+    def _two_names_of_black_and_white(self) -> bool:
+        """Whether two classes are named with no values for them, the names alone (no
+        class list, palette, drawing or masks per class), for training: black-and-white
+        masks (0 and 255) then read as those two, not as class numbers 0 and 1."""
+        alone = self.label_values is None and self.palette is None and self.class_list is None
+        return (
+            alone and self.mean is None and len(self._class_names or []) == 2
+            and not (self.drawn or self.instance_masks or self.regions_given)
+            and all(p.label is not None for p in self.pairs)
+        )  # fmt: skip
+
+    def _assume_two_classes(
+        self, counts: dict[int, int], named: Sequence[str] | None = None
+    ) -> bool:
+        """Where no class is named, or two are ``named`` alone, and every mask holds 0 and
+        one other value (its compression noise aside: :func:`img.background_and_foreground`),
+        they are the background and the foreground, said with the settings that name or
+        swap them, and recorded as the run's own settings; False for any other masks
+        (refused, with the settings that fit), and for masks of 0 and 1 where classes are
+        named (class numbers, read as such)."""
         if self.instance_masks or self.regions_given:
             return False
         values = img.background_and_foreground(counts)
-        if values is None:
+        if values is None or (named and values[1] < len(named)):
             return False
-        names = ["background", "foreground"]
-        log.warning(
-            "no class is named for %s, and its masks hold %d and %d: read as %s (%d) and "
-            "%s (%d), the class val/dice scores. To name them, or to score the other: "
-            "'data.class_names=[background,foreground]' 'data.label_values=[%d,%d]'",
-            self.where(), *values, names[0], values[0], names[1], values[1], *values,
-        )  # fmt: skip
+        names = list(named or ["background", "foreground"])
+        if named:
+            log.warning(
+                "data.class_names=[%s] with no data.label_values, and the masks of %s hold %d "
+                "and %d (black and white): read as %s (%d) and %s (%d); "
+                "'data.label_values=[%d,%d]' swaps them",
+                ",".join(names), self.where(), *values, names[0], values[0], names[1], values[1],
+                values[1], values[0],
+            )  # fmt: skip
+        else:
+            log.warning(
+                "no class is named for %s, and its masks hold %d and %d: read as %s (%d) "
+                "and %s (%d), the class val/dice scores. To name them, or to score the "
+                "other: 'data.class_names=[background,foreground]' 'data.label_values=[%d,%d]'",
+                self.where(), *values, names[0], values[0], names[1], values[1], *values,
+            )  # fmt: skip
         self.label_values = list(values)
         self._class_names = names
         self.mapping = img.LabelMapping.from_settings(

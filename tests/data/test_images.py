@@ -96,13 +96,25 @@ def test_binary_masks_in_0_255_train_as_two_classes_with_label_values(tmp_path):
     assert batch["label"].dtype == torch.long
 
 
-def test_0_255_masks_with_names_and_no_values_are_refused_with_the_settings_that_fit(tmp_path):
+def test_0_255_masks_with_two_names_alone_read_black_and_white_as_those_two(tmp_path, caplog):
+    """Two names and black-and-white masks: black the first, white the second (the
+    values' order, as for class numbers), said with the setting that swaps them, and
+    recorded for evaluation; masks of 0 and 1 stay class numbers; three names with no
+    values are refused with the settings that fit."""
     root = make_folder(tmp_path / "d")
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root, class_names=["background", "disc"])
+        labels = train_labels(dm)
+    assert set(np.unique(labels)) == {0, 1}
+    assert dm.settings_found()["label_values"] == [0, 255]
+    assert "read as background (0) and disc (255); 'data.label_values=[255,0]'" in caplog.text
+    numbers = make_folder(tmp_path / "n", values=(0, 1))
+    dm = prepared(numbers, class_names=["background", "disc"])
+    assert set(np.unique(train_labels(dm))) == {0, 1} and dm.settings_found() == {}
     with pytest.raises(ImageDataError) as caught:
-        prepared(root, class_names=["background", "disc"])
+        prepared(root, class_names=["background", "disc", "rim"])
     message = str(caught.value)
     assert "labels/" in message and "holds 255" in message
-    assert "'data.label_values=[0,255]'" in message
 
 
 @pytest.mark.parametrize("values", [(0, 255), (0, 1)])

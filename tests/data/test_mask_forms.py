@@ -65,15 +65,14 @@ def test_black_and_white_masks_of_any_kind_train_with_0_255(tmp_path, forms):
     assert dm.load("val") and all(set(np.unique(it.label)) <= {0, 1} for it in dm.load("val"))
 
 
-def test_a_mixed_black_and_white_folder_is_refused_with_settings_that_fit_every_mask(tmp_path):
-    """1-bit and 8-bit masks, no label_values: the refusal suggests [0,255] (what the
-    masks look like), which then maps the masks of every split."""
+def test_a_mixed_black_and_white_folder_reads_as_it_looks_with_two_names(tmp_path):
+    """1-bit and 8-bit masks, two names and no label_values: read as they look, black and
+    white ([0,255], not the 1-bit files' 0 and 1 beside 8-bit 255), in every split."""
     root = folder_of_forms(tmp_path / "d", ["1", "1", "L"])
-    with pytest.raises(ImageDataError) as refused:
-        prepared(root, class_names=["background", "disc"])
-    assert "'data.label_values=[0,255]'" in str(refused.value)
-    assert "'data.label_values=[0,1" not in str(refused.value)
-    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    dm = prepared(root, class_names=["background", "disc"])
+    assert dm.settings_found()["label_values"] == [0, 255]
+    given = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    assert np.array_equal(train_labels(dm), train_labels(given))
     assert set(np.unique(train_labels(dm))) == {0, 1}
 
 
