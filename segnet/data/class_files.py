@@ -176,6 +176,51 @@ def class_file_candidates(root: Path | None) -> list[Path]:
     return [f for d in folders for f in sorted(d.iterdir()) if is_class_file(f)]
 
 
+# a list of class names alone, one a line in the order of the mask values (no values or
+# colours: those are a class list's above)
+NAME_LISTS = ("classes.txt",)
+
+
+def listed_names(root: Path | None) -> tuple[Path, list[str]] | None:
+    """The class names a ``classes.txt`` in ``root`` or its split, mask and image folders
+    lists, one a line (blank lines and ``#`` comments left out; ``0 background`` or
+    ``0: background`` read as the name, where the numbers run 0, 1, 2 ...), with its path;
+    None where there is none. Two that differ, or a name twice, are refused."""
+    if root is None or not root.is_dir():
+        return None
+    order = {name: rank for rank, name in enumerate((*SPLIT_ORDER, *DATA_FOLDERS))}
+    folders = [root, *sorted((d for d in root.iterdir() if d.name.lower() in order and d.is_dir()),
+                             key=lambda d: order[d.name.lower()])]  # fmt: skip
+    found = [(f, names_of(f)) for d in folders for f in sorted(d.iterdir())
+             if f.name.lower() in NAME_LISTS and f.is_file()]  # fmt: skip
+    for path, names in found[1:]:
+        if names != found[0][1]:
+            raise ClassFileError(
+                f"{found[0][0]} and {path} list different classes ({', '.join(found[0][1])} "
+                f"against {', '.join(names)}): keep one, or give data.class_names."
+            )
+    return found[0] if found else None
+
+
+def names_of(path: Path) -> list[str]:
+    """The names of a ``classes.txt`` (:func:`listed_names`)."""
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ClassFileError(f"{path}: cannot be read as a list of class names ({err}).") from err
+    lines = [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]
+    numbered = [re.fullmatch(r"(\d+)\s*[:,\s]\s*(.+)", s) for s in lines]
+    if lines and all(numbered) and [int(m[1]) for m in numbered] == list(range(len(lines))):
+        lines = [m[2].strip() for m in numbered]
+    twice = sorted({n for n in lines if lines.count(n) > 1})
+    if not lines or twice:
+        raise ClassFileError(
+            f"{path} lists {'no class' if not lines else f'the class {twice[0]!r} twice'}: "
+            "one name a line, in the order of the mask values; mend it, or give data.class_names."
+        )
+    return lines
+
+
 def shipped_classes(root: Path | None, own_layout: bool = True) -> ShippedClasses | None:
     """The class list shipped in ``root`` (:func:`class_file_candidates`); None where it
     has none. Files that list different classes are refused, naming two. Where it ships

@@ -572,6 +572,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         elif nnunet is None and not self.csv and class_files.class_file_candidates(self.root):
             log.info("data.%s given: the class lists in %s are not read",
                          " and data.".join(overriding), self.root)  # fmt: skip
+        if nnunet is None and not self.csv and not overriding and not drawn and not self.class_list:
+            given = self._names_listed(given)
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
         if drawn:  # what the files mark unknown (a box alone, __ignore__), whatever is given
@@ -592,6 +594,22 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.combinations_given = False
         # per training image: its pixels of each class, and its size (void included)
         self._class_counts: tuple[np.ndarray, list[int]] | None = None
+
+    def _names_listed(self, given: dict[str, Any]) -> dict[str, Any]:
+        """``given`` with the names a ``classes.txt`` beside the masks lists as the class
+        names, given alone (the masks hold their numbers, or are black and white for two),
+        said and recorded; as it is where there is none."""
+        listed = class_files.listed_names(self.root)
+        if listed is None:
+            return given
+        path, names = listed
+        log.info("the classes of %s, in the order of the mask values: %s", path,
+                 ", ".join(f"{v} {n}" for v, n in enumerate(names)))  # fmt: skip
+        self.found_settings = {
+            "class_names": names, "label_values": None, "ignore_values": self.own_ignore,
+            "palette": None,
+        }  # fmt: skip
+        return {**given, "class_names": names}
 
     def _drawn_masks(self, own_classes: bool, label_values: Any, palette: Any) -> bool:
         """Whether the masks are drawn from annotation files (where no class index or

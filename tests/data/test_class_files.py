@@ -12,7 +12,7 @@ from PIL import Image
 
 from segnet.data.class_files import ClassFileError, read_class_file, shipped_classes
 from segnet.data.images import colour_code
-from tests.data.test_images import blob_label, prepared, train_labels
+from tests.data.test_images import blob_label, make_folder, prepared, train_labels
 
 COLOURS = {0: (0, 0, 0), 1: (250, 50, 83), 2: (128, 128, 128)}
 
@@ -291,3 +291,31 @@ def test_grey_masks_of_the_lists_grey_levels_are_still_read_by_colour(tmp_path):
     dm = prepared(root)
     assert dm.info().class_names == ["background", "building", "road"]
     assert set(np.unique(train_labels(dm))) == {0, 1}
+
+
+def test_a_classes_txt_beside_the_masks_names_the_classes_by_value(tmp_path, caplog):
+    """A classes.txt of names alone, one a line (numbered or not): index masks hold their
+    numbers, black-and-white masks of two names read black the first; recorded for
+    evaluation. Two that differ, or a name twice, are refused naming the file."""
+    from segnet.data.class_files import names_of
+
+    index = make_folder(tmp_path / "i", values=(0, 1))
+    (index / "classes.txt").write_text("# the classes\nbackground\n\ndisc\n")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(index)
+    assert dm.info().class_names == ["background", "disc"]
+    assert dm.settings_found()["class_names"] == ["background", "disc"]
+    assert f"the classes of {index / 'classes.txt'}" in caplog.text
+    white = make_folder(tmp_path / "w", values=(0, 255))
+    (white / "labels" / "classes.txt").write_text("0 sky\n1: cloud\n")
+    dm = prepared(white)
+    assert dm.info().class_names == ["sky", "cloud"] and set(np.unique(train_labels(dm))) == {0, 1}
+    assert dm.settings_found()["label_values"] == [0, 255]
+    (white / "classes.txt").write_text("sky\nsea\n")
+    with pytest.raises(ClassFileError, match="list different classes"):
+        prepared(white)
+    (tmp_path / "twice.txt").write_text("a\nb\na\n")
+    with pytest.raises(ClassFileError, match="the class 'a' twice"):
+        names_of(tmp_path / "twice.txt")
+    given = prepared(index, class_names=["bg", "fg"])  # a setting wins over the file
+    assert given.info().class_names == ["bg", "fg"]
