@@ -645,12 +645,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)
         train = self.splits["train"]
-        if self._class_names is None:
-            counts = self._counts_as_shown()
-            if not self._assume_two_classes(counts):
-                raise ValueError(self._unnamed_message(counts))
-        elif self._two_names_of_black_and_white():
-            self._assume_two_classes(self._counts_as_shown(), self._class_names)
+        self._classes_from_masks()
         held = self.splits["all"] if self.mean is None else self.splits[self.split]
         check_memory(self.where(), [headers[i] for i in held], img.channel_count(mode))
         if self.mean is None:  # training: the masks are checked before anything else
@@ -780,6 +775,17 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             f"Its masks hold:\n  {img.value_table(counts, None)}\nFor example: "
             f"{img.suggestion(counts, self._class_names)}."
         )
+
+    def _classes_from_masks(self) -> None:
+        """Where no class is named, or two alone, what the masks show settles them (black
+        and white: :meth:`_assume_two_classes`); masks of anything else with no class named
+        are refused, with the settings that fit."""
+        if self._class_names is None:
+            counts = self._counts_as_shown()
+            if not self._assume_two_classes(counts):
+                raise ValueError(self._unnamed_message(counts))
+        elif self._two_names_of_black_and_white():
+            self._assume_two_classes(self._counts_as_shown(), self._class_names)
 
     def _two_names_of_black_and_white(self) -> bool:
         """Whether two classes are named with no values for them, the names alone (no
