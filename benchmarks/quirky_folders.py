@@ -1,0 +1,216 @@
+"""Folders as users bring them, each made from a folder of images and black-and-white
+masks, then read as a user would (``python train.py experiment=images_quick
+data.root=<folder> debug=fdr``: one batch through training and testing): a table of
+which train and which are refused, with the first line each run's log gives for it.
+
+    python benchmarks/quirky_folders.py ../shared/data/horses /tmp/quirky
+
+Each folder holds one quirk: JPEG masks, masks with smoothed edges, masks painted on a
+transparent layer, empty masks, masks of class numbers beside a void 255, a macOS zip's
+leftovers, names that differ in case, a path outside ASCII, Kaggle's ``X/`` and ``y/``,
+a CSV of other column names written on Windows, a downloaded archive, and so on. A
+refusal is right where the folder cannot be read as meant (masks of another size); its
+message must name the file and the way out.
+"""
+
+import argparse
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageFilter
+
+QUIRKS = {}
+
+
+def quirk(function):
+    QUIRKS[function.__name__] = function
+    return function
+
+
+def pairs_of(source: Path, n: int):
+    """The first ``n`` (stem, image, mask) of ``source``'s ``images/`` and ``labels/``, the
+    mask black (0) and white (255)."""
+    for image in sorted((source / "images").iterdir())[:n]:
+        mask = next((source / "labels").glob(image.stem + ".*"))
+        white = (np.asarray(Image.open(mask).convert("L")) > 127).astype(np.uint8) * 255
+        yield image.stem, Image.open(image), Image.fromarray(white)
+
+
+def folders(root: Path, *names: str) -> list[Path]:
+    made = [root / name for name in names]
+    for d in made:
+        d.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+@quirk
+def jpeg_masks(root, pairs):
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.jpg")
+        mask.save(masks / f"{stem}.jpg", quality=75)
+
+
+@quirk
+def smoothed_edges(root, pairs):  # masks blurred, as resizing with interpolation leaves them
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.jpg")
+        mask.filter(ImageFilter.GaussianBlur(1.5)).save(masks / f"{stem}.png")
+
+
+@quirk
+def transparent_layer(root, pairs):  # white strokes on a transparent layer, white beneath
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        alpha = np.asarray(mask)
+        rgba = np.dstack([np.full_like(alpha, 255)] * 3 + [alpha])
+        image.save(images / f"{stem}.jpg")
+        Image.fromarray(rgba, "RGBA").save(masks / f"{stem}.png")
+
+
+@quirk
+def empty_masks(root, pairs):
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.jpg")
+        Image.new("L", mask.size).save(masks / f"{stem}.png")
+
+
+@quirk
+def void_outlines(root, pairs):  # class numbers 0/1 and 255 along the edges (VOC's void)
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        numbers = (np.asarray(mask) > 0).astype(np.uint8)
+        numbers[np.asarray(mask.filter(ImageFilter.FIND_EDGES)) > 0] = 255
+        image.save(images / f"{stem}.jpg")
+        Image.fromarray(numbers).save(masks / f"{stem}.png")
+
+
+@quirk
+def mac_zip_leftovers(root, pairs):  # __MACOSX/, ._ files, .DS_Store, upper-case suffixes
+    images, masks, mac = folders(root, "images", "masks", "__MACOSX/images")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.JPG", format="JPEG")
+        mask.save(masks / f"{stem}.PNG", format="PNG")
+        (images / f"._{stem}.JPG").write_bytes(b"\x00\x05\x16\x07")
+        (mac / f"._{stem}.JPG").write_bytes(b"\x00\x05\x16\x07")
+    (root / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    (images / "Thumbs.db").write_bytes(b"\x00")
+
+
+@quirk
+def names_in_other_case(root, pairs):  # HORSE001.jpg with horse001.png
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem.upper()}.jpg")
+        mask.save(masks / f"{stem.lower()}.png")
+
+
+@quirk
+def path_outside_ascii(root, pairs):  # spaces, accents, brackets
+    images, masks = folders(root, "Études (2024)/Original Images", "Études (2024)/Ground Truth")
+    for stem, image, mask in pairs:
+        image.save(images / f"photo {stem}.jpg")
+        mask.save(masks / f"photo {stem}.png")
+    return root / "Études (2024)"
+
+
+@quirk
+def kaggle_x_and_y(root, pairs):  # X/ and y/, masks as NumPy arrays of 0 and 1
+    images, masks = folders(root, "X", "y")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.png")
+        np.save(masks / f"{stem}.npy", (np.asarray(mask) > 0).astype(np.int64))
+
+
+@quirk
+def windows_csv(root, pairs):  # image_path,mask_path with backslashes, splits in words
+    images, masks = folders(root, "imgs", "gts")
+    rows = ["image_path,mask_path,subset"]
+    for k, (stem, image, mask) in enumerate(pairs):
+        image.save(images / f"{stem}.jpg")
+        mask.save(masks / f"{stem}.png")
+        subset = "training" if k % 5 else "validation"
+        rows.append(f"imgs\\{stem}.jpg,gts\\{stem}.png,{subset}")
+    (root / "pairs.csv").write_text("\r\n".join(rows) + "\r\n")
+    return root / "pairs.csv"
+
+
+@quirk
+def classes_txt(root, pairs):  # a list of names beside the masks
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.jpg")
+        mask.save(masks / f"{stem}.png")
+    (root / "classes.txt").write_text("background\nhorse\n")
+
+
+@quirk
+def downloaded_archive(root, pairs):
+    images, masks = folders(root / "unpacked", "images", "masks")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.jpg")
+        mask.save(masks / f"{stem}.png")
+    with zipfile.ZipFile(root / "dataset.zip", "w") as z:
+        for f in sorted((root / "unpacked").rglob("*")):
+            z.write(f, f.relative_to(root / "unpacked"))
+    shutil.rmtree(root / "unpacked")
+
+
+@quirk
+def masks_half_size(root, pairs):  # refused: a mask must be the size of its image
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        image.save(images / f"{stem}.jpg")
+        mask.resize((mask.width // 2, mask.height // 2), Image.NEAREST).save(masks / f"{stem}.png")
+
+
+def outcome(log: str, returncode: int) -> str:
+    """What a user reads first: the refusal, or the test Dice and the line that says how
+    the folder was read."""
+    lines = log.splitlines()
+    refused = next((line for line in lines if line.startswith("training refused")), None)
+    if returncode or refused:
+        way_out = next((line for line in lines if line.startswith("For example:")), "")
+        return (
+            (refused or (lines[-1] if lines else "no output"))[:220] + " " + way_out[:200]
+        ).strip()
+    said = next(
+        (line.split(" - ", 1)[1] for line in lines if " - " in line and any(
+            w in line for w in ("read as", "case aside", "classes of", "far from", "no class is"))),
+        "",
+    )  # fmt: skip
+    dice = next((line.split("test/dice")[1].split(",")[0].strip() for line in lines
+                 if "tested on" in line and "test/dice" in line), "?")  # fmt: skip
+    return f"trained, test Dice {dice} (one batch); {said[:160]}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("source", type=Path, help="a folder of images/ and labels/ (0/255)")
+    parser.add_argument("out", type=Path, help="where the folders and their runs go")
+    parser.add_argument("--images", type=int, default=40)
+    parser.add_argument("--only", nargs="*", default=list(QUIRKS), choices=list(QUIRKS))
+    args = parser.parse_args()
+    if args.out.exists():
+        raise SystemExit(f"{args.out} exists: name a new folder")
+    for name in args.only:
+        folder = args.out / "folders" / name
+        folder.mkdir(parents=True)
+        given = QUIRKS[name](folder, pairs_of(args.source, args.images)) or folder
+        setting = f"data.csv={given}" if given.suffix == ".csv" else f"data.root={given}"
+        run = subprocess.run(
+            [sys.executable, "train.py", "experiment=images_quick", setting, "debug=fdr",
+             f"hydra.run.dir={args.out / 'runs' / name}"],
+            capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
+        )  # fmt: skip
+        print(f"{name:22} {outcome(run.stdout + run.stderr, run.returncode)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
