@@ -18,7 +18,14 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from segnet.data import class_masks, dataset_json, nifti, stats_cache, volume_class_masks
+from segnet.data import (
+    class_masks,
+    dataset_json,
+    nifti,
+    stats_cache,
+    volume_class_masks,
+    volume_files,
+)
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
@@ -334,6 +341,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.root = Path(root).expanduser()
         self.csv, self.image_dir, self.label_dir = csv, image_dir, label_dir
         self._class_names = list(class_names) if class_names else None
+        self.assumed_names = False  # no class named: two-valued labels read as two classes
         self.patch_size = tuple(int(p) for p in patch_size)
         # whole volumes differ in shape, so validation and testing take one at a time
         self.batch_size, self.eval_batch_size = batch_size, 1
@@ -376,6 +384,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             found["class_names"] = class_masks.combination_names(
                 self.cases[0].combinations, list(self.mask_regions)
             )
+        if self.assumed_names:  # read as background and foreground: evaluation reads so too
+            found["class_names"] = list(self._class_names)
         if self.channels or first is None or not first.channels:
             return found
         return {**found, "channels": list(first.channel_words)}
@@ -494,6 +504,16 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             return self.indexed.class_names
         folder = Path(self.csv).expanduser().parent if self.csv else self.root
         where = f"data.csv={self.csv}" if self.csv else str(self.root)
+        if values := two_valued_labels(self.cases):
+            log.warning(
+                "no class is named for %s (no dataset.json), and the labels of its first "
+                "%d cases hold %s and %s: read as background and foreground. To name them: "
+                "'data.class_names=[background,<structure>]'",
+                where, min(len(self.cases), LABELS_LOOKED_AT), *values,
+            )  # fmt: skip
+            self._class_names = ["background", "foreground"]
+            self.assumed_names = True
+            return self._class_names
         raise ValueError(
             f"no class names for {where}: no dataset.json with 'labels' in {folder}; set "
             "data.class_names=[background,...] (one per label value)."
@@ -773,3 +793,30 @@ def absent_classes_said(volumes: list[nifti.Volume], class_names: Sequence[str])
             "value, background first) against the values the labels hold",
             ", ".join(absent),
         )
+
+
+# the cases whose labels are read to see whether they hold two values, where no class
+# is named: a case holding a third is refused when it is read, named
+LABELS_LOOKED_AT = 8
+
+
+def two_valued_labels(cases: Sequence[nifti.Case]) -> tuple[int, int] | None:
+    """0 and 1 (or 0 and 255, black and white) where the labels of the first cases hold
+    those two values and no other (a binary segmentation: a tumour, an organ), else None
+    (the classes must be named)."""
+    labelled = [c for c in cases if c.label is not None and not c.class_masks]
+    if not labelled or len(labelled) < len(cases):
+        return None
+    held: set[int] = set()
+    for case in labelled[:LABELS_LOOKED_AT]:
+        try:
+            values = np.unique(np.asanyarray(volume_files.read(case.label, case.spacing).dataobj))
+        except (OSError, ValueError):
+            return None  # unreadable: refused, named, when the case is read
+        if values.dtype.kind == "f" and not np.array_equal(values, np.round(values)):
+            return None
+        held |= {int(v) for v in values}
+    for pair in ((0, 1), (0, 255)):
+        if held == set(pair):
+            return pair
+    return None

@@ -1007,3 +1007,32 @@ def test_a_label_saved_with_a_trailing_axis_of_one_is_the_3d_label_it_holds(tmp_
     np.testing.assert_array_equal(nifti.load_volume(case, num_classes=3).label, plain)
     flat = nib.Nifti1Image(np.zeros((4, 5, 1), np.uint8), np.eye(4))  # a slice keeps its axis
     assert nifti.three_axes(flat).shape == (4, 5, 1)
+
+
+@pytest.mark.parametrize("white", [1, 255])
+def test_two_valued_labels_with_no_class_named_are_background_and_foreground(
+    tmp_path, caplog, white
+):
+    """A binary segmentation (0/1, or 0/255 as ImageJ saves it) with no dataset.json and
+    no class named: background and foreground, said with the setting that names them, and
+    recorded for evaluation; labels of three values still need their names."""
+    import logging
+
+    import nibabel as nib
+
+    root = nifti_dataset(tmp_path / "d", "folders", n=4)
+    with pytest.raises(ValueError, match="no class names for"):  # 0, 1 and 2
+        NiftiDataModule(str(root), num_workers=0).prepare_data()
+    for path in (root / "labels").iterdir():
+        label = nib.load(str(path))
+        two = (np.asarray(label.dataobj) > 0).astype(np.uint8) * white
+        nib.save(nib.Nifti1Image(two, label.affine), str(path))
+    dm = NiftiDataModule(str(root), num_workers=0, test_fraction=0)
+    with caplog.at_level(logging.WARNING):
+        dm.prepare_data()
+        info = dm.info()
+    assert info.class_names == ["background", "foreground"]
+    assert f"hold 0 and {white}: read as background and foreground" in caplog.text
+    assert dm.settings_found()["class_names"] == ["background", "foreground"]
+    dm.setup("fit")
+    assert set(np.unique(np.concatenate([v.label.ravel() for v in dm.volumes("train")]))) == {0, 1}
