@@ -268,6 +268,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         ['background', 'Anterior', 'Posterior']
     """
 
+    # no class named, and two-valued labels read as background and foreground (recorded)
+    assumed_names = False
+
     # masks given one per class that overlap: each mask a region (_class_mask_names())
     mask_regions: dict[str, list[int]] | None = None
     settings = {
@@ -341,7 +344,6 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.root = Path(root).expanduser()
         self.csv, self.image_dir, self.label_dir = csv, image_dir, label_dir
         self._class_names = list(class_names) if class_names else None
-        self.assumed_names = False  # no class named: two-valued labels read as two classes
         self.patch_size = tuple(int(p) for p in patch_size)
         # whole volumes differ in shape, so validation and testing take one at a time
         self.batch_size, self.eval_batch_size = batch_size, 1
