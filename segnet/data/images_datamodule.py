@@ -311,6 +311,10 @@ def own_layout(settings: Any) -> bool:
     return not any(folders) and rules == ["{id}", "{id}"]
 
 
+# images this many times the training patch's pixels or more are said to be large
+LARGE_IMAGES = 100
+
+
 def classes_beside(root: Path | None, own: bool, drawn: bool) -> class_files.ShippedClasses | None:
     """The classes of the annotation files ``root``'s masks are ``drawn`` from (COCO's
     categories, LabelMe's labels: the masks hold their numbers, whatever list lies
@@ -1129,6 +1133,16 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             *roi,
             list(self.flip_axes) or "none",
         )  # fmt: skip
+        median = int(np.median(hs)) * int(np.median(ws))
+        if median > LARGE_IMAGES * patch[0] * patch[1]:
+            log.warning(
+                "the images (median %dx%d) are over %d times the %dx%d training patch: an "
+                "object larger than a patch is seen only in part, and every validation and "
+                "test image is read whole (slow on a CPU). Where the objects are large, "
+                "copies downscaled to about a thousand pixels a side (masks with "
+                "nearest-neighbour resampling) let each patch see more of them",
+                int(np.median(hs)), int(np.median(ws)), LARGE_IMAGES, *patch,
+            )  # fmt: skip
 
     def case_names(self) -> list[str]:
         return [p.name for p in self.pairs]

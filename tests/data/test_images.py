@@ -571,3 +571,21 @@ def test_colour_masks_beside_palette_files_are_counted_as_colours_once(tmp_path,
             prepared(root)
         assert "class_2" not in str(refused.value)
         assert "'data.palette=[[0,0,0],[255,0,0]]'" in str(refused.value)
+
+
+def test_images_far_larger_than_the_patch_are_said_to_be(tmp_path, caplog):
+    """Photos of many megapixels in patches of 128: a warning says what that costs and
+    the way out; images near the patch's size are not warned of."""
+    large = make_folder(tmp_path / "large", n=4, size=(700, 700))
+    with caplog.at_level(logging.WARNING):
+        prepared(
+            large, class_names=["background", "disc"], label_values=[0, 255], max_patch=64
+        ).info()
+    assert "(median 700x700) are over 100 times the 64x64 training patch" in caplog.text
+    caplog.clear()
+    small = make_folder(tmp_path / "small", n=4, size=(96, 96))
+    with caplog.at_level(logging.WARNING):
+        prepared(
+            small, class_names=["background", "disc"], label_values=[0, 255], max_patch=64
+        ).info()
+    assert "training patch: an object" not in caplog.text
