@@ -31,16 +31,17 @@ def setting_hints(config_name: str, argv: Sequence[str]) -> list[str]:
     overrides = [a for a in argv if "=" in a and not a.startswith("-")]
     plain = [a for a in overrides if not a.startswith(("+", "~", "hydra."))]
     asked = [a.split("=", 1)[0] for a in plain if "." in a.split("=", 1)[0]]
+    choices = option_hints(plain)
     if not asked:
-        return []
+        return choices
     # the groups and added settings shape the config the dotted settings are looked up in
     others = [a for a in overrides if a.split("=", 1)[0] not in asked]
     try:
         with initialize_config_dir(str(CONFIGS), version_base="1.3"):
             cfg = compose(config_name, overrides=others)
     except Exception:  # noqa: BLE001 - one of those is wrong too: Hydra's message says which
-        return []
-    hints = []
+        return choices
+    hints = choices
     for key in asked:
         why = NOT_TAKEN.get(config_name, {}).get(key)
         if why:
@@ -53,6 +54,23 @@ def setting_hints(config_name: str, argv: Sequence[str]) -> list[str]:
         close = difflib.get_close_matches(leaf, [str(k) for k in node], n=1)
         if close:
             hints.append(f"{key} is not a setting; did you mean {parent}.{close[0]}?")
+    return hints
+
+
+def option_hints(overrides: Sequence[str]) -> list[str]:
+    """For each ``group=choice`` (``experiment=imagse_quick``, ``logger=[tensorboard,mlfow]``)
+    whose choice the group's folder of configs lacks, a line naming the closest it has."""
+    hints = []
+    for arg in overrides:
+        group, _, value = arg.partition("=")
+        folder = CONFIGS / group
+        if "." in group or not folder.is_dir():
+            continue
+        options = sorted(p.stem for p in folder.glob("*.yaml"))
+        for choice in (v.strip() for v in value.strip("[]").split(",") if v.strip()):
+            close = difflib.get_close_matches(choice, options, n=1)
+            if choice not in options and choice != "null" and close:
+                hints.append(f"{group}={choice}: no such choice; did you mean {group}={close[0]}?")
     return hints
 
 

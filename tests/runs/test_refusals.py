@@ -327,6 +327,14 @@ def test_a_mistyped_setting_is_given_the_one_meant():
         "data.splt is not a setting; did you mean data.split?"
     ]
     assert setting_hints("train", ["trainer.max_epochs=1", "experiment=nope"]) == []
+    # a recipe or group choice mistyped: the one meant, beside Hydra's list of all
+    assert setting_hints("train", ["experiment=imagse_quick", "data.root=x"]) == [
+        "experiment=imagse_quick: no such choice; did you mean experiment=images_quick?"
+    ]
+    assert setting_hints("train", ["logger=[tensorboard,mlfow]", "model/net=unte"]) == [
+        "logger=mlfow: no such choice; did you mean logger=mlflow?",
+        "model/net=unte: no such choice; did you mean model/net=unet?",
+    ]
 
 
 def test_evaluate_help_lists_no_setting_it_refuses_and_says_why_when_given(tmp_path):
