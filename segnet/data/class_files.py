@@ -193,6 +193,11 @@ def listed_names(root: Path | None) -> tuple[Path, list[str]] | None:
                              key=lambda d: order[d.name.lower()])]  # fmt: skip
     found = [(f, names_of(f)) for d in folders for f in sorted(d.iterdir())
              if f.name.lower() in NAME_LISTS and f.is_file()]  # fmt: skip
+    for path, names in found:
+        if names is None:
+            log.info("%s is not read as class names: its lines are not names alone (a "
+                     "number or colour after a name, or numbers not from 0)", path)  # fmt: skip
+    found = [(path, names) for path, names in found if names is not None]
     for path, names in found[1:]:
         if names != found[0][1]:
             raise ClassFileError(
@@ -202,8 +207,9 @@ def listed_names(root: Path | None) -> tuple[Path, list[str]] | None:
     return found[0] if found else None
 
 
-def names_of(path: Path) -> list[str]:
-    """The names of a ``classes.txt`` (:func:`listed_names`)."""
+def names_of(path: Path) -> list[str] | None:
+    """The names of a ``classes.txt`` (:func:`listed_names`); None where its lines are not
+    names alone (``background 0 0 0``, numbers from 1)."""
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as err:
@@ -212,6 +218,8 @@ def names_of(path: Path) -> list[str]:
     numbered = [re.fullmatch(r"(\d+)\s*[:,\s]\s*(.+)", s) for s in lines]
     if lines and all(numbered) and [int(m[1]) for m in numbered] == list(range(len(lines))):
         lines = [m[2].strip() for m in numbered]
+    if any(re.search(r"(^|\s)\d+$", s) or re.match(r"\d+\s", s) for s in lines):
+        return None  # a colour, a value or a number from 1 beside a name: not names alone
     twice = sorted({n for n in lines if lines.count(n) > 1})
     if not lines or twice:
         raise ClassFileError(

@@ -576,8 +576,13 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         elif nnunet is None and not self.csv and class_files.class_file_candidates(self.root):
             log.info("data.%s given: the class lists in %s are not read",
                          " and data.".join(overriding), self.root)  # fmt: skip
-        if nnunet is None and not self.csv and not overriding and not drawn and not self.class_list:
-            given = self._names_listed(given)
+        # a classes.txt of names: read once the masks' values show whether it fits them
+        eligible = nnunet is None and not self.csv and not overriding and not drawn
+        eligible = eligible and self.class_list is None
+        self.names_file = class_files.listed_names(self.root) if eligible else None
+        # two names given alone (no values, no list): black-and-white masks may read as them
+        self.names_alone = nnunet is None and bool(given["class_names"]) and not (
+            given["label_values"] or palette or self.class_list)  # fmt: skip
         class_names, label_values = given["class_names"], given["label_values"]
         ignore_values = given["ignore_values"]
         if drawn:  # what the files mark unknown (a box alone, __ignore__), whatever is given
@@ -599,21 +604,37 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # per training image: its pixels of each class, and its size (void included)
         self._class_counts: tuple[np.ndarray, list[int]] | None = None
 
-    def _names_listed(self, given: dict[str, Any]) -> dict[str, Any]:
-        """``given`` with the names a ``classes.txt`` beside the masks lists as the class
-        names, given alone (the masks hold their numbers, or are black and white for two),
-        said and recorded; as it is where there is none."""
-        listed = class_files.listed_names(self.root)
-        if listed is None:
-            return given
-        path, names = listed
-        log.info("the classes of %s, in the order of the mask values: %s", path,
-                 ", ".join(f"{v} {n}" for v, n in enumerate(names)))  # fmt: skip
-        self.found_settings = {
-            "class_names": names, "label_values": None, "ignore_values": self.own_ignore,
-            "palette": None,
-        }  # fmt: skip
-        return {**given, "class_names": names}
+    def _names_of_the_file(self, counts: dict[int, int]) -> bool:
+        """Where a ``classes.txt`` lists names (:func:`class_files.listed_names`) that fit
+        the masks' values (class numbers, one per line, a void name's line void; or black
+        and white for two names), they are the classes, said and recorded; False where
+        they do not fit (a list of something else: YOLO's box classes), said."""
+        path, listed = self.names_file
+        void = [v for v, n in enumerate(listed) if n.lower() in class_files.VOID_NAMES]
+        names = [n for v, n in enumerate(listed) if v not in void]
+        values = [v for v in range(len(listed)) if v not in void]
+        ignore = [*(self.ignore_values or []), *void]
+        counted = [c for c in counts if c not in ignore]
+        white = img.background_and_foreground(counts) if len(listed) == 2 else None
+        if white and white[1] >= 2 and not void:
+            values = list(white)
+        elif not set(counted) <= set(range(len(listed))) or len(names) < 2:
+            log.info("%s lists %s; the masks hold other values (%s): it is not read",
+                     path, ", ".join(listed), ", ".join(map(img.code_text, sorted(counts)[:8])))  # fmt: skip
+            return False
+        log.info("the classes of %s, by mask value: %s%s", path,
+                 ", ".join(f"{v} {n}" for v, n in zip(values, names, strict=True)),
+                 f" ({', '.join(map(str, void))} void)" if void else "")  # fmt: skip
+        label_values = None if values == list(range(len(names))) else values
+        self._class_names, self.label_values, self.ignore_values = (
+            names,
+            label_values,
+            ignore or None,
+        )
+        self.mapping = img.LabelMapping.from_settings(names, label_values, None, ignore or None)
+        self.found_settings = {"class_names": names, "label_values": label_values,
+                               "ignore_values": ignore or None, "palette": None}  # fmt: skip
+        return True
 
     def _drawn_masks(self, own_classes: bool, label_values: Any, palette: Any) -> bool:
         """Whether the masks are drawn from annotation files (where no class index or
@@ -786,6 +807,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         are refused, with the settings that fit."""
         if self._class_names is None:
             counts = self._counts_as_shown()
+            if self.names_file and self._names_of_the_file(counts):
+                return
             if not self._assume_two_classes(counts):
                 raise ValueError(self._unnamed_message(counts))
         elif self._two_names_of_black_and_white():
@@ -795,9 +818,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """Whether two classes are named with no values for them, the names alone (no
         class list, palette, drawing or masks per class), for training: black-and-white
         masks (0 and 255) then read as those two, not as class numbers 0 and 1."""
-        alone = self.label_values is None and self.palette is None and self.class_list is None
         return (
-            alone and self.mean is None and len(self._class_names or []) == 2
+            self.names_alone and self.mean is None and len(self._class_names or []) == 2
             and not (self.drawn or self.instance_masks or self.regions_given)
             and all(p.label is not None for p in self.pairs)
         )  # fmt: skip
@@ -814,7 +836,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if self.instance_masks or self.regions_given:
             return False
         values = img.background_and_foreground(counts)
-        if values is None or (named and values[1] < len(named)):
+        if values is None:
+            return False
+        # named: a class number among the values (a class 1 beside a void 255), or white
+        # given as void, says the masks are no black and white of the two
+        if named and (values[1] in (self.ignore_values or []) or any(
+                c in counts for c in range(1, len(named)))):  # fmt: skip
             return False
         names = list(named or ["background", "foreground"])
         if named:

@@ -567,6 +567,12 @@ def _load(
         raise NiftiDataError(f"cannot read {path}: {err} (corrupt or truncated file?)") from err
 
 
+def read_stored(path: Path, spacing: Sequence[float] | None = None) -> nib.Nifti1Image:
+    """A label file as it is stored (:func:`_load` ``as_stored``): an unreadable one is
+    refused naming it."""
+    return _load(path, spacing, as_stored=True)
+
+
 def _load_image(case: Case) -> nib.Nifti1Image:
     """A case's image; a case of a file per channel as one 4D image of them, each file a
     3D volume on the first one's grid (as nnU-Net requires of them)."""
@@ -623,7 +629,7 @@ def load_volume(
     label = None
     if case.label is not None:
         label = _read_label(case, img, canonical)
-        if num_classes == 2:
+        if num_classes == 2 and ignore_value != 255:  # 255 nnU-Net's ignore label: void
             white_as_foreground(label, case)
         # the values a label may hold: the classes', and the ignore index past them
         allowed = num_classes

@@ -24,7 +24,6 @@ from segnet.data import (
     nifti,
     stats_cache,
     volume_class_masks,
-    volume_files,
 )
 from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
@@ -812,12 +811,14 @@ def two_valued_labels(cases: Sequence[nifti.Case]) -> tuple[int, int] | None:
     held: set[int] = set()
     for case in labelled[:LABELS_LOOKED_AT]:
         try:
-            values = np.unique(np.asanyarray(volume_files.read(case.label, case.spacing).dataobj))
-        except (OSError, ValueError):
+            values = np.unique(np.asanyarray(nifti.read_stored(case.label, case.spacing).dataobj))
+        except nifti.NiftiDataError:
             return None  # unreadable: refused, named, when the case is read
         if values.dtype.kind == "f" and not np.array_equal(values, np.round(values)):
             return None
         held |= {int(v) for v in values}
+        if len(held) > 2 or not held <= {0, 1, 255}:  # a third value: names needed
+            return None
     for pair in ((0, 1), (0, 255)):
         if held == set(pair):
             return pair

@@ -64,10 +64,13 @@ def option_hints(overrides: Sequence[str]) -> list[str]:
     for arg in overrides:
         group, _, value = arg.partition("=")
         folder = CONFIGS / group
-        if "." in group or not folder.is_dir():
+        try:
+            if "." in group or "(" in value or not folder.is_dir():
+                continue  # a setting, or a sweep function (choice(...)): not a choice
+        except OSError:  # a name longer than the system takes
             continue
         options = sorted(p.stem for p in folder.glob("*.yaml"))
-        for choice in (v.strip() for v in value.strip("[]").split(",") if v.strip()):
+        for choice in (v.strip().strip("'\"") for v in value.strip("[]").split(",") if v.strip()):
             close = difflib.get_close_matches(choice, options, n=1)
             if choice not in options and choice != "null" and close:
                 hints.append(f"{group}={choice}: no such choice; did you mean {group}={close[0]}?")

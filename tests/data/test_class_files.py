@@ -319,3 +319,27 @@ def test_a_classes_txt_beside_the_masks_names_the_classes_by_value(tmp_path, cap
         names_of(tmp_path / "twice.txt")
     given = prepared(index, class_names=["bg", "fg"])  # a setting wins over the file
     assert given.info().class_names == ["bg", "fg"]
+
+
+def test_a_classes_txt_that_does_not_fit_the_masks_is_not_read(tmp_path, caplog):
+    """A classes.txt of something else (labelImg's box classes beside black-and-white
+    masks, one name with the background implied) or not names alone (numbers from 1,
+    colours) is left unread, said, and the folder reads as it did without it; a void
+    name's line is void."""
+    from segnet.data.class_files import names_of
+
+    white = make_folder(tmp_path / "w", values=(0, 255))
+    for listed in ("person\ncar\ndog\n", "crack\n"):
+        (white / "labels" / "classes.txt").write_text(listed)
+        with caplog.at_level(logging.INFO):
+            dm = prepared(white)
+        assert dm.info().class_names == ["background", "foreground"]
+        assert "it is not read" in caplog.text
+    for listed in ("1 crack\n2 spall\n", "background 0 0 0\nroad 128 64 128\n"):
+        (tmp_path / "other.txt").write_text(listed)
+        assert names_of(tmp_path / "other.txt") is None
+    index = make_folder(tmp_path / "i", values=(0, 1))
+    (index / "classes.txt").write_text("background\ndisc\nunlabelled\n")
+    dm = prepared(index)
+    assert dm.info().class_names == ["background", "disc"]
+    assert dm.settings_found()["ignore_values"] == [2]

@@ -589,3 +589,17 @@ def test_images_far_larger_than_the_patch_are_said_to_be(tmp_path, caplog):
             small, class_names=["background", "disc"], label_values=[0, 255], max_patch=64
         ).info()
     assert "training patch: an object" not in caplog.text
+
+
+def test_two_names_beside_a_class_number_or_a_void_white_are_no_black_and_white(tmp_path):
+    """Masks of 0, a class 1 and 255 with two names: 255 is no second class (a void band
+    around the class, say): refused as before; given as void, 0 and 1 are the classes."""
+    root = make_folder(tmp_path / "d", values=(0, 255))
+    for path in (root / "labels").iterdir():
+        mask = np.asarray(Image.open(path)).copy()
+        mask[:2] = 1  # a thin class 1 beside the white band
+        Image.fromarray(mask).save(path)
+    with pytest.raises(ImageDataError, match="holds 255"):
+        prepared(root, class_names=["background", "crack"])
+    dm = prepared(root, class_names=["background", "crack"], ignore_values=[255])
+    assert set(np.unique(train_labels(dm))) == {0, 1, 2}  # 2: void

@@ -1036,3 +1036,26 @@ def test_two_valued_labels_with_no_class_named_are_background_and_foreground(
     assert dm.settings_found()["class_names"] == ["background", "foreground"]
     dm.setup("fit")
     assert set(np.unique(np.concatenate([v.label.ravel() for v in dm.volumes("train")]))) == {0, 1}
+
+
+def test_nnunets_ignore_label_255_stays_void_in_a_case_of_0_and_255(tmp_path):
+    """A sparsely annotated case (0 and the ignore label 255 only) of two classes: 255 is
+    void, never read as the foreground."""
+    import nibabel as nib
+
+    root = nifti_dataset(tmp_path / "d", "folders", n=1)
+    case = nifti.find_cases(root)[0]
+    label = nib.load(str(case.label))
+    sparse = np.where(np.asarray(label.dataobj) > 0, 255, 0).astype(np.uint8)
+    nib.save(nib.Nifti1Image(sparse, label.affine), str(case.label))
+    volume = nifti.load_volume(case, num_classes=2, ignore_value=255)
+    assert set(np.unique(volume.label)) == {0, 2}  # 2: the void index past the classes
+
+
+def test_no_class_named_and_an_unreadable_label_is_refused_naming_it_later(tmp_path):
+    from segnet.data.nifti_datamodule import two_valued_labels
+
+    root = nifti_dataset(tmp_path / "d", "folders", n=2)
+    case = nifti.find_cases(root)[0]
+    case.label.write_bytes(case.label.read_bytes()[:100])  # truncated
+    assert two_valued_labels(nifti.find_cases(root)) is None

@@ -335,6 +335,8 @@ def test_a_mistyped_setting_is_given_the_one_meant():
         "logger=mlfow: no such choice; did you mean logger=mlflow?",
         "model/net=unte: no such choice; did you mean model/net=unet?",
     ]
+    quoted = ["experiment='images_quick'", "experiment=choice(images_quick,camvid_quick)"]
+    assert setting_hints("train", quoted) == []
 
 
 def test_evaluate_help_lists_no_setting_it_refuses_and_says_why_when_given(tmp_path):
