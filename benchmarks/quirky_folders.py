@@ -4,6 +4,7 @@ data.root=<folder> debug=fdr``: one batch through training and testing): a table
 which train and which are refused, with the first line each run's log gives for it.
 
     python benchmarks/quirky_folders.py ../shared/data/horses /tmp/quirky
+    python benchmarks/quirky_folders.py --volumes ../shared/data/Task04_Hippocampus /tmp/quirky3d
 
 Each folder holds one quirk: JPEG masks, masks with smoothed edges, masks painted on a
 transparent layer, empty masks, masks of class numbers beside a void 255, a macOS zip's
@@ -170,6 +171,82 @@ def masks_half_size(root, pairs):  # refused: a mask must be the size of its ima
         mask.resize((mask.width // 2, mask.height // 2), Image.NEAREST).save(masks / f"{stem}.png")
 
 
+VOLUME_QUIRKS = {}
+THREE = "data.class_names=[background,anterior,posterior]"
+
+
+def volume_quirk(*settings: str):
+    def registered(function):
+        VOLUME_QUIRKS[function.__name__] = (function, settings)
+        return function
+
+    return registered
+
+
+def cases_of(source: Path, n: int):
+    """The first ``n`` (name, image, label) of a Decathlon folder, as nibabel images."""
+    import nibabel as nib
+
+    for path in sorted((source / "imagesTr").glob("*.nii.gz"))[:n]:
+        yield (
+            path.name[: -len(".nii.gz")],
+            nib.load(path),
+            nib.load(source / "labelsTr" / path.name),
+        )
+
+
+def save_cases(root: Path, cases, label_of, suffix=".nii.gz") -> None:
+    import nibabel as nib
+
+    images, labels = folders(root, "images", "labels")
+    for name, image, label in cases:
+        nib.save(image, images / f"{name}{suffix}")
+        nib.save(
+            nib.Nifti1Image(label_of(np.asarray(label.dataobj)), label.affine),
+            labels / f"{name}.nii.gz",
+        )
+
+
+@volume_quirk()  # no class named: two values are background and foreground
+def binary_labels_0_255(root, cases):  # as ImageJ saves binary masks
+    save_cases(root, cases, lambda a: (a > 0).astype(np.uint8) * 255)
+
+
+@volume_quirk()
+def binary_labels_0_1(root, cases):
+    save_cases(root, cases, lambda a: (a > 0).astype(np.uint8))
+
+
+@volume_quirk(THREE)
+def label_of_four_axes(root, cases):  # (x, y, z, 1)
+    save_cases(root, cases, lambda a: a[..., None])
+
+
+@volume_quirk(THREE)
+def uncompressed_images(root, cases):  # .nii images beside .nii.gz labels
+    save_cases(root, cases, lambda a: a, suffix=".nii")
+
+
+@volume_quirk(THREE)
+def metaimage_and_nrrd(root, cases):  # grand-challenge's .mha images, Slicer's .nrrd labels
+    import SimpleITK as sitk
+
+    sitk.ProcessObject_SetGlobalWarningDisplay(False)  # NIfTI's header words MetaImage lacks
+    images, labels = folders(root, "images", "labels")
+    for name, image, label in cases:
+        sitk.WriteImage(
+            sitk.ReadImage(str(image.get_filename())), str(images / f"{name}.mha"), True
+        )
+        sitk.WriteImage(
+            sitk.ReadImage(str(label.get_filename())), str(labels / f"{name}.nrrd"), True
+        )
+
+
+@volume_quirk(THREE)
+def labels_resampled_linearly(root, cases):  # refused: fractions are no class
+    save_cases(root, cases, lambda a: a.astype(np.float32) - 1e-4 * (a > 0))
+
+
 def outcome(log: str, returncode: int) -> str:
     """What a user reads first: the refusal, or the test Dice and the line that says how
     the folder was read."""
@@ -182,7 +259,8 @@ def outcome(log: str, returncode: int) -> str:
         ).strip()
     said = next(
         (line.split(" - ", 1)[1] for line in lines if " - " in line and any(
-            w in line for w in ("read as", "case aside", "classes of", "far from", "no class is"))),
+            w in line for w in ("read as", "case aside", "classes of", "far from", "no class is",
+                                "hold 0 and 255"))),
         "",
     )  # fmt: skip
     dice = next((line.split("test/dice")[1].split(",")[0].strip() for line in lines
@@ -195,11 +273,15 @@ def main():
     parser.add_argument("source", type=Path, help="a folder of images/ and labels/ (0/255)")
     parser.add_argument("out", type=Path, help="where the folders and their runs go")
     parser.add_argument("--images", type=int, default=40)
-    parser.add_argument("--only", nargs="*", default=list(QUIRKS), choices=list(QUIRKS))
+    parser.add_argument("--only", nargs="*", choices=[*QUIRKS, *VOLUME_QUIRKS])
+    parser.add_argument("--volumes", action="store_true",
+                        help="source is a Decathlon folder: volume quirks, the 3D recipe")  # fmt: skip
     args = parser.parse_args()
     if args.out.exists():
         raise SystemExit(f"{args.out} exists: name a new folder")
-    for name in args.only:
+    if args.volumes:
+        return volumes(args)
+    for name in args.only or list(QUIRKS):
         folder = args.out / "folders" / name
         folder.mkdir(parents=True)
         given = QUIRKS[name](folder, pairs_of(args.source, args.images)) or folder
@@ -210,6 +292,20 @@ def main():
             capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
         )  # fmt: skip
         print(f"{name:22} {outcome(run.stdout + run.stderr, run.returncode)}", flush=True)
+
+
+def volumes(args) -> None:
+    for name in args.only or list(VOLUME_QUIRKS):
+        make, settings = VOLUME_QUIRKS[name]
+        folder = args.out / "folders" / name
+        folder.mkdir(parents=True)
+        make(folder, cases_of(args.source, min(args.images, 24)))
+        run = subprocess.run(
+            [sys.executable, "train.py", "experiment=hippocampus_unet3d", f"data.root={folder}",
+             *settings, "debug=fdr", f"hydra.run.dir={args.out / 'runs' / name}"],
+            capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
+        )  # fmt: skip
+        print(f"{name:26} {outcome(run.stdout + run.stderr, run.returncode)}", flush=True)
 
 
 if __name__ == "__main__":
