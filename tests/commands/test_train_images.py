@@ -196,3 +196,24 @@ def test_membrane_trains_evaluates_exports_and_predicts_from_the_command_line(tm
         cwd=REPO,
     )  # fmt: skip
     assert np.asarray(Image.open(tmp_path / "masks" / "0.png")).shape == (512, 512)
+
+
+@pytest.mark.parametrize("named_by", ["setting", "classes.txt"])
+def test_black_and_white_masks_of_two_names_alone_evaluate_as_trained(tmp_path, named_by):
+    """Two names alone (a setting, or a classes.txt beside the masks) with 0/255 masks:
+    the run records the values it read them by, so that evaluate.py, which is given
+    neither, reads the masks as training did and scores the same."""
+    from segnet.commands.evaluate import evaluate
+    from segnet.commands.train import train
+
+    root = make_folder(tmp_path / "data", n=10)
+    names = ["data.class_names=[sky,disc]"]
+    if named_by == "classes.txt":
+        (root / "labels" / "classes.txt").write_text("sky\ndisc\n")
+        names = []
+    metrics, _ = train(compose("train", [*QUICK, f"data.root={root}", *names], tmp_path / "run"))
+    assert "test/dice/disc" in metrics
+    best = tmp_path / "run" / "checkpoints" / "best.ckpt"
+    ev, _ = evaluate(compose("evaluate", [f"ckpt_path={best}", "trainer.accelerator=cpu"],
+                             tmp_path / "ev"))  # fmt: skip
+    assert ev["test/dice/disc"] == pytest.approx(metrics["test/dice/disc"], abs=1e-6)
