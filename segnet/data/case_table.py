@@ -95,7 +95,12 @@ def split_column(columns: Sequence[str], rows: list[dict]) -> dict[str, str]:
     if len(found) != 1:
         return {}
     cells = {row.get(found[0]) for row in rows} - {"", None}
-    return {found[0]: "split"} if all(c in SPLITS or split_of(c) for c in cells) else {}
+    if all(c in SPLITS or split_of(c) for c in cells):
+        return {found[0]: "split"}
+    other = sorted(c for c in cells if not (c in SPLITS or split_of(c)))
+    log.info("column %r is not read as the split: it holds %s, which name no split (train, "
+             "val, test)", found[0], ", ".join(map(repr, other[:3])))  # fmt: skip
+    return {}
 
 
 def _of_a_part(column: str, name: str) -> bool:

@@ -297,8 +297,8 @@ def find_pairs(
         pairs = csv_pairs(Path(csv_file).expanduser())
     elif root.is_file() and root.name.lower().endswith(ARCHIVES):
         raise FileNotFoundError(
-            f"data.root={root} is an archive: unpack it first (python -m zipfile -e {root} "
-            f"{root.parent}, or tar -xf for a .tar), then point data.root at the folder it makes."
+            f"data.root={root} is an archive: unpack it first ({unpack_command(root, root.parent)}), "
+            "then point data.root at the folder it makes."
         )
     elif not root.is_dir():
         raise FileNotFoundError(
@@ -1004,6 +1004,18 @@ def hand_drawn(root: Path) -> list[Path]:
             and role_of(d.name) == "labels" and image_files(d)]  # fmt: skip
 
 
+def unpack_command(archive: Path, into: Path) -> str:
+    """The command that unpacks ``archive`` into ``into``, by its kind."""
+    name = archive.name.lower()
+    if name.endswith(".zip"):
+        return f"python -m zipfile -e {archive} {into}"
+    if name.endswith(".7z"):
+        return f"7z x {archive} -o{into}"
+    if name.endswith(".rar"):
+        return f"unrar x {archive} {into}/"
+    return f"tar -xf {archive} -C {into}"
+
+
 def missing_folders_message(root: Path, images: Path | None) -> str:
     have = sorted(p.name + "/" for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     packed = (
@@ -1014,8 +1026,8 @@ def missing_folders_message(root: Path, images: Path | None) -> str:
     if packed and not have:
         return (
             f"{root} holds {', '.join(p.name for p in packed[:3])}{' ...' * (len(packed) > 3)} "
-            "and no folders: unpack the dataset first (python -m zipfile -e "
-            f"{packed[0]} {root}, or tar -xf for a .tar), then train on the folder it makes."
+            f"and no folders: unpack the dataset first ({unpack_command(packed[0], root)}), then "
+            "train on the folder it makes."
         )
     tables = sorted(root.glob("*.csv")) if root.is_dir() else []
     # a case list already there (a Kaggle competition's train.csv): read with data.csv=

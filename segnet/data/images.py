@@ -727,7 +727,7 @@ def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str
         named = ",".join("background" if c == 0 else f"class_{c}" for c in numbers)
         return (
             f"'data.class_names=[{named}]' 'data.ignore_values=[255]' (the masks hold class "
-            f"numbers 0 to {len(numbers) - 1}, and 255, the void of Pascal VOC's and ADE20K's "
+            f"numbers 0 to {len(numbers) - 1}, and 255, the void of Pascal VOC's "
             "masks: object outlines, pixels nobody labelled; where 255 is a class, "
             f"'data.label_values=[{','.join(map(str, codes))}]' with a name for it)"
         )

@@ -366,7 +366,7 @@ def test_a_folder_of_empty_masks_is_refused_as_nothing_to_learn(tmp_path):
 
 
 def test_class_numbers_beside_255_are_suggested_with_255_void():
-    """Masks of class numbers and 255 (Pascal VOC's and ADE20K's outlines, pixels nobody
+    """Masks of class numbers and 255 (Pascal VOC's outlines, pixels nobody
     labelled): 255 is suggested as void, not as a class of its own."""
     from segnet.data.images import suggestion
 
