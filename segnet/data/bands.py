@@ -1,7 +1,9 @@
 """Images of any number of channels ("bands"), as remote sensing and microscopy keep them:
 multi-band TIFFs (a satellite's four or thirteen bands, 16-bit colour), multi-page TIFFs
-(one page per channel, as ImageJ saves a fluorescence image) and NumPy arrays (``.npy``,
-``(H, W)`` or ``(H, W, C)``). What Pillow reads as grey, RGB or RGBA is read by
+(one page per channel, as ImageJ saves a fluorescence image), NumPy arrays (``.npy``,
+``(H, W)`` or ``(H, W, C)``) and 2D MetaImage and NRRD files (``.mha``, ``.nrrd``, as
+grand-challenge.org ships its 2D tasks; read with SimpleITK, a slice of one stored as a
+volume included). What Pillow reads as grey, RGB or RGBA is read by
 :mod:`segnet.data.images`; these are the files it cannot, read with ``tifffile``.
 
 A dataset's images share one mode, ``bands:<C>``: C channels, each normalised with its own
@@ -18,7 +20,8 @@ import numpy as np
 from segnet.data.image_pairs import ImageDataError
 
 PREFIX = "bands:"
-ARRAY_SUFFIXES = (".npy",)
+ITK_SUFFIXES = (".mha", ".nrrd")  # 2D images in ITK's formats, read with SimpleITK
+ARRAY_SUFFIXES = (".npy", *ITK_SUFFIXES)
 TIFF_SUFFIXES = (".tif", ".tiff")
 # more channels than this on the last axis of an array is a volume, not an image
 MAX_BANDS = 64
@@ -85,6 +88,9 @@ def _open(path: Path, decode: bool) -> tuple[np.ndarray, str]:
     ``CYX``); without ``decode``, an array that only knows its shape and type (memory-mapped
     for ``.npy``, tifffile's series for a TIFF)."""
     if is_array_file(path):
+        if path.suffix.lower() in ITK_SUFFIXES:
+            array = itk_pixels(path)
+            return array, "YX" if array.ndim == 2 else "YXC"
         try:
             array = np.load(path, mmap_mode=None if decode else "r", allow_pickle=False)
         except (OSError, ValueError) as err:
@@ -135,10 +141,35 @@ def read(path: Path, compact: bool = False) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=keep)
 
 
+def itk_pixels(path: Path) -> np.ndarray:
+    """A 2D MetaImage or NRRD file's pixels, (H, W) or (H, W, C) for several components
+    per pixel; a volume of one slice is that slice. A volume of more is refused, pointing
+    at the volume recipes."""
+    try:
+        import SimpleITK as sitk
+    except ImportError:  # a dependency; said, rather than a bare ImportError
+        raise ImageDataError(f"reading {path} needs SimpleITK: pip install SimpleITK") from None
+    try:
+        image = sitk.ReadImage(str(path))
+    except RuntimeError as err:
+        raise ImageDataError(f"cannot read {path}: {str(err).strip().splitlines()[-1]}") from None
+    size = image.GetSize()
+    if len(size) == 3 and size[2] == 1:
+        image = image[:, :, 0]
+    elif len(size) != 2:
+        raise ImageDataError(
+            f"{path} holds a volume of {'x'.join(map(str, size))} voxels, and this is a 2D "
+            "image recipe: train it with a volume recipe (experiment=hippocampus_unet3d)."
+        )
+    return sitk.GetArrayFromImage(image)
+
+
 def read_mask(path: Path, one_bit_white: int = 255) -> np.ndarray:
-    """An array mask (``.npy``, ``(H, W)``): its values, whole and not negative, as codes;
-    a boolean one as a 1-bit file is read (True white: ``one_bit_white``)."""
-    values = np.load(path, allow_pickle=False)
+    """An array mask (``.npy``, 2D ``.mha`` or ``.nrrd``, ``(H, W)``): its values, whole
+    and not negative, as codes; a boolean one as a 1-bit file is read (True white:
+    ``one_bit_white``)."""
+    itk = path.suffix.lower() in ITK_SUFFIXES
+    values = itk_pixels(path) if itk else np.load(path, allow_pickle=False)
     if values.ndim != 2:
         raise ImageDataError(
             f"mask {path} has shape {values.shape}: a mask array is (H, W), one class value "

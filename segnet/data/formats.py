@@ -212,7 +212,7 @@ class Volumes:
     voxel spacing trained at where the model has one; the label map is written on the
     case's own grid with its affine."""
 
-    what = "3D volumes (NIfTI, TIFF stacks, NumPy arrays)"
+    what = "3D volumes (NIfTI, MetaImage, NRRD, TIFF stacks, NumPy arrays)"
     spatial_dims = 3
 
     def takes(self, path: Path) -> bool:

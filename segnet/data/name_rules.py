@@ -17,11 +17,11 @@ from segnet.data.errors import ImageDataError
 from segnet.data.folder_roles import MASK_WORDS, name_words, role_of
 
 DEFAULT_RULE = "{id}"
-# what Pillow reads, and NumPy arrays (segnet.data.bands)
+# what Pillow reads, NumPy arrays and 2D MetaImage and NRRD files (segnet.data.bands)
 # Netpbm's kinds too: older datasets keep theirs so (STARE's .ppm, EM stacks' .pgm)
 IMAGE_SUFFIXES = (
     ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".ppm", ".pgm", ".pbm",
-    ".pnm", ".npy",
+    ".pnm", ".npy", ".mha", ".nrrd",
 )  # fmt: skip
 log = logging.getLogger(__name__)
 

@@ -98,3 +98,29 @@ def test_a_folder_of_mha_images_and_nrrd_labels_is_found_as_cases(tmp_path):
     volume = nifti.load_volume(cases[0], num_classes=2)
     assert volume.image.shape[1:] == (8, 7, 6) and set(np.unique(volume.label)) <= {0, 1}
     assert volume.spacing == pytest.approx((0.8, 1.1, 2.5))
+
+
+def test_2d_metaimage_and_nrrd_files_are_images_and_masks(tmp_path):
+    """grand-challenge.org's 2D tasks ship .mha images (a volume of one slice, often):
+    read as 2D images and masks by the image recipes; a volume of more slices is refused,
+    pointing at the volume recipes."""
+    from segnet.data.images import ImageDataError
+    from tests.data.test_images import blob_label, prepared, train_labels
+
+    for i in range(6):
+        label = blob_label(40, 48, i)
+        noise = np.random.default_rng(i).normal(0, 20, label.shape)
+        image = (label.astype(np.float32) * 300 + noise).astype(np.int16)
+        for folder in ("images", "masks"):
+            (tmp_path / "d" / folder).mkdir(parents=True, exist_ok=True)
+        sitk.WriteImage(sitk.GetImageFromArray(image), str(tmp_path / "d" / "images" / f"{i}.mha"))
+        one_slice = sitk.GetImageFromArray(label.astype(np.uint8)[None])  # (1, H, W)
+        sitk.WriteImage(one_slice, str(tmp_path / "d" / "masks" / f"{i}.nrrd"))
+    dm = prepared(tmp_path / "d", class_names=["background", "disc"])
+    assert dm.info().in_channels == 1
+    labels = train_labels(dm)
+    assert set(np.unique(labels)) == {0, 1}
+    volume = np.zeros((3, 40, 48), np.int16)
+    sitk.WriteImage(sitk.GetImageFromArray(volume), str(tmp_path / "d" / "images" / "0.mha"))
+    with pytest.raises(ImageDataError, match=r"0\.mha holds a volume of 48x40x3 voxels"):
+        prepared(tmp_path / "d", class_names=["background", "disc"]).info()
