@@ -152,6 +152,18 @@ def classes_txt(root, pairs):  # a list of names beside the masks
 
 
 @quirk
+def metaimage_2d(root, pairs):  # grand-challenge's 2D .mha images, masks as a one-slice NRRD
+    import SimpleITK as sitk
+
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        grey = np.asarray(image.convert("L")).astype(np.int16) * 16  # 12-bit, as X-rays
+        sitk.WriteImage(sitk.GetImageFromArray(grey), str(images / f"{stem}.mha"))
+        one_slice = (np.asarray(mask) > 0).astype(np.uint8)[None]
+        sitk.WriteImage(sitk.GetImageFromArray(one_slice), str(masks / f"{stem}.nrrd"))
+
+
+@quirk
 def downloaded_archive(root, pairs):
     images, masks = folders(root / "unpacked", "images", "masks")
     for stem, image, mask in pairs:

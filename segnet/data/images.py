@@ -357,13 +357,13 @@ def one_channel_masks(paths: Sequence[Path]) -> bool:
     for path in paths:
         try:
             if bands.is_array_file(path):
-                if np.load(path, mmap_mode="r").ndim != 2:
+                if bands.header(path).channels != 1:
                     return False
                 continue
             with Image.open(path) as im:
                 if im.mode not in ("L", "1", *WIDE_MODES):
                     return False
-        except (OSError, ValueError, UnidentifiedImageError):
+        except (OSError, ValueError, UnidentifiedImageError, ImageDataError):
             return False
     return bool(paths)
 
