@@ -4,6 +4,7 @@ goes through. Light to import: ``--help`` answers before torch is loaded."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,12 +37,17 @@ SETTING = re.compile(r"^(\+{0,2}[A-Za-z_][\w.@/-]*)=(.*)$", re.DOTALL)
 FLAT_LIST = re.compile(r"^\[([^\[\]{}'\"]*)\]$")
 
 
-def _parsed(arg: str):
-    """Hydra's reading of one override, or None where its grammar refuses it."""
+@functools.cache
+def _parser():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    return OverridesParser.create()
+
+
+def _parsed(arg: str):
+    """Hydra's reading of one override, or None where its grammar refuses it."""
     try:
-        return OverridesParser.create().parse_override(arg)
+        return _parser().parse_override(arg)
     except Exception:  # HydraException, OverrideParseException: not Hydra's grammar
         return None
 

@@ -145,14 +145,12 @@ def itk_pixels(path: Path) -> np.ndarray:
     """A 2D MetaImage or NRRD file's pixels, (H, W) or (H, W, C) for several components
     per pixel; a volume of one slice is that slice. A volume of more is refused, pointing
     at the volume recipes."""
+    from segnet.data.volume_formats import itk_images  # SimpleITK, as the volumes read it
+
     try:
-        import SimpleITK as sitk
-    except ImportError:  # a dependency; said, rather than a bare ImportError
-        raise ImageDataError(f"reading {path} needs SimpleITK: pip install SimpleITK") from None
-    try:
-        image = sitk.ReadImage(str(path))
-    except RuntimeError as err:
-        raise ImageDataError(f"cannot read {path}: {str(err).strip().splitlines()[-1]}") from None
+        image = itk_images.read_image(path)
+    except (ImportError, ValueError) as err:  # SimpleITK missing, or the file unreadable
+        raise ImageDataError(str(err)) from None
     size = image.GetSize()
     if len(size) == 3 and size[2] == 1:
         image = image[:, :, 0]
@@ -161,7 +159,7 @@ def itk_pixels(path: Path) -> np.ndarray:
             f"{path} holds a volume of {'x'.join(map(str, size))} voxels, and this is a 2D "
             "image recipe: train it with a volume recipe (experiment=hippocampus_unet3d)."
         )
-    return sitk.GetArrayFromImage(image)
+    return itk_images.simpleitk().GetArrayFromImage(image)
 
 
 def read_mask(path: Path, one_bit_white: int = 255) -> np.ndarray:

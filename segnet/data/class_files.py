@@ -166,14 +166,19 @@ def class_file_candidates(root: Path | None) -> list[Path]:
     """The class files in ``root`` and in the split, mask and image folders directly in it:
     the root's first, then the split folders' (train, val, test), then the others'. Other
     folders (one per patient, thousands of them) are not looked in."""
+    return [f for d in list_folders(root) for f in sorted(d.iterdir()) if is_class_file(f)]
+
+
+def list_folders(root: Path | None) -> list[Path]:
+    """Where a class list may lie: ``root``, then its split folders (train, val, test),
+    then its mask and image folders; none where ``root`` is no folder."""
     if root is None or not root.is_dir():
         return []
     order = {name: rank for rank, name in enumerate((*SPLIT_ORDER, *DATA_FOLDERS))}
-    folders = [root] + sorted(
+    return [root] + sorted(
         (d for d in root.iterdir() if d.name.lower() in order and d.is_dir()),
         key=lambda d: (order[d.name.lower()], d.name),
     )  # the training split's own list named first
-    return [f for d in folders for f in sorted(d.iterdir()) if is_class_file(f)]
 
 
 # a list of class names alone, one a line in the order of the mask values (no values or
@@ -186,12 +191,7 @@ def listed_names(root: Path | None) -> tuple[Path, list[str]] | None:
     lists, one a line (blank lines and ``#`` comments left out; ``0 background`` or
     ``0: background`` read as the name, where the numbers run 0, 1, 2 ...), with its path;
     None where there is none. Two that differ, or a name twice, are refused."""
-    if root is None or not root.is_dir():
-        return None
-    order = {name: rank for rank, name in enumerate((*SPLIT_ORDER, *DATA_FOLDERS))}
-    folders = [root, *sorted((d for d in root.iterdir() if d.name.lower() in order and d.is_dir()),
-                             key=lambda d: order[d.name.lower()])]  # fmt: skip
-    found = [(f, names_of(f)) for d in folders for f in sorted(d.iterdir())
+    found = [(f, names_of(f)) for d in list_folders(root) for f in sorted(d.iterdir())
              if f.name.lower() in NAME_LISTS and f.is_file()]  # fmt: skip
     for path, names in found:
         if names is None:

@@ -676,6 +676,12 @@ def background_and_foreground(counts: dict[int, int]) -> tuple[int, int] | None:
     return values if near and thin else None
 
 
+def a_ramp(far: dict[int, int]) -> bool:
+    """Whether values far from every given one are as many as a smoothed edge's levels
+    (``EDGE_RAMP`` or more): summed up, not named one by one."""
+    return len(far) >= EDGE_RAMP
+
+
 def smoothed_edges(far: dict[int, int], counts: dict[int, int], white: int) -> bool:
     """Whether the values far from black and ``white`` are the levels a smoothed edge
     holds between them (a mask resized with interpolation, or drawn anti-aliased): white
@@ -685,7 +691,7 @@ def smoothed_edges(far: dict[int, int], counts: dict[int, int], white: int) -> b
     objects' values hold more pixels together than any one object."""
     between = all(0 < c < white for c in counts if c not in (0, white))
     band = sum(counts[c] for c in far)
-    return white in (255, 65535) and len(far) >= EDGE_RAMP and between and 2 * band <= counts[white]
+    return white in (255, 65535) and a_ramp(far) and between and 2 * band <= counts[white]
 
 
 def suggestion(counts: dict[int, int], class_names: Sequence[str] | None) -> str:
@@ -749,7 +755,7 @@ def value_table(counts: dict[int, int], mapping: LabelMapping | None) -> str:
     table = mapping.classes_of(counts) if mapping else {}
     near = mapping.near_values(counts) if mapping else {}
     far = mapping.far_values(counts) if mapping else {}
-    if len(far) >= EDGE_RAMP:  # a smoothed edge's levels: summed up with the near ones
+    if a_ramp(far):  # a smoothed edge's levels: summed up with the near ones
         far = {}
     near = {c: t for c, t in near.items() if c not in far}  # far ones get a line each
     lines = []

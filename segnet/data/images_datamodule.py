@@ -626,15 +626,18 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                  ", ".join(f"{v} {n}" for v, n in zip(values, names, strict=True)),
                  f" ({', '.join(map(str, void))} void)" if void else "")  # fmt: skip
         label_values = None if values == list(range(len(names))) else values
-        self._class_names, self.label_values, self.ignore_values = (
-            names,
-            label_values,
-            ignore or None,
-        )
-        self.mapping = img.LabelMapping.from_settings(names, label_values, None, ignore or None)
-        self.found_settings = {"class_names": names, "label_values": label_values,
-                               "ignore_values": ignore or None, "palette": None}  # fmt: skip
+        self._settle_classes(names, label_values, ignore or None)
         return True
+
+    def _settle_classes(
+        self, names: list[str], label_values: list[int] | None, ignore: list | None
+    ) -> None:
+        """The classes the masks settled (a fitting classes.txt, black and white): how
+        masks map to them, recorded as the run's own settings for evaluation."""
+        self._class_names, self.label_values, self.ignore_values = names, label_values, ignore
+        self.mapping = img.LabelMapping.from_settings(names, label_values, None, ignore)
+        self.found_settings = {"class_names": names, "label_values": label_values,
+                               "ignore_values": ignore, "palette": None}  # fmt: skip
 
     def _drawn_masks(self, own_classes: bool, label_values: Any, palette: Any) -> bool:
         """Whether the masks are drawn from annotation files (where no class index or
@@ -859,15 +862,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 "other: 'data.class_names=[background,foreground]' 'data.label_values=[%d,%d]'",
                 self.where(), *values, names[0], values[0], names[1], values[1], *values,
             )  # fmt: skip
-        self.label_values = list(values)
-        self._class_names = names
-        self.mapping = img.LabelMapping.from_settings(
-            names, self.label_values, None, self.ignore_values
-        )
-        self.found_settings = {
-            "class_names": names, "label_values": self.label_values,
-            "ignore_values": self.ignore_values, "palette": None,
-        }  # fmt: skip
+        self._settle_classes(names, list(values), self.ignore_values)
         return True
 
     def settings_found(self) -> dict[str, Any]:
@@ -1065,7 +1060,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if not unmapped:
             self.mapping.decided = table
             far = self.mapping.far_values(counts)
-            if len(far) >= img.EDGE_RAMP:
+            if img.a_ramp(far):
                 share = 100 * sum(counts[c] for c in far) / sum(counts.values())
                 log.warning(
                     "%d mask values far from every given one (%.2f%% of the pixels, each "

@@ -667,8 +667,10 @@ def white_as_foreground(label: np.ndarray, case: Case) -> None:
     masks, thresholded volumes saved as 8-bit), has its white (255) read as class 1, in
     place; said once per label folder. Any other label is left as it is (a value past the
     classes is then refused, naming the file)."""
+    if label.max(initial=0) != 255:  # one pass, no sort: most labels end here
+        return
     values = np.unique(label)
-    if 255 not in values or not set(values.tolist()) <= {0, 255}:
+    if not set(values.tolist()) <= {0, 255}:
         return
     label[label == 255] = 1
     folder = Path(case.label).parent if case.label is not None else Path(".")

@@ -73,14 +73,23 @@ def _shape(size, components: int, path: Path) -> tuple[int, ...]:
     return (*size, components) if components > 1 else size
 
 
-def read_itk(path: Path, _spacing: Spacing = None) -> nib.Nifti1Image:
+def unreadable(path: Path, err: RuntimeError) -> ValueError:
+    """SimpleITK's error for ``path`` as one line naming it (its last line says why)."""
+    return ValueError(f"{path}: SimpleITK cannot read it ({str(err).strip().splitlines()[-1]}).")
+
+
+def read_image(path: Path):
+    """``path`` as a SimpleITK image; an unreadable file refused naming it (ValueError)."""
     sitk = simpleitk()
     try:
-        image = sitk.ReadImage(str(path))
+        return sitk.ReadImage(str(path))
     except RuntimeError as err:
-        raise ValueError(
-            f"{path}: SimpleITK cannot read it ({str(err).strip().splitlines()[-1]})."
-        ) from err
+        raise unreadable(path, err) from err
+
+
+def read_itk(path: Path, _spacing: Spacing = None) -> nib.Nifti1Image:
+    sitk = simpleitk()
+    image = read_image(path)
     _shape(image.GetSize(), image.GetNumberOfComponentsPerPixel(), path)  # refused if not a volume
     voxels = sitk.GetArrayFromImage(image)  # the slowest axis first: (z, y, x[, c])
     order = (2, 1, 0, 3) if voxels.ndim == 4 and image.GetNumberOfComponentsPerPixel() > 1 else None
@@ -96,9 +105,7 @@ def itk_header(path: Path, _spacing: Spacing = None) -> Header:
     try:
         reader.ReadImageInformation()
     except RuntimeError as err:
-        raise ValueError(
-            f"{path}: SimpleITK cannot read it ({str(err).strip().splitlines()[-1]})."
-        ) from err
+        raise unreadable(path, err) from err
     shape = _shape(reader.GetSize(), reader.GetNumberOfComponents(), path)
     return Header(shape, ras_affine(reader.GetSpacing(), reader.GetDirection(), reader.GetOrigin()))
 
