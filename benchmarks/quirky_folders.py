@@ -164,6 +164,68 @@ def metaimage_2d(root, pairs):  # grand-challenge's 2D .mha images, masks as a o
 
 
 @quirk
+def oxford_pets(root, pairs):  # trimaps 1 pet, 2 background, 3 border; xmls and lists beside
+    images, trimaps, xmls = folders(root, "images", "annotations/trimaps", "annotations/xmls")
+    listed = ["#Image CLASS-ID SPECIES BREED ID"]
+    for k, (_, image, mask) in enumerate(pairs):
+        pet = np.asarray(mask) > 0
+        trimap = np.where(pet, 1, 2).astype(np.uint8)
+        trimap[np.asarray(mask.filter(ImageFilter.FIND_EDGES)) > 0] = 3
+        image.convert("RGB").save(images / f"Abyssinian_{k + 1}.jpg")
+        Image.fromarray(trimap).save(trimaps / f"Abyssinian_{k + 1}.png")
+        (trimaps / f"._Abyssinian_{k + 1}.png").write_bytes(b"\x00\x05\x16\x07")
+        (xmls / f"Abyssinian_{k + 1}.xml").write_text("<annotation></annotation>")
+        listed.append(f"Abyssinian_{k + 1} 1 1 1")
+    (root / "annotations/list.txt").write_text("\n".join(listed) + "\n")
+    (root / "annotations/trainval.txt").write_text("\n".join(listed[1::2]) + "\n")
+    (root / "annotations/test.txt").write_text("\n".join(listed[2::2]) + "\n")
+
+
+@quirk
+def isic_challenge(root, pairs):  # <id>.jpg with <id>_segmentation.png, licences beside
+    images, masks = folders(
+        root, "ISIC2018_Task1-2_Training_Input", "ISIC2018_Task1_Training_GroundTruth"
+    )
+    for k, (_, image, mask) in enumerate(pairs):
+        image.convert("RGB").save(images / f"ISIC_{k:07d}.jpg")
+        mask.save(masks / f"ISIC_{k:07d}_segmentation.png")
+    for d in (images, masks):
+        (d / "LICENSE.txt").write_text("CC-BY-NC")
+        (d / "ATTRIBUTION.txt").write_text("ISIC")
+
+
+@quirk
+def carvana(root, pairs):  # train/ with train_masks/<id>_mask.gif of 0 and 1, CSVs beside
+    images, masks = folders(root, "train", "train_masks")
+    for k, (_, image, mask) in enumerate(pairs):
+        image.convert("RGB").save(images / f"0cdf5b5d0ce1_{k + 1:02d}.jpg")
+        gif = Image.fromarray((np.asarray(mask) > 0).astype(np.uint8), "L").convert("P")
+        gif.putpalette([0, 0, 0, 255, 255, 255])
+        gif.save(masks / f"0cdf5b5d0ce1_{k + 1:02d}_mask.gif")
+    (root / "train_masks.csv").write_text("img,rle_mask\n")
+    (root / "metadata.csv").write_text("id,year,make,model\n")
+
+
+@quirk
+def busi(root, pairs):  # images and <name>_mask.png in one folder per diagnosis
+    (benign,) = folders(root, "Dataset_BUSI_with_GT/benign")
+    for k, (_, image, mask) in enumerate(pairs):
+        image.convert("RGB").save(benign / f"benign ({k + 1}).png")
+        mask.convert("RGB").save(benign / f"benign ({k + 1})_mask.png")
+    return root / "Dataset_BUSI_with_GT"
+
+
+@quirk
+def drive_retina(root, pairs):  # vessels in 1st_manual/, the field of view in mask/
+    images, manual, fov = folders(root, "training/images", "training/1st_manual", "training/mask")
+    for k, (_, image, mask) in enumerate(pairs):
+        image.convert("RGB").save(images / f"{k + 21}_training.tif")
+        mask.convert("L").save(manual / f"{k + 21}_manual1.gif")
+        Image.new("L", mask.size, 255).save(fov / f"{k + 21}_training_mask.gif")
+    return root / "training"
+
+
+@quirk
 def downloaded_archive(root, pairs):
     images, masks = folders(root / "unpacked", "images", "masks")
     for stem, image, mask in pairs:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from segnet.data import images as own_images
-from segnet.data import nifti, volume_channels
+from segnet.data import nifti, volume_channels, working_scale
 from segnet.data.camvid import check_image, rgb_of
 from segnet.data.errors import DataError
 from segnet.data.folder_roles import says_labels_alone, says_mask
@@ -170,8 +170,11 @@ class OwnImages(ImageFiles):
     def read(self, path: Path, info: DataInfo) -> Prepared:
         norm = info.normalization
         raw = own_images.read_input(path, norm["color_mode"], channel_files_of(info))
+        size = raw.shape[:2]
+        if norm.get("downscale", 1) > 1:  # as training read it; the logits back to ``size``
+            raw = working_scale.downscale_array(raw, norm["downscale"], whole=True)
         x = (raw - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"], np.float32)
-        return Prepared(torch.from_numpy(x.transpose(2, 0, 1).copy())[None], raw.shape[:2])
+        return Prepared(torch.from_numpy(x.transpose(2, 0, 1).copy())[None], size)
 
     def card_steps(
         self, data: Any, norm: dict[str, Any], onnx: dict[str, Any]
@@ -195,16 +198,37 @@ class OwnImages(ImageFiles):
                     "images, read as they are"
                 ),
             },
-            {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
-            {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
         ]
         post = [
             {"step": "argmax", "axis": 1, "result": "class index per pixel, at native size"},
+        ]
+        if norm.get("downscale", 1) > 1:
+            pre.append(downscale_step(norm["downscale"]))
+            post.insert(0, {
+                "step": "resize_logits",
+                "to": "the original image's (H, W)",
+                "interpolation": "bilinear, half-pixel centres (align_corners=False)",
+            })  # fmt: skip
+        pre += [
+            {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
+            {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
         ]
         if data.sliding_window:
             onnx["sliding_window"] = {**WINDOW_BLENDING, **data.sliding_window}
             onnx["sliding_window_steps"] = sliding_window_steps(data.sliding_window)
         return pre, post
+
+
+def downscale_step(factor: float) -> dict[str, Any]:
+    """The model card's step that reads an image as training did, ``factor`` times smaller."""
+    return {
+        "step": "resize",
+        "size_hw": f"round(H / {factor:g}), round(W / {factor:g}), at least 1",
+        "interpolation": "bilinear, antialiased, half-pixel centres, on the float32 image; "
+        "rounded to whole numbers where every value is one (8- and 16-bit images)",
+        "as_run_by": "torch.nn.functional.interpolate(mode='bilinear', antialias=True, "
+        "align_corners=False)",
+    }
 
 
 class Volumes:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, stats_cache
+from segnet.data import class_files, class_masks, stats_cache, working_scale
 from segnet.data import images as img
 from segnet.data.annotation_formats import annotation_classes
 from segnet.data.base import SegmentationDataModule
@@ -57,19 +57,30 @@ IMAGE_AXES = ("up-down", "left-right")  # what data.flip=[0] and [1] mirror
 
 
 def image_normalization(
-    mode: str, mean: Sequence[float], std: Sequence[float], channel_files: bool = False
+    mode: str,
+    mean: Sequence[float],
+    std: Sequence[float],
+    channel_files: bool = False,
+    downscale: float = 1.0,
 ) -> dict:
     """Images in their own units (0-255, or 0-65535 for 16-bit), decoded to ``mode``
     (``L``, ``RGB``, ``RGBA`` or ``bands:<C>``): ``(value - mean) / std`` per channel, with
     the training set's mean and std; ``channel_files``: each channel a grey file of its
-    own (nnU-Net's ``<case>_0000.png``, ``<case>_0001.png``), recorded only where so."""
+    own (nnU-Net's ``<case>_0000.png``, ``<case>_0001.png``), recorded only where so;
+    ``downscale``: the factor the images were resized by before it (bilinear, antialiased,
+    rounded: :mod:`segnet.data.working_scale`), the logits resized back to each image's
+    size, recorded only where above 1 (a description without it: native size)."""
     norm = {
         "kind": "image_mean_std",
         "color_mode": mode,
         "mean": [float(m) for m in mean],
         "std": [float(s) for s in std],
     }
-    return {**norm, "channel_files": True} if channel_files else norm
+    if channel_files:
+        norm["channel_files"] = True
+    if downscale > 1:
+        norm["downscale"] = float(downscale)
+    return norm
 
 
 def plan_patch(sizes: Sequence[tuple[int, int]], max_patch: int) -> tuple[int, int]:
@@ -106,27 +117,33 @@ LABEL_BYTES, TRANSIENT_BYTES = 1, 4
 SPARE_BYTES = 2**30  # for the network, the loader workers and Python itself
 
 
-def held_bytes(headers: Sequence[img.Header], channels: int) -> int:
-    """About the memory the decoded images of ``headers`` take while a run holds them."""
+def held_bytes(headers: Sequence[img.Header], channels: int, downscale: float = 1.0) -> int:
+    """About the memory the decoded images of ``headers`` take while a run holds them,
+    read ``downscale`` times smaller (a label kept at native size for scoring)."""
     return sum(
-        h.height * h.width * (channels * h.channel_bytes + LABEL_BYTES + TRANSIENT_BYTES)
+        int(h.height * h.width * (
+            (channels * h.channel_bytes + TRANSIENT_BYTES) / downscale**2 + LABEL_BYTES
+        ))
         for h in headers
-    )
+    )  # fmt: skip
 
 
-def check_memory(where: str, headers: Sequence[img.Header], channels: int) -> None:
+def check_memory(
+    where: str, headers: Sequence[img.Header], channels: int, downscale: float = 1.0
+) -> None:
     """Refuse, before anything is decoded, a folder whose images would not fit in the
     memory available (the run would otherwise be killed part-way through reading it)."""
     available = available_bytes()
-    need = held_bytes(headers, channels)
+    need = held_bytes(headers, channels, downscale)
     if available is None or need + SPARE_BYTES <= available:
         return
     pixels = sum(h.height * h.width for h in headers)
     raise img.ImageDataError(
         f"the {len(headers)} images of {where} hold {pixels / 1e6:,.0f} million pixels: "
         f"decoded and held through the run they need about {need / 1e9:.1f} GB, and this "
-        f"machine has {available / 1e9:.1f} GB available. Downscale the images (photos "
-        "are usually trained at 1,024 pixels a side or less), train on part of the folder "
+        f"machine has {available / 1e9:.1f} GB available. Downscale the images further "
+        f"(data.downscale={max(2.0, 2 * downscale):g}: photos are usually trained at 1,024 "
+        "pixels a side or less), train on part of the folder "
         "(a CSV listing the images: data.csv=...), or use a machine with more memory."
     )
 
@@ -140,7 +157,9 @@ def smallest_int(values: np.ndarray) -> type:
 class Loaded:
     """One decoded pair: the image as decoded (C, H, W), the class indices (H, W), and the
     normalisation that makes network input of the image (``mean`` and ``std`` per channel,
-    or none where the image is already network input).
+    or none where the image is already network input). Read downscaled
+    (``data.downscale``), the label is at the image's scale and ``native`` (where it is
+    scored) the one the mask gives.
 
     8-bit images stay uint8 here, a quarter of the memory of float32: a folder is held in
     memory through training, so its size decides which folders fit at all. Pixels are
@@ -154,9 +173,16 @@ class Loaded:
         label: torch.Tensor,
         mean: torch.Tensor | None = None,
         std: torch.Tensor | None = None,
+        native: torch.Tensor | None = None,
     ):
         self.name, self.raw, self.label = name, raw, label
         self.mean, self.std = mean, std
+        self.native = native
+
+    @property
+    def target(self) -> torch.Tensor:
+        """The label scores are taken against: at the mask's own size."""
+        return self.label if self.native is None else self.native
 
     def normalised(self, rows: slice = slice(None), cols: slice = slice(None)) -> torch.Tensor:
         """Network input (float32) of the image, or of its ``rows`` and ``cols``."""
@@ -260,7 +286,8 @@ class PatchDataset(Dataset):
 
 
 class WholeImageDataset(Dataset):
-    """Whole images at native size, unaugmented (validation, test, BatchNorm)."""
+    """Whole images, unaugmented (validation, test, BatchNorm): at the scale trained at,
+    each with its label as scored (:attr:`Loaded.target`)."""
 
     def __init__(self, items: list[Loaded]):
         self.items = items
@@ -271,7 +298,7 @@ class WholeImageDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict:
         it = self.items[i]
-        return {"image": it.image, "label": it.label.long(), "index": i}
+        return {"image": it.image, "label": it.target.long(), "index": i}
 
 
 def check_instance_masks(
@@ -375,6 +402,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                             "color_mode")},
         "mean": MODEL,
         "std": MODEL,
+        "downscale": MODEL,
         "regions": ANY,
         "regions_class_order": ANY,
         **{k: TRAINING for k in ("patch_size", "max_patch", "batch_pixels", "patches_per_epoch",
@@ -400,6 +428,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         color_mode: str | None = None,
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
+        downscale: float | str = "auto",
         patch_size: Sequence[int] | None = None,
         max_patch: int = 256,
         batch_size: int | None = None,
@@ -431,13 +460,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     ):
         super().__init__()
         check_counts_and_choices(
-            root, csv, split, color_mode,
-            eval_batch_size=eval_batch_size, num_workers=num_workers,
-            sw_batch_size=sw_batch_size, batch_pixels=batch_pixels,
+            root, csv, split, color_mode, eval_batch_size=eval_batch_size,
+            num_workers=num_workers, sw_batch_size=sw_batch_size, batch_pixels=batch_pixels,
         )  # fmt: skip
         check_batch(batch_size, patches_per_epoch, steps_per_epoch)
         scale, size = check_sampling(max_patch, foreground_ratio, scale, intensity, patch_size)
-        check_normalization(mean, std)
+        self.downscale_setting = check_normalization(mean, std, downscale)  # describe() plans
         self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
         self.root, self.csv = read_from(root, csv, self.layout), csv
         self._class_settings = dict(palette=palette, class_names=class_names, label_values=label_values,
@@ -447,10 +475,10 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         names = self._class_names
         check_class_weights(class_weights, len(names) if names else None, class_weights_power)
         self.mean, self.std = (list(v) if v is not None else None for v in (mean, std))
-        self.patch_size = tuple(size) if size else None
-        self.color_mode, self.max_patch = color_mode, max_patch
-        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
-        self.given_batch, self.batch_pixels = batch_size, batch_pixels
+        self.patch_size, self.max_patch = (tuple(size) if size else None), max_patch
+        self.batch_size = self.given_batch = batch_size
+        self.eval_batch_size, self.batch_pixels = eval_batch_size, batch_pixels
+        self.color_mode = color_mode
         self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
         self.foreground_ratio, self.intensity, self.scale = foreground_ratio, intensity, scale
         self.flip_axes, self.flip_given = check_flip(flip, IMAGE_AXES), not isinstance(flip, bool)
@@ -468,6 +496,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.pairs: list[img.Pair] = []
         self.splits: dict[str, list[int]] = {}
         self._loaded: dict[int, Loaded] = {}
+        self.downscale = 1.0
         self._norm: tuple[torch.Tensor, torch.Tensor] | None = None
         # training images and masks as describe() decoded them (for the statistics and the
         # mask values), kept until the training split is loaded: each file decoded once
@@ -674,8 +703,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         mode = img.dataset_mode(headers, self.pairs, self.color_mode)
         train = self.splits["train"]
         self._classes_from_masks()
+        native = [(headers[i].height, headers[i].width) for i in (train or self.splits["all"])]
+        scale_why = self._plan_downscale(native)
         held = self.splits["all"] if self.mean is None else self.splits[self.split]
-        check_memory(self.where(), [headers[i] for i in held], img.channel_count(mode))
+        check_memory(
+            self.where(), [headers[i] for i in held], img.channel_count(mode), self.downscale
+        )
         if self.mean is None:  # training: the masks are checked before anything else
             if not train:
                 raise ValueError(
@@ -702,7 +735,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 f"data.mean={self.mean}: {len(self.mean)} value(s), and the images are {mode} "
                 f"({channels} channel(s)): give one per channel, or leave it null."
             )
-        sizes = [(headers[i].height, headers[i].width) for i in (train or self.splits["all"])]
+        sizes = [working_scale.scaled_size(h, w, self.downscale) for h, w in native]
         patch = self.patch_size or plan_patch(sizes, self.max_patch)
         self.patch_size = tuple(patch)
         self.batch_size = self.given_batch or plan_batch_size(patch, sizes, self.batch_pixels)
@@ -718,7 +751,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.flip_axes = axes_keeping_sides(
             self.flip_axes, self.flip_given, [*names, *(self.mask_classes or [])], 1, IMAGE_AXES
         )
-        self._log_plan(sizes, mode, patch, roi)
+        self._log_plan(native, mode, patch, roi, scale_why)
         return DataInfo(
             spatial_dims=2,
             in_channels=channels,
@@ -726,7 +759,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             palette=palette,
             ignore_index=len(names),
             normalization=image_normalization(
-                mode, self.mean, self.std, any(p.channels for p in self.pairs)
+                mode, self.mean, self.std, any(p.channels for p in self.pairs), self.downscale
             ),
             input_size=None,  # whole images at native size
             sliding_window={**self.window, "roi_size": list(roi)},
@@ -738,6 +771,38 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             regions=self.regions,
             regions_class_order=self.regions_class_order,
         )
+
+    def _plan_downscale(self, sizes: list[tuple[int, int]]) -> str:
+        """Resolve ``data.downscale``: the factor given (or the one a checkpoint was trained
+        at), or with ``auto`` the one planned from the training images' ``sizes`` and the
+        thinnest class of their masks (:func:`working_scale.plan_downscale`); returns why."""
+        if self.downscale_setting != "auto":
+            self.downscale = float(self.downscale_setting)
+            return f"data.downscale={self.downscale:g}"
+        area = int(np.prod(self.patch_size or plan_patch(sizes, self.max_patch)))
+        if working_scale.plan_downscale(sizes, area, None)[0] == 1:
+            self.downscale = 1.0
+            return ""
+        self.downscale, why = working_scale.plan_downscale(sizes, area, self._thinnest_class())
+        return f"data.downscale=auto: {why}"
+
+    def _thinnest_class(self) -> float | None:
+        """The thickness (:func:`working_scale.thickness`) of the thinnest value in up to
+        ``MASKS_LOOKED_AT`` training masks spread over the split, void values left out."""
+        train = self.splits["train"] or self.splits["all"]
+        looked_at = train[:: max(1, len(train) // working_scale.MASKS_LOOKED_AT)]
+        looked_at = looked_at[: working_scale.MASKS_LOOKED_AT]
+        how = self.reading()
+        with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
+            masks = list(pool.map(
+                lambda i: img.read_codes(self.pairs[i], how, self.mask_ignore), looked_at
+            ))  # fmt: skip
+        void: list[int] = []
+        if self.mapping is not None:
+            counts = {int(v): 1 for m in masks for v in np.unique(m)}
+            void = [c for c, k in self.mapping.classes_of(counts).items() if k == self.mapping.void]
+        found = working_scale.thickness(masks, void)
+        return min(found.values()) if found else None
 
     def _settle_class_list(self) -> None:
         """How the pairs found read a class list beside them (not at all where masks come
@@ -937,10 +1002,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     @classmethod
     def settings_from_info(cls, info: DataInfo) -> dict:
         """What a checkpoint fixes when its data is read again (evaluation): the
-        normalisation it was trained with, not the statistics of the data scored (and with
+        normalisation and the scale it was trained with, not the statistics of the data scored (and with
         masks given one per class, the combinations of classes it was trained for)."""
         norm = info.normalization
-        fixed = {"color_mode": norm["color_mode"], "mean": norm["mean"], "std": norm["std"]}
+        fixed = {"color_mode": norm["color_mode"], "mean": norm["mean"], "std": norm["std"],
+                 "downscale": norm.get("downscale", 1.0)}  # fmt: skip
         if class_masks.is_combination_run(info.class_names, info.regions):
             # one mask per class: the label map's classes are the combinations it trained on,
             # and its regions the masks in the order of its outputs
@@ -1018,7 +1084,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # the mask reading's version: codes from another reading must not be reused
         key = stats_cache.file_key([*map(str, files), mode, f"masks:{img.MASK_READING}",
                                     f"reading:{sorted(self.reading().items())}",
-                                    f"void per class:{self.mask_ignore}"])  # fmt: skip
+                                    f"void per class:{self.mask_ignore}",
+                                    *([f"downscale:{self.downscale}"] if self.downscale > 1
+                                      else [])])  # fmt: skip
         val = set(self.splits["val"])
         test = [i for i in others if i not in val]
         cached = stats_cache.read("images", key)
@@ -1032,7 +1100,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             return cached["mean"], cached["std"]
         # validation masks kept too (read at the first validation); test masks, read at
         # the end if at all, decoded again then rather than held through training
-        found = self._count_codes([*train, *(i for i in others if i in val)])
+        # masks of downscaled images are read again at loading: held at native size
+        # through the scan, they would take more memory than the images
+        found = self._count_codes(
+            [*train, *(i for i in others if i in val)], keep=self.downscale == 1
+        )
         counts, self._first_with = self._count_codes(test, keep=False, into=found)
         self._release_masks(test)
         self.settle_combinations(counts)
@@ -1123,6 +1195,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 lambda i: img.read_pair_image(self.pairs[i], mode, compact=True), indices
             )
         for i, raw in zip(indices, images, strict=True):
+            raw = self.at_working_scale(raw)  # the statistics of what the network sees
             self._decoded_images[i] = (mode, raw)  # loading takes it from here
             x = raw.astype(np.float64)
             flat = x.reshape(-1, x.shape[-1])
@@ -1135,35 +1208,49 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return mean.tolist(), np.maximum(std, 1e-3).tolist()
 
     def _log_plan(
-        self, sizes: list[tuple[int, int]], mode: str, patch: Sequence[int], roi: Sequence[int]
+        self,
+        sizes: list[tuple[int, int]],
+        mode: str,
+        patch: Sequence[int],
+        roi: Sequence[int],
+        scale_why: str,
     ) -> None:
         hs, ws = zip(*sizes, strict=True)
         counts = {s: len(v) for s, v in self.splits.items() if s != "all"}
+        median = working_scale.scaled_size(int(np.median(hs)), int(np.median(ws)), self.downscale)
+        scale = (
+            f"read {self.downscale:g} times smaller (median {median[0]}x{median[1]}; "
+            f"{scale_why}), scored and predicted at native size"
+            if self.downscale > 1
+            else "whole images at native size in validation and test"
+            + (f" ({scale_why})" if scale_why else "")
+        )
         log.info(
             "plan for %s: %d images (%s), %s %s; sizes %d-%d x %d-%d (median %dx%d, H x W); "
-            "training patch %dx%d, batch %d%s; whole images at native size in validation and "
-            "test, in %dx%d windows where larger; flips of axes %s",
+            "%s; training patch %dx%d, batch %d%s; validation and test in %dx%d windows where "
+            "larger; flips of axes %s",
             self.where(),
             len(self.pairs),
             ", ".join(f"{n} {s}" for s, n in counts.items()),
             mode,
             f"({img.channel_count(mode)} channel(s))",
             min(hs), max(hs), min(ws), max(ws), int(np.median(hs)), int(np.median(ws)),
+            scale,
             *patch,
             self.batch_size,
             "" if self.given_batch else f" (planned from data.batch_pixels={self.batch_pixels})",
             *roi,
             list(self.flip_axes) or "none",
         )  # fmt: skip
-        median = int(np.median(hs)) * int(np.median(ws))
-        if median > LARGE_IMAGES * patch[0] * patch[1]:
+        if median[0] * median[1] > LARGE_IMAGES * patch[0] * patch[1]:
             log.warning(
-                "the images (median %dx%d) are over %d times the %dx%d training patch: an "
-                "object larger than a patch is seen only in part, and every validation and "
-                "test image is read whole (slow on a CPU). Where the objects are large, "
-                "copies downscaled to about a thousand pixels a side (masks with "
-                "nearest-neighbour resampling) let each patch see more of them",
-                int(np.median(hs)), int(np.median(ws)), LARGE_IMAGES, *patch,
+                "the images (median %dx%d as trained) are over %d times the %dx%d training "
+                "patch: an object larger than a patch is seen only in part, and every "
+                "validation and test image is read whole (slow on a CPU)%s. Where the objects "
+                "are large, data.downscale=<factor> reads the images that many times smaller "
+                "(scored and predicted at native size) and lets each patch see more of them",
+                *median, LARGE_IMAGES, *patch,
+                f" ({scale_why})" if scale_why else "",
             )  # fmt: skip
 
     def case_names(self) -> list[str]:
@@ -1173,33 +1260,51 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return (self.info().in_channels, *self.patch_size)
 
     def read_split(self, split: str) -> int:
-        return len(self.load(split))
+        return len(self.load(split, scored=True))
 
     # -- decoding ---------------------------------------------------------------------------
-    def load(self, split: str) -> list[Loaded]:
+    def load(self, split: str, scored: bool = False) -> list[Loaded]:
         """Decode (once, then from memory) and check the pairs of a split: sizes that match,
-        mask values the settings map."""
+        mask values the settings map. ``scored``: with each label at its mask's size where
+        the images are read downscaled (validation, testing)."""
         if split not in self.splits:
             raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
-        missing = [i for i in self.splits[split] if i not in self._loaded]
+        native = scored and self.downscale > 1
+        missing = [
+            i for i in self.splits[split]
+            if i not in self._loaded or (native and self._loaded[i].native is None)
+        ]  # fmt: skip
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
-            for i, item in zip(missing, pool.map(self._load_one, missing), strict=True):
+            loaded = pool.map(lambda i: self._load_one(i, native), missing)
+            for i, item in zip(missing, loaded, strict=True):
                 self._loaded[i] = item
         return [self._loaded[i] for i in self.splits[split]]
 
-    def _load_one(self, i: int) -> Loaded:
+    def at_working_scale(self, raw: np.ndarray) -> np.ndarray:
+        """A decoded image (H, W, C) as training reads it: ``data.downscale`` times
+        smaller (:func:`working_scale.downscale_array`), or as it is."""
+        if self.downscale == 1:
+            return raw
+        return working_scale.downscale_array(raw, self.downscale)
+
+    def _load_one(self, i: int, native_label: bool = False) -> Loaded:
         pair = self.pairs[i]
         norm = self.info().normalization
         mode, raw = self._decoded_images.pop(i, (None, None))
         if mode != norm["color_mode"]:  # none kept, or decoded otherwise
             raw = img.read_pair_image(pair, norm["color_mode"], compact=True)
+            native = raw.shape[:2]
+            raw = self.at_working_scale(raw)
+        else:  # kept at the working scale by the statistics
+            header = img.pair_header(pair) if self.downscale > 1 else None
+            native = (header.height, header.width) if header else raw.shape[:2]
         codes = self._decoded_masks.pop(i, None)
         if codes is None or self._held_reading != self.reading():  # kept: read as now only
             codes = img.read_codes(pair, self.reading(), self.mask_ignore)
-        if codes.shape != raw.shape[:2]:
+        if codes.shape != native:
             raise img.ImageDataError(
                 f"mask {pair.masks[0]} is {codes.shape[1]}x{codes.shape[0]} and its image "
-                f"{pair.image} {raw.shape[1]}x{raw.shape[0]} (W x H): a mask must be the size "
+                f"{pair.image} {native[1]}x{native[0]} (W x H): a mask must be the size "
                 "of its image."
             )
         # masks per class: a code the mapping lacks is an overlap the label map has no class for
@@ -1223,7 +1328,12 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 torch.tensor(norm[k], dtype=torch.float32).view(-1, 1, 1) for k in ("mean", "std")
             )
         raw = torch.from_numpy(raw.transpose(2, 0, 1).copy())
-        return Loaded(pair.name, raw, torch.from_numpy(label), *self._norm)
+        label = torch.from_numpy(label)
+        if self.downscale == 1:
+            return Loaded(pair.name, raw, label, *self._norm)
+        # trained on the label at the image's scale, scored on the one the mask gives
+        small = working_scale.downscale_label(label, raw.shape[1:])
+        return Loaded(pair.name, raw, small, *self._norm, native=label if native_label else None)
 
     def _log_values(self, items: list[Loaded], indices: Sequence[int]) -> None:
         """Per-image class counts (for class weights), and a warning for classes no
@@ -1265,9 +1375,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
                 train, self.patch_size, length, self.mapping.void, self.flip_axes, self.scale,
                 self.foreground_ratio, self.intensity,
             )  # fmt: skip
-            self.datasets["val"] = WholeImageDataset(self.load("val"))
+            self.datasets["val"] = WholeImageDataset(self.load("val", scored=True))
         if stage in ("test", "predict"):
-            self.datasets["test"] = WholeImageDataset(self.load(self.split))
+            self.datasets["test"] = WholeImageDataset(self.load(self.split, scored=True))
 
     def _default_length(self, train: list[Loaded]) -> int:
         """Patches per epoch: ``steps_per_epoch`` steps' worth of patches, a step being the
@@ -1295,7 +1405,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return self._loader(self.datasets["test"], self._eval_batch("test"), shuffle=False)
 
     def _eval_batch(self, stage: str) -> int:
-        shapes = {tuple(it.raw.shape) for it in self.datasets[stage].items}
+        shapes = {(*it.raw.shape, *it.target.shape) for it in self.datasets[stage].items}
         return self.eval_batch_size if len(shapes) == 1 else 1
 
     def bn_dataloader(self) -> DataLoader:
@@ -1369,13 +1479,17 @@ def check_sampling(
     return scale, size
 
 
-def check_normalization(mean: Sequence[float] | None, std: Sequence[float] | None) -> None:
+def check_normalization(
+    mean: Sequence[float] | None, std: Sequence[float] | None, downscale: object = 1
+) -> float | str:
+    """``data.mean`` and ``data.std`` checked; ``data.downscale`` checked and returned."""
     for name, values in (("mean", mean), ("std", std)):
         as_list(f"data.{name}", values, "[0.5]")
     if (mean is None) != (std is None):
         raise ValueError("data.mean and data.std: give both, or neither (from the data).")
     if std is not None and not all(s > 0 for s in std):
         raise ValueError(f"data.std={list(std)}: every value must be above 0.")
+    return working_scale.check_downscale(downscale)
 
 
 def check_counts_and_choices(

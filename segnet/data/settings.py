@@ -49,9 +49,9 @@ DRAWN_SPLITS = {
 SLIDING_WINDOW = {"sw_roi_size": ANY, "sw_overlap": ANY, "sw_mode": ANY, "sw_batch_size": RESUMABLE}
 CLASS_WEIGHTS = {"class_weights": TRAINING, "class_weights_power": TRAINING}
 # Data settings added after runs were recorded whose default is not what those runs did:
-# the value a run that does not record one had (drawn splits kept no group whole), which
-# a resume and an evaluation of it take
-AS_BEFORE_THEY_EXISTED = {"groups": False}
+# the value a run that does not record one had (drawn splits kept no group whole; images
+# at native size), which a resume and an evaluation of it take
+AS_BEFORE_THEY_EXISTED = {"groups": False, "downscale": 1}
 
 
 def keys_with(rows: dict[str, Setting], flag: str) -> tuple[str, ...]:

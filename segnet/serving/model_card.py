@@ -14,8 +14,10 @@ CARD_NAME = "model.json"
 # that knows only version 1 would skip it and predict on the wrong grid. 3: mirroring flips
 # the axes training flipped (deployment.onnx.mirroring.axes), which may be fewer than all.
 # 4: a label-map clean-up chosen on validation (deployment.label_map_cleanup), which a
-# reader of version 3 would skip
-CARD_VERSION = 4
+# reader of version 3 would skip. 5: your own images may be read downscaled
+# (data.normalization.downscale, a "resize" step before the network and "resize_logits"
+# after it), which a reader of version 4 would skip, predicting at native size
+CARD_VERSION = 5
 # SegmentationModule arguments a card carries besides the network and the data description
 # (everything but optimisation), so that evaluating an exported model scores like its
 # checkpoint

@@ -217,3 +217,34 @@ def test_black_and_white_masks_of_two_names_alone_evaluate_as_trained(tmp_path, 
     ev, _ = evaluate(compose("evaluate", [f"ckpt_path={best}", "trainer.accelerator=cpu"],
                              tmp_path / "ev"))  # fmt: skip
     assert ev["test/dice/disc"] == pytest.approx(metrics["test/dice/disc"], abs=1e-6)
+
+
+def test_large_images_train_downscaled_and_are_scored_and_predicted_at_native_size(tmp_path):
+    """data.downscale=auto on images over 16 patches: trained smaller, the test split and
+    evaluate.py scored on the masks as they are, predictions at each image's own size,
+    the same from the checkpoint as from evaluation."""
+    import torch
+
+    from segnet.commands.evaluate import evaluate
+    from segnet.commands.train import train
+    from segnet.serving.predict import Predictor
+
+    root = make_folder(tmp_path / "data", n=10, size=(200, 240))
+    run = tmp_path / "run"
+    settings = [*QUICK, f"data.root={root}", *(s.strip("'") for s in CLASSES)]
+    metrics, _ = train(compose("train", settings, run))
+    best = run / "checkpoints" / "best.ckpt"
+    ckpt = torch.load(best, map_location="cpu", weights_only=False)
+    assert ckpt["hyper_parameters"]["data"]["normalization"]["downscale"] == pytest.approx(1.71)
+    out = tmp_path / "ev"
+    evaluate(compose("evaluate", [f"ckpt_path={best}", "save_predictions=true",
+                                  "trainer.accelerator=cpu"], out))  # fmt: skip
+    scored = json.loads((out / "metrics.json").read_text())["metrics"]
+    assert scored["test/dice/disc"] == pytest.approx(metrics["test/dice/disc"], abs=1e-6)
+    saved = sorted((out / "predictions").glob("*_color.png"))
+    assert len(saved) == 2 and all(Image.open(p).size == (240, 200) for p in saved)
+    name = saved[0].name.removesuffix("_color.png")
+    written = Predictor(best).predict_file(root / "images" / f"{name}.png", tmp_path / "masks")
+    predicted = np.asarray(Image.open(written[0]))
+    assert predicted.shape == (200, 240)
+    assert np.array_equal(predicted, np.asarray(Image.open(out / "predictions" / f"{name}.png")))

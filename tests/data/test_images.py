@@ -574,14 +574,19 @@ def test_colour_masks_beside_palette_files_are_counted_as_colours_once(tmp_path,
 
 
 def test_images_far_larger_than_the_patch_are_said_to_be(tmp_path, caplog):
-    """Photos of many megapixels in patches of 128: a warning says what that costs and
-    the way out; images near the patch's size are not warned of."""
+    """Photos of many megapixels in patches of 128, kept at native size: a warning says
+    what that costs and the way out; read downscaled (the default), or near the patch's
+    size, they are not warned of."""
     large = make_folder(tmp_path / "large", n=4, size=(700, 700))
+    names = dict(class_names=["background", "disc"], label_values=[0, 255], max_patch=64)
     with caplog.at_level(logging.WARNING):
-        prepared(
-            large, class_names=["background", "disc"], label_values=[0, 255], max_patch=64
-        ).info()
-    assert "(median 700x700) are over 100 times the 64x64 training patch" in caplog.text
+        prepared(large, downscale=1, **names).info()
+    assert "(median 700x700 as trained) are over 100 times the 64x64 training patch" in caplog.text
+    assert "data.downscale=<factor>" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        prepared(large, **names).info()
+    assert "training patch: an object" not in caplog.text
     caplog.clear()
     small = make_folder(tmp_path / "small", n=4, size=(96, 96))
     with caplog.at_level(logging.WARNING):

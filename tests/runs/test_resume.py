@@ -322,11 +322,15 @@ def test_a_run_from_before_groups_resumes_drawing_case_by_case(tmp_path):
     record.mkdir()
     (record / "config.yaml").write_text(yaml.safe_dump({"data": images}))
     (record / "overrides.yaml").write_text(yaml.safe_dump(["data=images", "data.csv=c.csv"]))
-    assert recorded_overrides(tmp_path) == ["data.groups=false", "data=images", "data.csv=c.csv"]
-    now = {"data": {**images, "groups": False}}
+    # and its images at native size, where today's default reads large ones downscaled
+    before = ["data.groups=false", "data.downscale=1"]
+    assert recorded_overrides(tmp_path) == [*before, "data=images", "data.csv=c.csv"]
+    now = {"data": {**images, "groups": False, "downscale": 1}}
     assert changed_settings({"data": images}, now) == []
     assert changed_settings({"data": images}, {"data": {**images, "groups": True}}) != []
-    (record / "config.yaml").write_text(yaml.safe_dump({"data": {**images, "groups": True}}))
+    assert changed_settings({"data": images}, {"data": {**images, "downscale": "auto"}}) != []
+    later = {**images, "groups": True, "downscale": "auto"}
+    (record / "config.yaml").write_text(yaml.safe_dump({"data": later}))
     assert recorded_overrides(tmp_path) == ["data=images", "data.csv=c.csv"]
 
 

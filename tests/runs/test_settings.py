@@ -118,7 +118,7 @@ def test_a_format_is_asked_for_its_rows():
     assert setting("data.hflip", volumes) is setting("data.anything_else", volumes)  # no row
     assert setting("data.cache_max_gb", volumes).resume
     assert data_keys("part_of_model", NiftiDataModule) == ("clip", "channels")
-    assert set(data_keys("part_of_model", ImageFolderDataModule)) == {"mean", "std"}
+    assert set(data_keys("part_of_model", ImageFolderDataModule)) == {"mean", "std", "downscale"}
     assert data_keys("training_only", None) == ()  # a DataModule that is not one of ours
 
 

@@ -769,10 +769,12 @@ def test_a_card_of_a_newer_version_is_refused_not_half_followed(exported_3d, tmp
     _, exp = exported_3d
     newer = shutil.copytree(exp, tmp_path / "newer")
     card = json.loads((newer / "model.json").read_text())
-    assert card["card_version"] == 4
-    card["card_version"] = 5
+    from segnet.serving.model_card import CARD_VERSION
+
+    assert card["card_version"] == CARD_VERSION == 5
+    card["card_version"] = CARD_VERSION + 1
     (newer / "model.json").write_text(json.dumps(card))
-    with pytest.raises(ValueError, match=r"model card version 5, written by a newer segnet"):
+    with pytest.raises(ValueError, match=r"model card version 6, written by a newer segnet"):
         Predictor(newer / "model.onnx")
 
 

@@ -1,0 +1,156 @@
+"""The scale your own 2D images are trained at (``data.downscale``): native size, or every
+image downscaled by one factor, planned from the data as nnU-Net plans a target spacing
+for volumes. Scores, ``evaluate.py`` and predictions stay at each image's native size:
+the logits are resized back to it before the argmax.
+
+Why: a network trained on 128x128 patches of 4000x3000 photos sees a car or a skin lesion
+only in part, and every validation and test image is read whole, which on a CPU takes
+minutes each. Downscaled to about four training patches a side, each patch sees more of
+an object, and validation and testing cost the factor squared less. Not below what the
+data's thinnest class allows: structures a few pixels across (cell nuclei, roads, vessels)
+would vanish.
+
+Torch and NumPy only: prediction of a served model resizes its inputs with these same
+functions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+# the median training image is downscaled to at most this many training patches of area
+# (four patches a side): 512x512 for images_quick's 128x128 patch
+PATCHES_PER_IMAGE = 16
+# the thinnest class keeps at least this thickness (pixels) after downscaling
+MIN_THICKNESS = 8.0
+# smaller factors are not worth the blur: the images stay at native size
+MIN_FACTOR = 1.25
+# a value below this share of the pixels looked at is left out of the thickness (the few
+# grey levels of a JPEG mask's edges are not a class)
+MIN_SHARE = 0.005
+# masks read to measure the classes' thickness
+MASKS_LOOKED_AT = 16
+
+
+def check_downscale(setting: object) -> float | str:
+    """``data.downscale``: ``auto`` (planned from the data), or a factor >= 1 (1: native
+    size; 2: half the width and height)."""
+    if setting == "auto":
+        return "auto"
+    if isinstance(setting, int | float) and not isinstance(setting, bool) and setting >= 1:
+        return float(setting)
+    raise ValueError(
+        f"data.downscale={setting!r}: give auto (planned from the data: large images are "
+        "downscaled so that the median one spans about four training patches a side), a "
+        "factor of 1 or more (2 halves the width and height; 1 trains at native size)."
+    )
+
+
+def scaled_size(height: int, width: int, factor: float) -> tuple[int, int]:
+    """An image's (height, width) downscaled by ``factor``, rounded, at least 1."""
+    return max(1, round(height / factor)), max(1, round(width / factor))
+
+
+def thickness(masks: Iterable[np.ndarray], void: Iterable[int] = ()) -> dict[int, float]:
+    """How thick each value's regions are over ``masks`` (2D arrays of label values or
+    mask codes): twice its pixels over its boundary pixels (those with a 4-neighbour of
+    another value; the image's border is no boundary), which is the width of a strip and
+    the radius of a disc. Values holding under ``MIN_SHARE`` of the pixels, values in
+    ``void`` and values with no boundary are left out.
+
+    Example:
+        >>> mask = np.zeros((40, 40), np.uint8); mask[10:30, 18:22] = 1  # a strip 4 wide
+        >>> round(thickness([mask])[1], 1)
+        3.6
+    """
+    area: dict[int, int] = {}
+    edge: dict[int, int] = {}
+    for mask in masks:
+        boundary = np.zeros(mask.shape, bool)
+        rows, cols = mask[1:] != mask[:-1], mask[:, 1:] != mask[:, :-1]
+        boundary[1:] |= rows
+        boundary[:-1] |= rows
+        boundary[:, 1:] |= cols
+        boundary[:, :-1] |= cols
+        for counts, where in ((area, mask), (edge, mask[boundary])):
+            values, n = np.unique(where, return_counts=True)
+            for v, c in zip(values.tolist(), n.tolist(), strict=True):
+                counts[v] = counts.get(v, 0) + c
+    total = sum(area.values())
+    left_out = set(void)
+    return {
+        v: 2 * a / edge[v]
+        for v, a in sorted(area.items())
+        if v not in left_out and edge.get(v) and a >= MIN_SHARE * total
+    }
+
+
+def plan_downscale(
+    sizes: Sequence[tuple[int, int]], patch_area: int, thinnest: float | None
+) -> tuple[float, str]:
+    """The factor ``data.downscale=auto`` trains at, and why: the median image of
+    ``sizes`` brought to about ``PATCHES_PER_IMAGE`` training patches of ``patch_area``
+    pixels, no further than keeps the ``thinnest`` class ``MIN_THICKNESS`` pixels thick;
+    1 (native size) where that is under ``MIN_FACTOR``.
+
+    Example:
+        >>> plan_downscale([(3000, 4000)], 128 * 128, 120.0)[0]
+        6.77
+        >>> plan_downscale([(3000, 4000)], 128 * 128, 12.0)[0]  # thin roads: 1.5 at most
+        1.5
+        >>> plan_downscale([(360, 480)], 128 * 128, None)[0]
+        1.0
+    """
+    median = float(np.median([h for h, _ in sizes])) * float(np.median([w for _, w in sizes]))
+    by_area = math.sqrt(median / (PATCHES_PER_IMAGE * patch_area))
+    if by_area < MIN_FACTOR:
+        return 1.0, "the images are small enough to train whole"
+    factor, why = by_area, f"the median image brought to about {PATCHES_PER_IMAGE} patches"
+    if thinnest is not None and by_area > thinnest / MIN_THICKNESS:
+        factor = thinnest / MIN_THICKNESS
+        why = (
+            f"no further than keeps the thinnest class {MIN_THICKNESS:g} pixels thick (it is "
+            f"{thinnest:.1f} at native size)"
+        )
+    if factor < MIN_FACTOR:
+        return 1.0, why.replace("no further than keeps", "native size, which keeps")
+    return round(factor, 2), why
+
+
+def downscale_image(raw: torch.Tensor, size: Sequence[int], integral: bool) -> torch.Tensor:
+    """An image (C, H, W) of any dtype resized to ``size`` (bilinear, antialiased, as
+    ``torch.nn.functional.interpolate`` does), in float32; rounded where its values are
+    whole numbers (8- and 16-bit images), so that training and prediction feed the network
+    the same values."""
+    out = F.interpolate(
+        raw[None].to(torch.float32), size=tuple(size), mode="bilinear", align_corners=False,
+        antialias=True,
+    )[0]  # fmt: skip
+    return out.round() if integral else out
+
+
+def downscale_array(raw: np.ndarray, factor: float, whole: bool = False) -> np.ndarray:
+    """A decoded image (H, W, C) ``factor`` times smaller (:func:`downscale_image`), in
+    its own type (8- and 16-bit stay so: a folder is held in memory through training).
+    ``whole``: rounded where every value is a whole number, whatever the type (prediction
+    reads images as float32; training held the same file in 8 or 16 bits and rounded)."""
+    size = scaled_size(raw.shape[0], raw.shape[1], factor)
+    integral = bool(np.issubdtype(raw.dtype, np.integer))
+    if whole and not integral:
+        integral = bool(np.array_equal(raw, np.round(raw)))
+        x = torch.from_numpy(np.ascontiguousarray(raw.transpose(2, 0, 1)).astype(np.float32))
+        return downscale_image(x, size, integral).numpy().transpose(1, 2, 0).copy()
+    x = torch.from_numpy(np.ascontiguousarray(raw.transpose(2, 0, 1)).astype(np.float32))
+    out = downscale_image(x, size, integral).numpy().transpose(1, 2, 0)
+    return out.astype(raw.dtype) if integral else np.ascontiguousarray(out)
+
+
+def downscale_label(label: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
+    """A label map (H, W) resized to ``size`` by the nearest pixel (half-pixel centres)."""
+    resized = F.interpolate(label[None, None].to(torch.float32), size=tuple(size),
+                            mode="nearest-exact")  # fmt: skip
+    return resized[0, 0].to(label.dtype)
