@@ -276,6 +276,28 @@ def settle_classes(
         data_cfg.class_names = trained_names
 
 
+def refuse_other_input(
+    overrides: dict[str, Any], as_trained: dict[str, Any], module: Any, data_format: Any
+) -> None:
+    """Settings of the network's input (its normalisation, the scale images are read at)
+    other than the checkpoint's are refused: it takes its input as it was trained."""
+    part_of_model = data_keys("part_of_model", data_format)
+    # the factor images were read smaller by, as planned (data.downscale=auto) or before
+    # the setting existed (1): naming it is no change
+    trained = {**as_trained, "downscale": module.data_info.normalization.get("downscale", 1.0)}
+    renormalised = [
+        f"data.{k}={json.dumps(overrides[k])}"
+        for k in part_of_model
+        if k in overrides and overrides[k] not in (as_trained.get(k), trained.get(k))
+    ]
+    if renormalised:
+        raise ValueError(
+            f"{', '.join(renormalised)}: the network takes its input as it was trained "
+            f"({', '.join(f'{k}={trained[k]}' for k in part_of_model if k in trained)})"
+            ", which the checkpoint keeps: leave these out."
+        )
+
+
 def check_overrides(
     overrides: dict[str, Any],
     as_trained: dict[str, Any],
@@ -305,7 +327,6 @@ def check_overrides(
     # as the format says (segnet.data.settings)
     data_format = get_class(data_cfg._target_)
     training_only = data_keys("training_only", data_format)
-    part_of_model = data_keys("part_of_model", data_format)
     unused = [
         f"data.{k}={json.dumps(v)}"
         for k, v in overrides.items()
@@ -317,17 +338,7 @@ def check_overrides(
             "loss's class weights), which an evaluation does not use: leave them out. "
             "Mirroring at test time is tta=true or false."
         )
-    renormalised = [
-        f"data.{k}={json.dumps(overrides[k])}"
-        for k in part_of_model
-        if k in overrides and overrides[k] != as_trained.get(k)
-    ]
-    if renormalised:
-        raise ValueError(
-            f"{', '.join(renormalised)}: the network takes its input normalised as it was "
-            f"trained ({', '.join(f'{k}={as_trained[k]}' for k in part_of_model if k in as_trained)})"
-            ", which the checkpoint keeps: leave these out."
-        )
+    refuse_other_input(overrides, as_trained, module, data_format)
     if "image_size" in overrides and overrides["image_size"] != as_trained.get("image_size"):
         log.warning(
             "data.image_size=%s: the network sees the images at this size, not at the %s "

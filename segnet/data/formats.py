@@ -222,8 +222,10 @@ class OwnImages(ImageFiles):
 def downscale_step(factor: float) -> dict[str, Any]:
     """The model card's step that reads an image as training did, ``factor`` times smaller."""
     return {
-        "step": "resize",
-        "size_hw": f"round(H / {factor:g}), round(W / {factor:g}), at least 1",
+        "step": "downscale",
+        "factor": float(factor),
+        "size_hw": "[max(1, round(H / factor)), max(1, round(W / factor))], Python's round() "
+        "(halves to even)",
         "interpolation": "bilinear, antialiased, half-pixel centres, on the float32 image; "
         "rounded to whole numbers where every value is one (8- and 16-bit images)",
         "as_run_by": "torch.nn.functional.interpolate(mode='bilinear', antialias=True, "

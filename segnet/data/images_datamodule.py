@@ -501,7 +501,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         # training images and masks as describe() decoded them (for the statistics and the
         # mask values), kept until the training split is loaded: each file decoded once
         self._decoded_masks: dict[int, np.ndarray] = {}
-        self._decoded_images: dict[int, tuple[str, np.ndarray]] = {}
+        # (the image at the scale trained at, and its size as decoded)
+        self._decoded_images: dict[int, tuple[str, np.ndarray, tuple[int, int]]] = {}
         # how the masks kept were read: the value counts' reading, where no class is named,
         # is the one the classes then assumed read them with, so they are not read again
         self._held_reading: dict[str, Any] | None = None
@@ -787,21 +788,34 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return f"data.downscale=auto: {why}"
 
     def _thinnest_class(self) -> float | None:
-        """The thickness (:func:`working_scale.thickness`) of the thinnest value in up to
-        ``MASKS_LOOKED_AT`` training masks spread over the split, void values left out."""
+        """The thickness (:func:`working_scale.thickness`) of the thinnest class in up to
+        ``MASKS_LOOKED_AT`` training masks spread over the split, void left out; of the
+        thinnest mask value (of a share of the pixels that makes it no stray level) where
+        the classes do not map every value yet."""
         train = self.splits["train"] or self.splits["all"]
         looked_at = train[:: max(1, len(train) // working_scale.MASKS_LOOKED_AT)]
         looked_at = looked_at[: working_scale.MASKS_LOOKED_AT]
-        how = self.reading()
+        how, mapping = self.reading(), self.mapping
+
+        def measure(i: int) -> tuple[tuple[dict, dict], bool]:
+            codes = img.read_codes(self.pairs[i], how, self.mask_ignore)
+            try:  # counted where read: large masks do not pile up
+                label = mapping.apply(codes, self.pairs[i].masks[0]) if mapping else None
+            except img.ImageDataError:  # a value no class maps (yet)
+                label = None
+            return working_scale.area_and_boundary(codes if label is None else label), (
+                label is not None
+            )
+
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
-            masks = list(pool.map(
-                lambda i: img.read_codes(self.pairs[i], how, self.mask_ignore), looked_at
-            ))  # fmt: skip
-        void: list[int] = []
-        if self.mapping is not None:
-            counts = {int(v): 1 for m in masks for v in np.unique(m)}
-            void = [c for c, k in self.mapping.classes_of(counts).items() if k == self.mapping.void]
-        found = working_scale.thickness(masks, void)
+            measured = list(pool.map(measure, looked_at))
+        as_classes = all(mapped for _, mapped in measured)
+        counted = [c for c, mapped in measured if mapped == as_classes]
+        found = working_scale.thickness(
+            counted,
+            [mapping.void] if as_classes else (),
+            0.0 if as_classes else working_scale.MIN_SHARE,
+        )  # fmt: skip
         return min(found.values()) if found else None
 
     def _settle_class_list(self) -> None:
@@ -1042,18 +1056,24 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if keep and self._held_reading != how:  # masks kept are of one reading
             self._decoded_masks.clear()
             self._held_reading = dict(how)
+
+        def read(i: int) -> tuple[np.ndarray | None, dict[int, int]]:
+            mask = held[i] if i in held else img.read_codes(self.pairs[i], how, self.mask_ignore)
+            # counted and made compact where it is read: the pool's results wait for the
+            # loop below, and masks of large images would pile up there at full size
+            # (kept: in the smallest type that holds them; codes are below 2**25)
+            return (mask.astype(smallest_int(mask)) if keep else None), working_scale.value_counts(
+                mask
+            )
+
         with ThreadPoolExecutor(4) as pool:  # Pillow releases the GIL while decoding
-            masks = pool.map(
-                lambda i: held[i] if i in held
-                else img.read_codes(self.pairs[i], how, self.mask_ignore), indices,
-            )  # fmt: skip
-        for i, mask in zip(indices, masks, strict=True):
-            if keep:  # in the smallest type that holds them (codes are below 2**25)
-                self._decoded_masks[i] = mask.astype(smallest_int(mask))
-            values, n = np.unique(mask, return_counts=True)
-            for v, c in zip(values.tolist(), n.tolist(), strict=True):
-                counts[v] = counts.get(v, 0) + c
-                first_with.setdefault(v, self.pairs[i].masks[0])
+            found = pool.map(read, indices)
+            for i, (mask, values) in zip(indices, found, strict=True):
+                if keep:
+                    self._decoded_masks[i] = mask
+                for v, c in values.items():
+                    counts[v] = counts.get(v, 0) + c
+                    first_with.setdefault(v, self.pairs[i].masks[0])
         return counts, first_with
 
     def _suggested(self, counts: dict[int, int], indices: Sequence[int]) -> str:
@@ -1190,13 +1210,17 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         """Per-channel mean and std over the training images (their own units)."""
         total = total_sq = None
         pixels = 0
+
+        def read(i: int) -> tuple[np.ndarray, tuple[int, int]]:
+            # downscaled where it is read (the statistics are of what the network sees),
+            # so that images of full size never pile up waiting for the loop below
+            raw = img.read_pair_image(self.pairs[i], mode, compact=True)
+            return self.at_working_scale(raw), raw.shape[:2]
+
         with ThreadPoolExecutor(4) as pool:
-            images = pool.map(
-                lambda i: img.read_pair_image(self.pairs[i], mode, compact=True), indices
-            )
-        for i, raw in zip(indices, images, strict=True):
-            raw = self.at_working_scale(raw)  # the statistics of what the network sees
-            self._decoded_images[i] = (mode, raw)  # loading takes it from here
+            images = list(pool.map(read, indices))
+        for i, (raw, native) in zip(indices, images, strict=True):
+            self._decoded_images[i] = (mode, raw, native)  # loading takes it from here
             x = raw.astype(np.float64)
             flat = x.reshape(-1, x.shape[-1])
             s, sq = flat.sum(0), (flat**2).sum(0)
@@ -1285,19 +1309,18 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         smaller (:func:`working_scale.downscale_array`), or as it is."""
         if self.downscale == 1:
             return raw
-        return working_scale.downscale_array(raw, self.downscale)
+        # rounded where its values are whole (16-bit images are held as float32), as
+        # prediction rounds them
+        return working_scale.downscale_array(raw, self.downscale, whole=True)
 
     def _load_one(self, i: int, native_label: bool = False) -> Loaded:
         pair = self.pairs[i]
         norm = self.info().normalization
-        mode, raw = self._decoded_images.pop(i, (None, None))
+        mode, raw, native = self._decoded_images.pop(i, (None, None, None))
         if mode != norm["color_mode"]:  # none kept, or decoded otherwise
             raw = img.read_pair_image(pair, norm["color_mode"], compact=True)
             native = raw.shape[:2]
             raw = self.at_working_scale(raw)
-        else:  # kept at the working scale by the statistics
-            header = img.pair_header(pair) if self.downscale > 1 else None
-            native = (header.height, header.width) if header else raw.shape[:2]
         codes = self._decoded_masks.pop(i, None)
         if codes is None or self._held_reading != self.reading():  # kept: read as now only
             codes = img.read_codes(pair, self.reading(), self.mask_ignore)
@@ -1320,7 +1343,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             if roi.shape != codes.shape:
                 raise img.ImageDataError(
                     f"region-of-interest mask {pair.roi} is {roi.shape[1]}x{roi.shape[0]} and "
-                    f"its image {raw.shape[1]}x{raw.shape[0]}: it must be the size of its image."
+                    f"its image {native[1]}x{native[0]}: it must be the size of its image."
                 )
             label[roi == 0] = self.mapping.void
         if self._norm is None:  # shared by every image

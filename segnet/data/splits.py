@@ -106,6 +106,80 @@ def groups_by_name(names: Sequence[str], setting: str) -> list[str]:
     return groups
 
 
+# a name's last part, its extension aside; the separators of its parts
+EXTENSION = re.compile(r"(\.[A-Za-z][A-Za-z0-9]{0,4})+$")
+SEPARATOR = re.compile(r"[_\-. ]+")
+# a group named by a year or a date is a time, not one patient's or one object's
+DATE = re.compile(r"^(19|20)\d\d([_\-.]?\d\d){0,2}$")
+
+
+def numbered_part(name: str) -> tuple[str, str, str, str] | None:
+    """A name numbered within a group: the first part (up to a separator) that holds a
+    number, the separator, the word before the rest's first number, and the number the
+    name ends in; None where it is not so.
+
+    Example:
+        >>> numbered_part("train/patient007_frame01_slice12.png")
+        ('patient007', '_', 'frame', '12')
+    """
+    stem = EXTENSION.sub("", re.split(r"[\\/]", name)[-1])
+    last = re.search(r"\d+$", stem)
+    if last is None:
+        return None
+    for sep in SEPARATOR.finditer(stem):
+        group, rest = stem[: sep.start()], stem[sep.end() :]
+        if any(c.isdigit() for c in group) and re.match(r"[A-Za-z]*\d", rest):
+            word = re.match(r"[A-Za-z]*", rest)[0]
+            return group, sep[0], word, last[0]
+    return None
+
+
+def numbered_groups(names: Sequence[str]) -> tuple[str, int] | None:
+    """Where every name is numbered within a group (:func:`numbered_part`) alike (one
+    separator, one word), the groups hold two or more names on average, and the numbers
+    start again in each (slices 0.., a car's views 01..16; not a year's running count):
+    the ``data.groups`` pattern that reads those groups, and how many there are; else None.
+
+    Example:
+        >>> numbered_groups([f"patient{p:03d}_slice{s}" for p in range(3) for s in range(4)])
+        ('{group}_slice*', 3)
+        >>> numbered_groups(["Abyssinian_1", "Abyssinian_2", "Bengal_1", "Bengal_2"]) is None
+        True
+    """
+    parts = [numbered_part(name) for name in names]
+    if any(p is None for p in parts) or len({(p[1], p[2]) for p in parts}) != 1:
+        return None
+    groups = {p[0] for p in parts}
+    numbers = [p[3] for p in parts]
+    if not 2 <= len(groups) <= len(names) / 2 or len(set(numbers)) == len(numbers):
+        return None
+    if any(DATE.match(g) for g in groups):
+        return None
+    pattern = "{group}" + parts[0][1] + parts[0][2] + "*"
+    try:  # the pattern must read the same groups, or it is no advice
+        read = groups_by_name(names, pattern)
+    except ValueError:
+        return None
+    return (pattern, len(groups)) if set(read) == groups else None
+
+
+def say_numbered_groups(names: Sequence[str], where: str) -> None:
+    """Warn where cases drawn one by one look like several per group (:func:`numbered_groups`):
+    near copies would be trained on and scored alike."""
+    found = numbered_groups(names) if len(names) >= 4 else None
+    if found is None:
+        return
+    pattern, count = found
+    log.warning(
+        "the names of %s look numbered within groups (%s, %s, ...: %d groups of %.1f on "
+        "average), and the splits are drawn case by case: one group's cases (one patient's "
+        "slices, one object's views) fall in training and in test alike, and the scores "
+        "flatter the model. data.groups='%s' keeps each group whole in one split; "
+        "data.groups=false draws case by case without this warning.",
+        where, names[0], names[1], count, len(names) / count, pattern,
+    )  # fmt: skip
+
+
 def given_or_drawn(
     names: Sequence[str],
     given: Sequence[str | None],
@@ -132,6 +206,9 @@ def given_or_drawn(
         groups = groups_by_name(names, setting)
         where += f", data.groups={setting!r}"
     few_case_by_case = groups_of_folders and setting is True
+    drawn = not any(given) or set(given) == {"train"} or "val" not in given
+    if setting is True and not any(groups or ()) and drawn:
+        say_numbered_groups(names, where)  # a split is drawn, and nothing keeps groups whole
     if not any(given):
         return split_groups(names, groups, where, few_case_by_case, **split_args)
     if set(given) == {"train"}:

@@ -15,8 +15,9 @@ CARD_NAME = "model.json"
 # the axes training flipped (deployment.onnx.mirroring.axes), which may be fewer than all.
 # 4: a label-map clean-up chosen on validation (deployment.label_map_cleanup), which a
 # reader of version 3 would skip. 5: your own images may be read downscaled
-# (data.normalization.downscale, a "resize" step before the network and "resize_logits"
-# after it), which a reader of version 4 would skip, predicting at native size
+# (data.normalization.downscale, a "downscale" step before the network and
+# "resize_logits" after it), which a reader of version 4 would skip, predicting at native
+# size; written only on such cards (the lowest version that reads a card right)
 CARD_VERSION = 5
 # SegmentationModule arguments a card carries besides the network and the data description
 # (everything but optimisation), so that evaluating an exported model scores like its
@@ -43,7 +44,7 @@ def make_card(
     axis the network takes (shorter inputs are padded)."""
     layout = "NCHW" if data.spatial_dims == 2 else "NCDHW (D, H, W = the RAS x, y, z axes)"
     return {
-        "card_version": CARD_VERSION,
+        "card_version": CARD_VERSION if data.normalization.get("downscale") else 4,
         "net": spec,
         "module": {k: module_args.get(k) for k in MODULE_KEYS},
         "data": data.to_dict(),

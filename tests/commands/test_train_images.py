@@ -219,20 +219,30 @@ def test_black_and_white_masks_of_two_names_alone_evaluate_as_trained(tmp_path, 
     assert ev["test/dice/disc"] == pytest.approx(metrics["test/dice/disc"], abs=1e-6)
 
 
-def test_large_images_train_downscaled_and_are_scored_and_predicted_at_native_size(tmp_path):
+@pytest.fixture(scope="module")
+def downscaled(tmp_path_factory):
+    """A run on images over 16 of its 32x32 patches: read 1.71 times smaller."""
+    from segnet.commands.train import train
+
+    tmp = tmp_path_factory.mktemp("large")
+    root = make_folder(tmp / "data", n=10, size=(200, 240))
+    settings = [*QUICK, f"data.root={root}", *(s.strip("'") for s in CLASSES)]
+    metrics, _ = train(compose("train", settings, tmp / "run"))
+    return root, tmp / "run", metrics
+
+
+def test_large_images_train_downscaled_and_are_scored_and_predicted_at_native_size(
+    downscaled, tmp_path
+):
     """data.downscale=auto on images over 16 patches: trained smaller, the test split and
     evaluate.py scored on the masks as they are, predictions at each image's own size,
     the same from the checkpoint as from evaluation."""
     import torch
 
     from segnet.commands.evaluate import evaluate
-    from segnet.commands.train import train
     from segnet.serving.predict import Predictor
 
-    root = make_folder(tmp_path / "data", n=10, size=(200, 240))
-    run = tmp_path / "run"
-    settings = [*QUICK, f"data.root={root}", *(s.strip("'") for s in CLASSES)]
-    metrics, _ = train(compose("train", settings, run))
+    root, run, metrics = downscaled
     best = run / "checkpoints" / "best.ckpt"
     ckpt = torch.load(best, map_location="cpu", weights_only=False)
     assert ckpt["hyper_parameters"]["data"]["normalization"]["downscale"] == pytest.approx(1.71)
@@ -248,3 +258,28 @@ def test_large_images_train_downscaled_and_are_scored_and_predicted_at_native_si
     predicted = np.asarray(Image.open(written[0]))
     assert predicted.shape == (200, 240)
     assert np.array_equal(predicted, np.asarray(Image.open(out / "predictions" / f"{name}.png")))
+    # given to evaluate.py, another scale is refused: the network reads images as trained
+    with pytest.raises(ValueError, match=r"data.downscale=1: .* \(.*downscale=1.71\)"):
+        evaluate(compose("evaluate", [f"ckpt_path={best}", "+data.downscale=1"], tmp_path / "e2"))
+
+
+@pytest.mark.slow
+def test_an_exported_downscaled_model_predicts_as_its_checkpoint(downscaled, tmp_path):
+    """The model card's resize step before the network and resize_logits after it; the
+    ONNX model's masks are its checkpoint's, at each image's own size."""
+    from segnet.serving.export import export_checkpoint
+    from segnet.serving.predict import Predictor
+
+    root, run, _ = downscaled
+    best = run / "checkpoints" / "best.ckpt"
+    export_checkpoint(best, tmp_path / "exp", ("onnx",))
+    card = json.loads((tmp_path / "exp" / "model.json").read_text())
+    steps = [s["step"] for s in card["deployment"]["preprocess"]]
+    assert card["card_version"] == 5 and steps.index("downscale") < steps.index("normalize")
+    assert card["deployment"]["preprocess"][steps.index("downscale")]["factor"] == 1.71
+    assert card["deployment"]["postprocess"][0]["step"] == "resize_logits"
+    image = root / "images" / "3.png"
+    onnx = Predictor(tmp_path / "exp" / "model.onnx").predict_file(image, tmp_path / "a")[0]
+    ckpt = Predictor(best).predict_file(image, tmp_path / "b")[0]
+    a, b = np.asarray(Image.open(onnx)), np.asarray(Image.open(ckpt))
+    assert a.shape == (200, 240) and (a == b).mean() > 0.999

@@ -431,6 +431,46 @@ def test_groups_read_from_names_keep_each_patient_whole(tmp_path):
         prepared(tmp_path, groups="patient", **TWO)
 
 
+def test_names_numbered_within_groups_are_warned_of_with_the_pattern_that_keeps_them_whole(
+    tmp_path, caplog
+):
+    """Slices exported flat with no group given: drawn case by case as before, warned,
+    naming the data.groups pattern that keeps each patient whole; data.groups=false is
+    the choice made, unwarned."""
+    for k in range(5):
+        for n in range(3):
+            write_pair(tmp_path / "images" / f"pat_{k}_slice{n}.png",
+                       tmp_path / "masks" / f"pat_{k}_slice{n}.png", seed=10 * k + n)  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        prepared(tmp_path, val_fraction=0.2, test_fraction=0.2, **TWO).info()
+    assert "look numbered within groups" in caplog.text
+    assert "5 groups of 3.0 on average" in caplog.text
+    assert "data.groups='{group}_slice*'" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(tmp_path, val_fraction=0.2, test_fraction=0.2, groups="{group}_*", **TWO)
+    held = [{n.rsplit("_slice", 1)[0] for n in names} for names in dm.split_names().values()]
+    assert [len(h) for h in held] == [3, 1, 1] and "numbered within" not in caplog.text
+    with caplog.at_level(logging.WARNING):
+        prepared(tmp_path, groups=False, **TWO).info()
+    assert "numbered within" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        [f"horse{k:03d}" for k in range(12)],  # numbered, no group
+        [f"{breed}_{k}" for breed in ("Abyssinian", "Bengal") for k in range(6)],  # a word
+        [f"ISIC_{k:07d}" for k in range(12)],
+        [f"{k:02d}_{k}" for k in range(12)],  # a group per name
+    ],
+)
+def test_names_that_name_no_group_are_not_warned_of(names):
+    from segnet.data.splits import numbered_groups
+
+    assert numbered_groups(names) is None
+
+
 def test_a_group_pattern_takes_the_longest_part_that_fits():
     from segnet.data.splits import groups_by_name
 

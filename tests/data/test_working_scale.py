@@ -24,16 +24,18 @@ def disc(h: int, w: int, r: int) -> np.ndarray:
 def test_thickness_is_a_strips_width_and_a_discs_radius():
     strip = np.zeros((200, 200), np.uint8)
     strip[20:180, 98:104] = 1  # 6 wide, 160 long
-    assert ws.thickness([strip])[1] == pytest.approx(6, rel=0.1)
-    assert ws.thickness([disc(200, 200, 40)])[1] == pytest.approx(40, rel=0.15)
+    assert ws.thickness([ws.area_and_boundary(strip)])[1] == pytest.approx(6, rel=0.1)
+    thick = ws.thickness([ws.area_and_boundary(disc(200, 200, 40))])[1]
+    assert thick == pytest.approx(40, rel=0.15)
 
 
-def test_thickness_leaves_out_void_and_a_few_stray_pixels():
+def test_thickness_leaves_out_void_and_where_values_are_raw_a_few_stray_pixels():
     mask = disc(200, 200, 60)
     mask[5:8, 5:8] = 7  # a JPEG-like stray level: 9 pixels of 40,000
     mask[100, :] = 255  # a void line
-    found = ws.thickness([mask], void=[255])
-    assert set(found) == {0, 1}
+    counted = [ws.area_and_boundary(mask)]
+    assert set(ws.thickness(counted, void=[255], min_share=ws.MIN_SHARE)) == {0, 1}
+    assert set(ws.thickness(counted, void=[255])) == {0, 1, 7}  # classes: a thin one counts
 
 
 def test_small_images_stay_at_native_size_and_large_ones_shrink_to_about_16_patches():
@@ -95,8 +97,9 @@ def test_a_folder_of_large_images_trains_smaller_and_scores_at_native_size(tmp_p
     assert np.array_equal(val["label"].numpy(), on_disk)
 
 
-def test_prediction_feeds_the_network_what_validation_fed_it(tmp_path):
-    root = big_folder(tmp_path / "big")
+@pytest.mark.parametrize("image_mode", ["L", "I;16"])
+def test_prediction_feeds_the_network_what_validation_fed_it(tmp_path, image_mode):
+    root = make_folder(tmp_path / "big", n=8, size=(240, 320), image_mode=image_mode)
     dm = prepared(root, max_patch=32, class_names=["bg", "disc"], label_values=[0, 255])
     dm.setup("fit")
     val = dm.datasets["val"]
