@@ -9,7 +9,8 @@ which train and which are refused, with the first line each run's log gives for 
 Each folder holds one quirk: JPEG masks, masks with smoothed edges, masks painted on a
 transparent layer, empty masks, masks of class numbers beside a void 255, a macOS zip's
 leftovers, names that differ in case, a path outside ASCII, Kaggle's ``X/`` and ``y/``,
-a CSV of other column names written on Windows, a downloaded archive, and so on. A
+a CSV of other column names written on Windows, a downloaded archive, the layouts of
+Oxford-IIIT Pet, ISIC, Carvana, BUSI and DRIVE, photos of megapixels, and so on. A
 refusal is right where the folder cannot be read as meant (masks of another size); its
 message must name the file and the way out.
 """
@@ -226,6 +227,15 @@ def drive_retina(root, pairs):  # vessels in 1st_manual/, the field of view in m
 
 
 @quirk
+def large_photos(root, pairs):  # photos of megapixels: read smaller, scored at native size
+    images, masks = folders(root, "images", "masks")
+    for stem, image, mask in pairs:
+        size = (image.width * 6, image.height * 6)
+        image.resize(size, Image.BICUBIC).save(images / f"{stem}.jpg", quality=90)
+        mask.resize(size, Image.NEAREST).save(masks / f"{stem}.png")
+
+
+@quirk
 def downloaded_archive(root, pairs):
     images, masks = folders(root / "unpacked", "images", "masks")
     for stem, image, mask in pairs:
@@ -331,10 +341,10 @@ def outcome(log: str, returncode: int) -> str:
         return (
             (refused or (lines[-1] if lines else "no output"))[:220] + " " + way_out[:200]
         ).strip()
-    said = next(
-        (line.split(" - ", 1)[1] for line in lines if " - " in line and any(
-            w in line for w in ("read as", "case aside", "classes of", "far from", "no class is",
-                                "hold 0 and 255"))),
+    said = next(  # a downscale first: a large folder's other lines are as any folder's
+        (line.split(" - ", 1)[1] for words in (("times smaller",), (
+            "read as", "case aside", "classes of", "far from", "no class is", "hold 0 and 255"))
+         for line in lines if " - " in line and any(w in line for w in words)),
         "",
     )  # fmt: skip
     dice = next((line.split("test/dice")[1].split(",")[0].strip() for line in lines

@@ -5,8 +5,8 @@ the logits are resized back to it before the argmax.
 
 Why: a network trained on 128x128 patches of 4000x3000 photos sees a car or a skin lesion
 only in part, and every validation and test image is read whole, which on a CPU takes
-minutes each. Downscaled to about four training patches a side, each patch sees more of
-an object, and validation and testing cost the factor squared less. Not below what the
+minutes each. Downscaled to about eight training patches, each patch sees more of an
+object, and validation and testing cost the factor squared less. Not below what the
 data's thinnest class allows: structures a few pixels across (cell nuclei, roads, vessels)
 would vanish.
 
@@ -22,9 +22,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-# the median training image is downscaled to at most this many training patches of area
-# (four patches a side): 512x512 for images_quick's 128x128 patch
-PATCHES_PER_IMAGE = 16
+# the median training image is downscaled to about this many training patches of area
+# (about 362x362 for images_quick's 128x128 patch). On photos enlarged four times (15
+# minutes, test Dice): native size 0.62, 16 patches 0.79, 8 patches 0.84, 4 patches 0.89;
+# but enlarged photos hold no detail to lose (docs/results.md), and 8 leaves images of
+# CamVid's size (480x360, 10.5 patches) at native size
+PATCHES_PER_IMAGE = 8
 # the thinnest class keeps at least this thickness (pixels) after downscaling
 MIN_THICKNESS = 8.0
 # smaller factors are not worth the blur: the images stay at native size
@@ -120,7 +123,7 @@ def plan_downscale(
 
     Example:
         >>> plan_downscale([(3000, 4000)], 128 * 128, 120.0)[0]
-        6.77
+        9.57
         >>> plan_downscale([(3000, 4000)], 128 * 128, 12.0)[0]  # thin roads: 1.5 at most
         1.5
         >>> plan_downscale([(360, 480)], 128 * 128, None)[0]

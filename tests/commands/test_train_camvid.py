@@ -157,7 +157,7 @@ def test_evaluate_keeps_the_trained_normalisation_and_says_when_the_input_size_c
     ckpt = f"ckpt_path={out}/checkpoints/best.ckpt"
     for setting in ("+data.mean=[0.5,0.5,0.5]", "+data.std=[0.5,0.5,0.5]"):
         cfg = compose("evaluate", [ckpt, setting], tmp_path / "refused")
-        with pytest.raises(ValueError, match=r"normalised as it was trained \(mean=\[0\.485"):
+        with pytest.raises(ValueError, match=r"takes its input as it was trained \(mean=\[0\.485"):
             evaluate(cfg)
     assert not (tmp_path / "refused" / "metrics.json").exists()
     # given as trained: accepted; another input size: scored, said, and recorded

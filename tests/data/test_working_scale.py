@@ -38,11 +38,11 @@ def test_thickness_leaves_out_void_and_where_values_are_raw_a_few_stray_pixels()
     assert set(ws.thickness(counted, void=[255])) == {0, 1, 7}  # classes: a thin one counts
 
 
-def test_small_images_stay_at_native_size_and_large_ones_shrink_to_about_16_patches():
-    assert ws.plan_downscale([(512, 512)], 128 * 128, None)[0] == 1.0
+def test_small_images_stay_at_native_size_and_large_ones_shrink_to_about_8_patches():
+    assert ws.plan_downscale([(360, 480)], 128 * 128, None)[0] == 1.0  # CamVid's size
     factor, why = ws.plan_downscale([(2000, 3000), (2400, 3200)], 128 * 128, 100.0)
     h, w = ws.scaled_size(2200, 3100, factor)
-    assert 14 <= h * w / (128 * 128) <= 18 and "16 patches" in why
+    assert 7 <= h * w / (128 * 128) <= 9 and "8 patches" in why
 
 
 def test_a_thin_class_limits_the_factor_or_keeps_native_size():
@@ -80,8 +80,8 @@ def test_a_folder_of_large_images_trains_smaller_and_scores_at_native_size(tmp_p
         dm = prepared(root, max_patch=32, class_names=["bg", "disc"], label_values=[0, 255])
     info = dm.info()
     factor = info.normalization["downscale"]
-    assert factor == pytest.approx(np.sqrt(240 * 320 / (16 * 32 * 32)), abs=0.01)
-    assert "read 2.17 times smaller" in caplog.text and "16 patches" in caplog.text
+    assert factor == pytest.approx(np.sqrt(240 * 320 / (8 * 32 * 32)), abs=0.01)
+    assert "read 3.06 times smaller" in caplog.text and "8 patches" in caplog.text
     dm.setup("fit")
     small = ws.scaled_size(240, 320, factor)
     patch = dm.datasets["train"][0]
