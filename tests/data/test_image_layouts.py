@@ -463,12 +463,24 @@ def test_names_numbered_within_groups_are_warned_of_with_the_pattern_that_keeps_
         [f"{breed}_{k}" for breed in ("Abyssinian", "Bengal") for k in range(6)],  # a word
         [f"ISIC_{k:07d}" for k in range(12)],
         [f"{k:02d}_{k}" for k in range(12)],  # a group per name
+        [f"2007_{k:06d}" for k in range(12)],  # VOC: a year's running count
+        [f"2019-05-{d:02d}" for d in range(1, 13)],  # dates
+        [f"aachen_{k:06d}_000019_leftImg8bit" for k in range(12)],  # Cityscapes
+        [f"{k}_training" for k in range(21, 33)],  # DRIVE
     ],
 )
 def test_names_that_name_no_group_are_not_warned_of(names):
     from segnet.data.splits import numbered_groups
 
     assert numbered_groups(names) is None
+
+
+def test_names_numbered_after_a_dot_are_read_by_a_pattern_that_fits_them():
+    from segnet.data.splits import groups_by_name, numbered_groups
+
+    names = [f"pat{p}.{s}" for p in range(4) for s in range(5)]
+    pattern, count = numbered_groups(names)
+    assert count == 4 and len(set(groups_by_name(names, pattern))) == 4
 
 
 def test_a_group_pattern_takes_the_longest_part_that_fits():
