@@ -282,9 +282,9 @@ def refuse_other_input(
     """Settings of the network's input (its normalisation, the scale images are read at)
     other than the checkpoint's are refused: it takes its input as it was trained."""
     part_of_model = data_keys("part_of_model", data_format)
-    # the factor images were read smaller by, as planned (data.downscale=auto) or before
-    # the setting existed (1): naming it is no change
-    trained = {**as_trained, "downscale": module.data_info.normalization.get("downscale", 1.0)}
+    # what the checkpoint resolved them to (data.downscale=auto's factor; 1 for a run from
+    # before the setting existed): naming that is no change
+    trained = {**as_trained, **data_format.settings_from_info(module.data_info)}
     renormalised = [
         f"data.{k}={json.dumps(overrides[k])}"
         for k in part_of_model

@@ -31,6 +31,14 @@ from segnet.data.palette import colorize
 log = logging.getLogger(__name__)
 
 
+# the model card's step that brings a 2D model's logits back to its input image's size
+RESIZE_LOGITS = {
+    "step": "resize_logits",
+    "to": "the original image's (H, W)",
+    "interpolation": "bilinear, half-pixel centres (align_corners=False)",
+}
+
+
 @dataclass
 class Prepared:
     """One input as the network takes it: ``x`` (1, C, *spatial) float32, the spatial
@@ -146,12 +154,7 @@ class ScenePhotos(ImageFiles):
             {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},
         ]
         post = [
-            {
-                "step": "resize_logits",
-                "to": "the original image's (H, W)",
-                "interpolation": "bilinear, half-pixel centres (align_corners=False)",
-                "skip_if": "sizes already equal",
-            },
+            {**RESIZE_LOGITS, "skip_if": "sizes already equal"},
             {"step": "argmax", "axis": 1, "result": "class index per pixel"},
             {"step": "colorize", "palette": "output.palette (RGB per class index)"},
         ]
@@ -204,11 +207,7 @@ class OwnImages(ImageFiles):
         ]
         if norm.get("downscale", 1) > 1:
             pre.append(downscale_step(norm["downscale"]))
-            post.insert(0, {
-                "step": "resize_logits",
-                "to": "the original image's (H, W)",
-                "interpolation": "bilinear, half-pixel centres (align_corners=False)",
-            })  # fmt: skip
+            post.insert(0, RESIZE_LOGITS)
         pre += [
             {"step": "normalize", "subtract": norm["mean"], "divide_by": norm["std"]},
             {"step": "layout", "from": "HWC", "to": "NCHW", "add_batch_axis": True},

@@ -48,6 +48,7 @@ from segnet.data.settings import (
 from segnet.data.sides import axes_keeping_sides
 from segnet.data.splits import SPLIT_CHOICES as SPLITS
 from segnet.data.splits import DrawnSplits, given_or_drawn, split_settings
+from segnet.data.transforms import resize_labels
 from segnet.files import write_image, write_probabilities
 
 log = logging.getLogger(__name__)
@@ -1355,7 +1356,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if self.downscale == 1:
             return Loaded(pair.name, raw, label, *self._norm)
         # trained on the label at the image's scale, scored on the one the mask gives
-        small = working_scale.downscale_label(label, raw.shape[1:])
+        small = resize_labels(label[None], raw.shape[1:])[0]  # by the nearest pixel
         return Loaded(pair.name, raw, small, *self._norm, native=label if native_label else None)
 
     def _log_values(self, items: list[Loaded], indices: Sequence[int]) -> None:

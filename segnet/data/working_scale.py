@@ -49,8 +49,9 @@ def check_downscale(setting: object) -> float | str:
         return float(setting)
     raise ValueError(
         f"data.downscale={setting!r}: give auto (planned from the data: large images are "
-        "downscaled so that the median one spans about four training patches a side), a "
-        "factor of 1 or more (2 halves the width and height; 1 trains at native size)."
+        f"downscaled so that the median one spans about {PATCHES_PER_IMAGE} training "
+        "patches), or a factor of 1 or more (2 halves the width and height; 1 trains at "
+        "native size)."
     )
 
 
@@ -145,36 +146,18 @@ def plan_downscale(
     return round(factor, 2), why
 
 
-def downscale_image(raw: torch.Tensor, size: Sequence[int], integral: bool) -> torch.Tensor:
-    """An image (C, H, W) of any dtype resized to ``size`` (bilinear, antialiased, as
-    ``torch.nn.functional.interpolate`` does), in float32; rounded where its values are
-    whole numbers (8- and 16-bit images), so that training and prediction feed the network
-    the same values."""
-    out = F.interpolate(
-        raw[None].to(torch.float32), size=tuple(size), mode="bilinear", align_corners=False,
-        antialias=True,
-    )[0]  # fmt: skip
-    return out.round() if integral else out
-
-
 def downscale_array(raw: np.ndarray, factor: float, whole: bool = False) -> np.ndarray:
-    """A decoded image (H, W, C) ``factor`` times smaller (:func:`downscale_image`), in
-    its own type (8- and 16-bit stay so: a folder is held in memory through training).
+    """A decoded image (H, W, C) ``factor`` times smaller: bilinear, antialiased, as
+    ``torch.nn.functional.interpolate`` does, on float32; rounded where its values are
+    whole numbers, so that training and prediction feed the network the same values.
+    Integer images keep their type (a folder is held in memory through training);
     ``whole``: rounded where every value is a whole number, whatever the type (prediction
-    reads images as float32; training held the same file in 8 or 16 bits and rounded)."""
+    reads images as float32, training the same file in 8 or 16 bits)."""
     size = scaled_size(raw.shape[0], raw.shape[1], factor)
-    integral = bool(np.issubdtype(raw.dtype, np.integer))
-    if whole and not integral:
-        integral = bool(np.array_equal(raw, np.round(raw)))
-        x = torch.from_numpy(np.ascontiguousarray(raw.transpose(2, 0, 1)).astype(np.float32))
-        return downscale_image(x, size, integral).numpy().transpose(1, 2, 0).copy()
+    integer = bool(np.issubdtype(raw.dtype, np.integer))
+    rounded = integer or (whole and bool(np.array_equal(raw, np.round(raw))))
     x = torch.from_numpy(np.ascontiguousarray(raw.transpose(2, 0, 1)).astype(np.float32))
-    out = downscale_image(x, size, integral).numpy().transpose(1, 2, 0)
-    return out.astype(raw.dtype) if integral else np.ascontiguousarray(out)
-
-
-def downscale_label(label: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
-    """A label map (H, W) resized to ``size`` by the nearest pixel (half-pixel centres)."""
-    resized = F.interpolate(label[None, None].to(torch.float32), size=tuple(size),
-                            mode="nearest-exact")  # fmt: skip
-    return resized[0, 0].to(label.dtype)
+    out = F.interpolate(x[None], size=size, mode="bilinear", align_corners=False,
+                        antialias=True)[0]  # fmt: skip
+    out = (out.round() if rounded else out).numpy().transpose(1, 2, 0)
+    return out.astype(raw.dtype) if integer else np.ascontiguousarray(out)
