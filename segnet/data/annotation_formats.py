@@ -10,7 +10,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from segnet.data import coco, cvat_xml, label_studio, labelme, supervisely, via, yolo
+from segnet.data import (
+    coco,
+    cvat_xml,
+    label_studio,
+    labelme,
+    run_length,
+    supervisely,
+    via,
+    yolo,
+)
 from segnet.data.class_files import ShippedClasses
 from segnet.data.drawn_masks import AnnotatedImage
 
@@ -26,12 +35,15 @@ class AnnotationFormat(NamedTuple):
     # folders of the masks the format exports itself, in colours that name no class:
     # beside its files, no mask images (masks a user brings win over the files)
     own_masks: tuple[str, ...] = ()
+    # the data settings (data.<name>) its images' reader takes as keywords besides
+    settings: tuple[str, ...] = ()
 
 
 # Tried in this order, the first whose files a folder holds read. No file is two formats'
 # (COCO's and VIA's are JSON objects of other keys, Label Studio's a JSON list, LabelMe's
-# one object per image, Supervisely's below ann/), so the order decides only for a folder
-# holding two formats' files, and speed: YOLO's, which walks every folder below, last.
+# one object per image, Supervisely's below ann/, a run-length CSV's header no column of
+# VIA's CSV), so the order decides only for a folder holding two formats' files, and
+# speed: YOLO's, which walks every folder below, last.
 FORMATS = (
     AnnotationFormat(
         "COCO",
@@ -58,6 +70,13 @@ FORMATS = (
         label_studio.annotation_files,
         label_studio.label_studio_classes,
         label_studio.label_studio_images,
+    ),
+    AnnotationFormat(
+        "run-length CSV",
+        run_length.annotation_files,
+        run_length.run_length_classes,
+        run_length.run_length_images,
+        settings=("rle_order",),
     ),
     AnnotationFormat("YOLO", yolo.annotation_files, yolo.yolo_classes, yolo.yolo_images),
 )

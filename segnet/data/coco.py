@@ -160,9 +160,14 @@ def coco_classes(root: Path | None) -> ShippedClasses | None:
 # -- drawing ------------------------------------------------------------------------------
 def object_pixels(segmentation: Any, height: int, width: int) -> np.ndarray | None:
     """The pixels an object's outline covers (polygons, or run lengths as COCO writes a
-    crowd), as a boolean array; None where it has no outline."""
+    crowd; or the pixels themselves, as a reader decoded them), as a boolean array; None
+    where it has no outline."""
     from pycocotools import mask as coco_mask
 
+    if isinstance(segmentation, np.ndarray):
+        if segmentation.shape != (height, width):
+            raise ValueError(f"its pixels are of size {segmentation.shape}")
+        return segmentation.astype(bool)
     if isinstance(segmentation, list):
         polygons = [p for p in segmentation if len(p) >= 6]  # three points or more
         return polygon_pixels(polygons, height, width) if polygons else None

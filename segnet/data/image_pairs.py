@@ -36,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from segnet.data import via
 from segnet.data.annotation_formats import described, format_of
@@ -287,10 +287,12 @@ def find_pairs(
     skip_unlabelled: bool = False,
     class_names: Sequence[str] | None = None,
     drawn: bool | None = None,
+    rle_order: str = "auto",
 ) -> list[Pair]:
     """Every (image, mask) pair of the data, each with its given split if any; masks
     drawn from annotation files are drawn for ``class_names`` where given (``drawn``:
-    :func:`drawn_masks_root` of it where the caller has asked already)."""
+    :func:`drawn_masks_root` of it where the caller has asked already), with the
+    settings their format takes (``rle_order``: a run-length CSV's pixel order)."""
     naming = Naming(image_name, label_name, skip_unlabelled)
     dirs = (image_dir, label_dir, roi_dir)
     if csv_file:
@@ -314,7 +316,7 @@ def find_pairs(
         and not naming.rules_given
         and (drawn if drawn is not None else drawn_masks_root(root, skip_unlabelled))
     ):
-        pairs = annotation_pairs(root, class_names, skip_unlabelled)
+        pairs = annotation_pairs(root, class_names, skip_unlabelled, {"rle_order": rle_order})
     else:
         pairs = layout_pairs(root, dirs, naming)
     check_pairs(pairs)
@@ -479,17 +481,22 @@ def annotation_files(root: Path) -> list[Path]:
 
 
 def annotation_pairs(
-    root: Path, class_names: Sequence[str] | None, skip_unlabelled: bool = False
+    root: Path,
+    class_names: Sequence[str] | None,
+    skip_unlabelled: bool = False,
+    settings: dict[str, Any] | None = None,
 ) -> list[Pair]:
     """The images ``root``'s annotation files name (:func:`annotation_files`), each with
     the mask drawn from its objects (of ``class_names``, else the files' own classes),
     in the split its file gives; those with no object left out where
-    ``skip_unlabelled``."""
+    ``skip_unlabelled``. ``settings`` are data settings by name, each passed to the
+    format that takes it."""
     images = [*image_files(root), *files_below(root)]
     if (found_format := format_of(root)) is None:
         raise ImageDataError(f"{root} holds no annotation files of the formats read.")
     fmt, files = found_format
-    found = fmt.images(root, images, class_names)
+    taken = {k: v for k, v in (settings or {}).items() if k in fmt.settings}
+    found = fmt.images(root, images, class_names, **taken)
     what = described(root, fmt, files)
     found = without_empty(found, skip_unlabelled)
     log.info(

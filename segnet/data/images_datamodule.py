@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from segnet.data import class_files, class_masks, stats_cache, working_scale
+from segnet.data import class_files, class_masks, run_length, stats_cache, working_scale
 from segnet.data import images as img
 from segnet.data.annotation_formats import annotation_classes
 from segnet.data.base import SegmentationDataModule
@@ -398,6 +398,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         **CLASS_WEIGHTS,
         "skip_unlabelled": SWITCH,
         "instance_masks": SWITCH,
+        "rle_order": ANY,
         **{k: ANY for k in ("image_dir", "label_dir", "roi_dir", "image_name", "label_name",
                             "class_names", "label_values", "palette", "ignore_values",
                             "color_mode")},
@@ -421,6 +422,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         image_name: str = "{id}",
         label_name: str = "{id}",
         skip_unlabelled: bool = False,
+        rle_order: str = "auto",
         instance_masks: bool = False,
         class_names: Sequence[str] | None = None,
         label_values: Sequence | None = None,
@@ -467,7 +469,8 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         check_batch(batch_size, patches_per_epoch, steps_per_epoch)
         scale, size = check_sampling(max_patch, foreground_ratio, scale, intensity, patch_size)
         self.downscale_setting = check_normalization(mean, std, downscale)  # describe() plans
-        self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name, skip_unlabelled)
+        self.layout = layout(image_dir, label_dir, roi_dir, image_name, label_name,
+                             skip_unlabelled, rle_order)  # fmt: skip
         self.root, self.csv = read_from(root, csv, self.layout), csv
         self._class_settings = dict(palette=palette, class_names=class_names, label_values=label_values,
             ignore_values=ignore_values, regions=regions, instance_masks=instance_masks,
@@ -479,17 +482,15 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.patch_size, self.max_patch = (tuple(size) if size else None), max_patch
         self.batch_size = self.given_batch = batch_size
         self.eval_batch_size, self.batch_pixels = eval_batch_size, batch_pixels
-        self.color_mode = color_mode
         self.patches_per_epoch, self.steps_per_epoch = patches_per_epoch, steps_per_epoch
         self.foreground_ratio, self.intensity, self.scale = foreground_ratio, intensity, scale
         self.flip_axes, self.flip_given = check_flip(flip, IMAGE_AXES), not isinstance(flip, bool)
         self.class_weights_option, self.class_weights_power = class_weights, class_weights_power
         self.num_workers, self.pin_memory, self.split = num_workers, pin_memory, split
         self.split_args = split_settings(val_fraction, test_fraction, seed, fold, num_folds, groups)
-        self.window = check_window(
-            sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=2, minimum=2 * PATCH_MULTIPLE,
-            default="twice the training patch per axis",
-        )  # fmt: skip
+        self.window = check_window(sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=2,
+            minimum=2 * PATCH_MULTIPLE, default="twice the training patch per axis")  # fmt: skip
+        self.color_mode = color_mode
         self.start_empty()
 
     def start_empty(self) -> None:
@@ -1561,9 +1562,11 @@ def layout(
     image_name: str,
     label_name: str,
     skip_unlabelled: bool = False,
+    rle_order: str = "auto",
 ) -> dict[str, Any]:
     """Where the images, masks and regions of interest are, and how their names pair
-    (``{id}`` patterns, each checked); whether images without a mask are left out."""
+    (``{id}`` patterns, each checked); whether images without a mask are left out; the
+    pixel order of run-length CSVs."""
     name_pattern(image_name, "data.image_name")
     name_pattern(label_name, "data.label_name")
     if not isinstance(skip_unlabelled, bool):
@@ -1571,8 +1574,14 @@ def layout(
             f"data.skip_unlabelled={skip_unlabelled!r}: true (images without a mask are left "
             "out) or false (they are refused, named)."
         )
+    if rle_order not in run_length.ORDERS:
+        raise ValueError(
+            f"data.rle_order={rle_order!r}: auto (told from the masks), columns (pixels "
+            "numbered top to bottom, then left to right, as Kaggle numbers them) or rows."
+        )
     return dict(
         skip_unlabelled=skip_unlabelled,
+        rle_order=rle_order,
         image_dir=image_dir,
         label_dir=label_dir,
         roi_dir=roi_dir,

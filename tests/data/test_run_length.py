@@ -1,0 +1,210 @@
+"""Run-length CSVs (Kaggle's ``train.csv`` of ``EncodedPixels``) train with no conversion:
+each row's runs drawn into its image's mask, in the pixel order the masks themselves
+tell, the class from a class column or the id."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segnet.data import run_length
+from segnet.data.errors import ImageDataError
+from tests.data.test_images import prepared
+
+H, W = 24, 32
+
+
+def encoded(mask: np.ndarray, order: str = "columns") -> str:
+    """``mask``'s runs as Kaggle writes them: ``start length`` pairs, pixels numbered
+    from 1, column by column (``columns``) or row by row."""
+    flat = (mask.T if order == "columns" else mask).reshape(-1).astype(np.int8)
+    change = np.diff(np.concatenate([[0], flat, [0]]))
+    starts, ends = np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+    return " ".join(f"{s + 1} {e - s}" for s, e in zip(starts, ends, strict=True))
+
+
+def blob(k: int, size=(H, W)) -> np.ndarray:
+    """An object that is not its own transpose, moved with ``k``."""
+    mask = np.zeros(size, bool)
+    mask[2 + k % 5 : 9 + k % 5, 3 + k % 7 : 18 + k % 7] = True
+    return mask
+
+
+def photo(mask: np.ndarray, seed: int, flat: bool = False) -> Image.Image:
+    """An image whose object is brighter than around it (all one grey where ``flat``)."""
+    rng = np.random.default_rng(seed)
+    pixels = 60 + rng.integers(0, 20, mask.shape) + (0 if flat else 120) * mask
+    return Image.fromarray(pixels.astype(np.uint8), "L").convert("RGB")
+
+
+def kaggle_folder(root, masks, order="columns", header="ImageId,EncodedPixels", flat=False,
+                  labels=None, unlisted=0):  # fmt: skip
+    """``train_images/`` and ``train.csv`` of one row per mask (``labels``: a class cell
+    each), ``unlisted`` images more that no row names; a sample submission beside."""
+    (root / "train_images").mkdir(parents=True)
+    rows = []
+    for k, mask in enumerate(masks):
+        photo(mask, k, flat).save(root / "train_images" / f"{k:03d}.jpg", quality=95)
+        cells = [f"{k:03d}.jpg", *([labels[k]] if labels else []), encoded(mask, order)]
+        rows.append(",".join(cells))
+    for k in range(len(masks), len(masks) + unlisted):
+        photo(np.zeros_like(masks[0]), k).save(root / "train_images" / f"{k:03d}.jpg")
+    (root / "train.csv").write_text("\n".join([header, *rows]) + "\n")
+    (root / "sample_submission.csv").write_text("ImageId,EncodedPixels\n000.jpg,1 1\n")
+    return root
+
+
+def mask_of(dm, name: str) -> np.ndarray:
+    return np.array(Image.open(next(p.label for p in dm.pairs if p.name == name)))
+
+
+def test_a_severstal_folder_trains_its_numbered_classes_and_unlisted_images(tmp_path, caplog):
+    """``ImageId,ClassId,EncodedPixels`` with only images that hold a defect listed: the
+    classes are numbered, the unlisted images have no object, the sample submission is
+    not read, nothing is written into the user's folder."""
+    masks = [blob(k) for k in range(8)]
+    lower = [m & (np.arange(H)[:, None] >= 5 + k % 5) for k, m in enumerate(masks)]
+    labels = ["1" if k % 2 else "3" for k in range(8)]
+    root = kaggle_folder(tmp_path / "steel", lower, header="ImageId,ClassId,EncodedPixels",
+                         labels=labels, unlisted=3)  # fmt: skip
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    assert dm.info().class_names == ["background", "class1", "class3"]
+    assert len(dm.pairs) == 11
+    assert (mask_of(dm, "001.jpg") == lower[1]).all()  # class1: value 1
+    assert (mask_of(dm, "000.jpg") == 2 * lower[0]).all()  # class3: value 2
+    assert not mask_of(dm, "009.jpg").any()
+    assert "3 image(s) beside those" in caplog.text and "they have none" in caplog.text
+    assert "number the pixels column by column" in caplog.text
+    assert not list(root.rglob("*.png"))
+
+
+def test_numbered_classes_take_the_names_given_and_a_wrong_count_is_refused(tmp_path):
+    masks = [blob(k) for k in range(6)]
+    root = kaggle_folder(tmp_path / "steel", masks, header="ImageId,ClassId,EncodedPixels",
+                         labels=["2", "4"] * 3)  # fmt: skip
+    dm = prepared(root, class_names=["background", "pitting", "scratch"])
+    assert dm.info().class_names == ["background", "pitting", "scratch"]
+    assert (mask_of(dm, "001.jpg") == 2 * masks[1]).all()
+    with pytest.raises(ImageDataError, match=r"numbers 2 classes \(2, 4\), so give 3 names"):
+        prepared(root, class_names=["background", "defect"])
+
+
+@pytest.mark.parametrize("size", [(H, W), (W, W)], ids=["not square", "square"])
+@pytest.mark.parametrize("order", ["columns", "rows"])
+def test_the_pixel_order_is_told_from_the_masks(tmp_path, caplog, size, order):
+    """Runs written row by row or column by column draw the same masks: on images that
+    are not square by the stripes the wrong order tears, on square ones by the image's
+    edges the right order follows."""
+    masks = [blob(k, size) for k in range(6)]
+    root = kaggle_folder(tmp_path / "d", masks, order=order)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    for k, mask in enumerate(masks):
+        assert (mask_of(dm, f"{k:03d}.jpg") == mask).all()
+    told = "0 of 6 images fit column by column, 6 row by row" if order == "rows" else "6 of 6"
+    assert told in caplog.text
+
+
+def test_square_images_that_do_not_tell_the_order_are_refused_naming_the_setting(tmp_path):
+    masks = [blob(k, (W, W)) for k in range(4)]
+    root = kaggle_folder(tmp_path / "d", masks, order="rows", flat=True)
+    with pytest.raises(ImageDataError, match="give data.rle_order=columns or data.rle_order=rows"):
+        prepared(root)
+    dm = prepared(root, rle_order="rows")
+    assert (mask_of(dm, "002.jpg") == masks[2]).all()
+
+
+def test_an_order_given_that_the_masks_contradict_is_warned_of(tmp_path, caplog):
+    masks = [blob(k) for k in range(4)]
+    root = kaggle_folder(tmp_path / "d", masks, order="rows")
+    with caplog.at_level(logging.WARNING):
+        prepared(root, rle_order="columns")
+    assert "data.rle_order=columns, and the masks of" in caplog.text
+    with pytest.raises(ValueError, match="data.rle_order='diagonal'"):
+        prepared(root, rle_order="diagonal")
+
+
+def test_ids_without_a_suffix_and_empty_rows_leave_unlisted_images_out(tmp_path, caplog):
+    """TGS Salt's ``id,rle_mask``: ids name images without their suffix, an empty cell
+    is an image with no object; listing those, the file leaves an unlisted image
+    unannotated: left out, warned."""
+    root = tmp_path / "salt"
+    masks = [blob(k) for k in range(5)] + [np.zeros((H, W), bool)]
+    kaggle_folder(root, masks, header="id,rle_mask", unlisted=1)
+    text = (root / "train.csv").read_text().replace(".jpg", "")
+    (root / "train.csv").write_text(text)
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root)
+    assert sorted(p.name for p in dm.pairs) == [f"{k:03d}.jpg" for k in range(6)]
+    assert not mask_of(dm, "005.jpg").any() and (mask_of(dm, "003.jpg") == masks[3]).all()
+    assert "1 image(s) beside those" in caplog.text and "left out" in caplog.text
+
+
+def test_a_class_after_the_image_name_and_overlapping_classes(tmp_path, caplog):
+    """Understanding Clouds' ``Image_Label``: ``<image>_<class>``, a row per class, the
+    classes overlapping (the smaller object keeps its class, said)."""
+    root = tmp_path / "clouds"
+    (root / "train_images").mkdir(parents=True)
+    rows = ["Image_Label,EncodedPixels"]
+    for k in range(4):
+        big, small = np.zeros((H, W), bool), np.zeros((H, W), bool)
+        big[2:20, 2 + k : 28] = True
+        small[5:9, 6 + k : 12] = True
+        photo(big, k).save(root / "train_images" / f"c{k}.jpg")
+        rows += [f"c{k}.jpg_Sugar,{encoded(big)}", f"c{k}.jpg_Fish,{encoded(small)}",
+                 f"c{k}.jpg_Gravel,"]  # fmt: skip
+    (root / "train.csv").write_text("\n".join(rows) + "\n")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    assert dm.info().class_names == ["background", "Fish", "Gravel", "Sugar"]
+    mask = mask_of(dm, "c3.jpg")
+    assert (mask[small] == 1).all() and (mask[big & ~small] == 3).all() and not mask[~big].any()
+    assert "objects of two classes overlap" in caplog.text
+
+
+def test_runs_past_their_image_and_sizes_that_differ_are_refused_by_line(tmp_path):
+    root = kaggle_folder(tmp_path / "d", [blob(k) for k in range(3)])
+    with open(root / "train.csv", "a") as f:
+        Image.new("RGB", (W, H)).save(root / "train_images" / "late.jpg")
+        f.write("late.jpg,700 90\n")
+    with pytest.raises(ImageDataError, match=r"train.csv, line 5: its runs reach pixel 789"):
+        prepared(root)
+    sized = tmp_path / "sized"
+    kaggle_folder(sized, [blob(k) for k in range(3)])
+    rows = (sized / "train.csv").read_text().splitlines()
+    sized_rows = ["id,width,height,annotation"] + [
+        f"{r.split(',')[0]},{W},{H + (k == 2)},{r.split(',')[1]}" for k, r in enumerate(rows[1:])
+    ]
+    (sized / "train.csv").write_text("\n".join(sized_rows) + "\n")
+    with pytest.raises(ImageDataError, match=r"gives 002.jpg the size 32x25, and .* is 32x24"):
+        prepared(sized)
+
+
+def test_an_image_in_two_files_is_refused_and_other_csvs_are_not_run_lengths(tmp_path):
+    root = kaggle_folder(tmp_path / "d", [blob(k) for k in range(3)])
+    (root / "val.csv").write_text(f"ImageId,EncodedPixels\n001.jpg,{encoded(blob(1))}\n")
+    with pytest.raises(ImageDataError, match="is named in .*train.csv and again in .*val.csv"):
+        prepared(root)
+    assert run_length.table(root / "sample_submission.csv") is None
+    paths = tmp_path / "pairs.csv"
+    paths.write_text("image,mask\nimages/0.png,masks/0.png\n")
+    assert run_length.table(paths) is None
+    header_only = tmp_path / "train_masks.csv"  # Carvana's, beside its mask images
+    header_only.write_text("img,rle_mask\n")
+    assert run_length.table(header_only) is None
+
+
+def test_decoding_follows_the_order_and_checks_the_runs():
+    mask = blob(3)
+    for order in ("columns", "rows"):
+        runs = run_length.runs_of(encoded(mask, order), H, W, "here")
+        assert (run_length.decode(runs, H, W, order) == mask).all()
+    with pytest.raises(ImageDataError, match="pixels are numbered from 1"):
+        run_length.runs_of("0 4", H, W, "here")
+    with pytest.raises(ImageDataError, match="not pairs of whole numbers"):
+        run_length.runs_of("1 4 9", H, W, "here")
+    assert run_length.runs_of(" -1", H, W, "here").shape == (0, 2)
