@@ -10,7 +10,8 @@ Each folder holds one quirk: JPEG masks, masks with smoothed edges, masks painte
 transparent layer, empty masks, masks of class numbers beside a void 255, a macOS zip's
 leftovers, names that differ in case, a path outside ASCII, Kaggle's ``X/`` and ``y/``,
 a CSV of other column names written on Windows, a downloaded archive, the layouts of
-Oxford-IIIT Pet, ISIC, Carvana, BUSI and DRIVE, photos of megapixels, and so on. A
+Oxford-IIIT Pet, ISIC, Carvana, BUSI and DRIVE, photos of megapixels, Kaggle's
+run-length CSVs, and so on. A
 refusal is right where the folder cannot be read as meant (masks of another size); its
 message must name the file and the way out.
 """
@@ -233,6 +234,39 @@ def large_photos(root, pairs):  # photos of megapixels: read smaller, scored at 
         size = (image.width * 6, image.height * 6)
         image.resize(size, Image.BICUBIC).save(images / f"{stem}.jpg", quality=90)
         mask.resize(size, Image.NEAREST).save(masks / f"{stem}.png")
+
+
+def run_lengths(mask: Image.Image, order: str) -> str:
+    """A mask's white pixels as Kaggle writes them: ``start length`` pairs from pixel 1,
+    column by column (``columns``) or row by row."""
+    white = np.asarray(mask) > 127
+    flat = (white.T if order == "columns" else white).reshape(-1).astype(np.int8)
+    change = np.diff(np.concatenate([[0], flat, [0]]))
+    starts, ends = np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+    return " ".join(f"{a + 1} {b - a}" for a, b in zip(starts, ends, strict=True))
+
+
+@quirk
+def kaggle_run_lengths(root, pairs):  # Severstal's train.csv: class numbers, defects only
+    (images,) = folders(root, "train_images")
+    rows = ["ImageId,ClassId,EncodedPixels"]
+    for k, (stem, image, mask) in enumerate(pairs):
+        image.convert("RGB").save(images / f"{stem}.jpg")
+        if k % 4:  # every fourth image listed in no row: no defect on it
+            rows.append(f"{stem}.jpg,1,{run_lengths(mask, 'columns')}")
+    (root / "train.csv").write_text("\n".join(rows) + "\n")
+    (root / "sample_submission.csv").write_text("ImageId,EncodedPixels,ClassId\nx.jpg,1 1,1\n")
+
+
+@quirk
+def run_lengths_by_rows(root, pairs):  # square images, runs row by row, ids without suffix
+    (images,) = folders(root, "train/images")
+    rows = ["id,rle_mask"]
+    for stem, image, mask in pairs:
+        side = min(image.size)
+        image.crop((0, 0, side, side)).save(images / f"{stem}.png")
+        rows.append(f"{stem},{run_lengths(mask.crop((0, 0, side, side)), 'rows')}")
+    (root / "train.csv").write_text("\n".join(rows) + "\n")
 
 
 @quirk

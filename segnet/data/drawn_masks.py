@@ -173,10 +173,13 @@ def polygon_pixels(polygons: Sequence[Sequence[float]], height: int, width: int)
     return coco_mask.decode(rle).astype(bool)
 
 
-def cache_folder(kind: str, files: Sequence[Path], values: Mapping[Any, int]) -> Path:
+def cache_folder(
+    kind: str, files: Sequence[Path], values: Mapping[Any, int], how: str = ""
+) -> Path:
     """Where the masks drawn from ``files`` (their paths, sizes and times) with ``values``
     (each label's mask value) are kept: ``kind`` names the drawing, with a version bumped
-    where it changes, so that masks drawn before are drawn again."""
+    where it changes, so that masks drawn before are drawn again; ``how`` is a setting
+    the drawing took (a run-length CSV's pixel order)."""
     described = []
     for f in files:  # one stat each: a YOLO dataset keys some 100,000 files
         try:
@@ -185,7 +188,7 @@ def cache_folder(kind: str, files: Sequence[Path], values: Mapping[Any, int]) ->
         except OSError:
             described.append([os.path.abspath(f)])
     drawn_as = [f"{label!r}={value}" for label, value in sorted(values.items(), key=str)]
-    text = json.dumps([kind, described, drawn_as])
+    text = json.dumps([kind, described, drawn_as] + ([how] if how else []))
     return (
         stats_cache.folder()
         / kind.rsplit("-", 1)[0]

@@ -499,6 +499,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         self.splits: dict[str, list[int]] = {}
         self._loaded: dict[int, Loaded] = {}
         self.downscale = 1.0
+        self.told_order: str | None = None  # data.rle_order=auto's, of run-length CSVs
         self._norm: tuple[torch.Tensor, torch.Tensor] | None = None
         # training images and masks as describe() decoded them (for the statistics and the
         # mask values), kept until the training split is loaded: each file decoded once
@@ -694,12 +695,19 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def where(self) -> str:
         return f"data.csv={self.csv}" if self.csv else f"data.root={self.root}"
 
+    def _find_pairs(self) -> None:
+        """The pairs; and the pixel order ``data.rle_order=auto`` told of run-length CSVs,
+        which the run records (:meth:`settings_found`)."""
+        drawing = {"class_names": self._class_names, "drawn": self.drawn}
+        self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout, **drawing)
+        told = self.drawn and self.layout["rle_order"] == "auto"
+        self.told_order = run_length.told_order(self.root) if told else None
+
     def describe(self) -> DataInfo:
         """Finds the pairs and splits them, reads the image headers (sizes, colour mode);
         where the normalisation is not given (training), decodes the training images for it,
         and counts their mask values."""
-        drawing = {"class_names": self._class_names, "drawn": self.drawn}
-        self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout, **drawing)
+        self._find_pairs()
         self._settle_class_list()
         self.splits = self._draw_splits()
         headers = [img.pair_header(p) for p in self.pairs]  # nothing decoded
@@ -947,9 +955,11 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         return True
 
     def settings_found(self) -> dict[str, Any]:
-        """The class settings read from a class list shipped with the data: the run records
-        them, so that evaluation, export and a resume read the masks as it did."""
-        return dict(self.found_settings)
+        """The class settings read from a class list shipped with the data, and the pixel
+        order told of run-length CSVs: the run records them, so that evaluation, export
+        and a resume read the masks as it did."""
+        told = {"rle_order": self.told_order} if self.told_order else {}
+        return {**self.found_settings, **told}
 
     def monitor(self) -> str:
         """What picks the best checkpoint: the mean Dice of the foreground classes (after

@@ -6,29 +6,27 @@ that such a folder trains with no conversion.
 
 * **Where**: CSV files in ``data.root``, its split folders and its annotations folder
   with a column naming the image and one of run lengths (``start length`` pairs, the
-  first pixel numbered 1), told by their header and first cells; a sample submission
-  (its name says ``submission``) is not read. A file's split is its folder's or its
-  name's (``train.csv``: train). Images are found by the path or the name a row gives,
-  or by their name without its suffix (TGS Salt's ids).
-* **Pixel order**: Kaggle numbers pixels top to bottom, then left to right (column by
-  column), and some datasets' own tools row by row. ``data.rle_order=auto`` tells which
-  from the masks themselves: on images that are not square, the wrong order tears an
-  object into stripes (many more edges); on square ones it transposes the object, whose
-  edges then miss the image's (:func:`tell_order`). Where the masks do not tell, the
+  first pixel numbered 1, in ascending order), told by their header and first cells; a
+  sample submission (its name says ``submission``) is not read. A file's split is its
+  folder's or its name's (``train.csv``: train). Images are found by the path or the
+  name a row gives, or by their name without its suffix (TGS Salt's ids). Runs number
+  the pixels of the image as viewers show it (its EXIF orientation applied).
+* **Pixel order** (``data.rle_order``): ``auto`` tells it from the masks
+  (:mod:`segnet.data.pixel_order`) and the run records what it told, so that
+  evaluation reads another export of the data so too; where the masks do not tell, the
   run is refused before training, asking for the setting; a given order the masks
   contradict is warned of.
 * **Masks**: a row per object, or per class of an image: the rows of one image are laid
   into its mask, larger objects first (:func:`segnet.data.coco.draw_mask`), so that a
   smaller one keeps its class where two overlap. An empty cell (or ``-1``) is an image
-  with no object. Where no row has an empty cell and some images of the folders the
-  rows name are in no row (Severstal lists defects only), those images have no object,
-  said; where rows do list empty images, unlisted images are left out, warned (nobody
+  with no object. Where (almost) no row is empty and some images of the folders the rows
+  name are in no row (Severstal lists defects only), those images have no object,
+  warned; where rows do list empty images, unlisted images are left out, warned (nobody
   annotated them).
-* **Classes**: a class column's values (``ClassId``, ``class``), numbers named
-  ``class<k>`` unless ``data.class_names`` names them (background first, then in the
-  numbers' order), words by their words; an id ending in ``_<class>`` after the image's
-  name (``0011165.jpg_Fish``) gives the class; with neither, one class,
-  ``foreground``.
+* **Classes**: a class column's values (``ClassId``, ``class``): numbers name class
+  ``class<n>``, or ``data.class_names[n]`` (numbers from 0: ``[n + 1]``), words
+  themselves; an id ending in ``_<class>`` after the image's name (``0011165.jpg_Fish``)
+  gives the class; with neither, one class, ``foreground``.
 * The masks are kept in the cache (:mod:`segnet.data.drawn_masks`).
 """
 
@@ -38,7 +36,9 @@ import csv
 import functools
 import logging
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -64,37 +64,36 @@ from segnet.data.drawn_masks import (
 )
 from segnet.data.errors import ImageDataError
 from segnet.data.name_rules import IMAGE_SUFFIXES
+from segnet.data.pixel_order import ORDER_WORDS, decode, tell_order
 
 DRAWING = "run-length-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 ORDERS = ("auto", "columns", "rows")  # data.rle_order
 # column headers as :func:`word` reads them
-ID_WORDS = ("imageid", "imagelabel", "image", "img", "id", "imagename", "filename", "file",
-            "name", "imgid", "imagepath", "path")  # fmt: skip
+ID_WORDS = ("imageid", "imagelabel", "imageidclassid", "image", "img", "id", "imagename",
+            "filename", "file", "name", "imgid", "imagepath", "path")  # fmt: skip
 RUN_WORDS = ("encodedpixels", "rlemask", "rle", "encoding", "maskrle", "rlemasks", "encoded",
              "segmentation", "annotation", "mask", "pixels")  # fmt: skip
 CLASS_WORDS = ("classid", "class", "classname", "label", "labelid", "category", "categoryid",
                "classlabel")  # fmt: skip
-HEIGHT_WORDS, WIDTH_WORDS = (
-    ("height", "imgheight", "imageheight"),
-    ("width", "imgwidth", "imagewidth"),
-)
-NO_OBJECT = frozenset({"", "nan", "none", "null", "-1"})  # a cell of an image with no object
+HEIGHT_WORDS = ("height", "imgheight", "imageheight")
+WIDTH_WORDS = ("width", "imgwidth", "imagewidth")
+NO_OBJECT = frozenset({"", "nan", "na", "none", "null", "-1"})  # an image with no object
 CELLS_LOOKED_AT = 20  # cells of the run column that tell a run-length CSV from another
-ORDER_SAMPLE = 32  # masks the pixel order is told from
-TORN = 1.5  # edges in one order over the other that tell a torn object (images not square)
-EDGE_FIT = 1.1  # edge contrast in one order over the other that a square image votes by,
-EDGE_SURE = 4.0  # and in standard errors of the difference
+ORDER_SAMPLE = 32  # images holding objects the pixel order is told from
+LISTS_EMPTY = 0.01  # the share of empty rows from which a file is taken to list every image
 UNNAMED = "foreground"  # the class where no column or id names one, as binary masks name it
 NAME_AND_CLASS = re.compile(
     r"^(?P<image>.+(?:" + "|".join(re.escape(s) for s in IMAGE_SUFFIXES) + r"))_(?P<cls>[^/\\]+)$",
     re.IGNORECASE,
 )
+_TOLD: dict[tuple, str] = {}  # the order auto told, by the files (as they are now) told of
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Row:
-    """One row of a run-length CSV: the image it names, its class, its runs' text."""
+    """One row of a run-length CSV: the image it names, its class ("" where its class
+    cell is empty), its runs' text."""
 
     line: int
     image: str
@@ -135,9 +134,9 @@ def looks_like_runs(cell: str) -> bool:
 
 
 def table(path: Path) -> list[Row] | None:
-    """The rows of the run-length CSV at ``path``; None for any other file (told by its
-    header and its first :data:`CELLS_LOOKED_AT` cells of runs, so finding the files
-    never refuses one)."""
+    """The rows of the run-length CSV at ``path``; None for any other file, told by its
+    header and its first :data:`CELLS_LOOKED_AT` cells of runs (finding the files never
+    refuses one: a row's faults are refused where its runs are read)."""
     if "submission" in path.name.lower():
         return None
     try:
@@ -147,35 +146,44 @@ def table(path: Path) -> list[Row] | None:
         return None
 
 
+@contextmanager
+def long_cells() -> Iterator[None]:
+    """CSV cells of any length while reading (a large image's runs run to megabytes)."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
 @parsed_by_reader
 @functools.lru_cache(maxsize=8)  # read once per run while unchanged
 def _table(path: Path, size: int, mtime: int) -> list[Row] | None:
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f)
+    with long_cells(), open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, skipinitialspace=True)
         columns = columns_of(next(reader, []))
         if columns is None:
             return None
-        rows = [(k, r) for k, r in enumerate(reader, start=2) if r]
+        rows = [(k, r) for k, r in enumerate(reader, start=2) if any(c.strip() for c in r)]
     cells = [r[columns["runs"]] for _, r in rows if len(r) > columns["runs"]]
     filled = [c for c in cells if c.strip().lower() not in NO_OBJECT][:CELLS_LOOKED_AT]
     if not filled or not all(looks_like_runs(c) for c in filled):
         return None
-    return [_row(path, k, r, columns) for k, r in rows]
+    return [_row(k, r, columns) for k, r in rows]
 
 
-def _row(path: Path, line: int, cells: list[str], columns: dict[str, int]) -> Row:
-    if len(cells) <= max(columns.values()):
-        raise ImageDataError(f"{path}, line {line}: {len(cells)} fields, fewer than its header's.")
-    size = []
-    for role in ("height", "width"):
-        text = cells[columns[role]].strip() if role in columns else ""
-        size.append(int(float(text)) if re.fullmatch(r"\d+(\.0*)?", text) else None)
-    image, label = cells[columns["image"]].strip(), ""
+def _row(line: int, cells: list[str], columns: dict[str, int]) -> Row:
+    """A row, its missing last cells empty (a row of no object written without them)."""
+    cells = [c.strip() for c in cells] + [""] * (max(columns.values()) + 1 - len(cells))
+    size = [cells[columns[r]] if r in columns else "" for r in ("height", "width")]
+    size = [int(float(s)) if re.fullmatch(r"\d+(\.0*)?", s) else None for s in size]
+    image, label = cells[columns["image"]], UNNAMED
     if "class" in columns:
-        label = cells[columns["class"]].strip()
+        label = re.sub(r"^(\d+)\.0*$", r"\1", cells[columns["class"]])  # 1.0 is class 1
     elif found := NAME_AND_CLASS.match(image):  # Understanding Clouds' 0011165.jpg_Fish
         image, label = found["image"], found["cls"]
-    return Row(line, image, label or UNNAMED, cells[columns["runs"]], *size)
+    return Row(line, image, label, cells[columns["runs"]], *size)
 
 
 def annotation_files(root: Path) -> list[Path]:
@@ -191,31 +199,48 @@ def annotation_files(root: Path) -> list[Path]:
 
 # -- classes --------------------------------------------------------------------------------
 def labels_of(files: Sequence[Path]) -> list[str]:
-    """The classes the rows give: numbers in their order, else names in name order."""
-    labels = {r.label for f in files for r in table(f) or []}
-    numbers = all(re.fullmatch(r"\d+", n) for n in labels)
+    """The classes the rows give: numbers in their order, else names in name order; a
+    row of runs with an empty class cell is refused (an empty row's cell is no class)."""
+    labels = set()
+    for f in files:
+        for row in table(f) or []:
+            if not row.label and not row.empty:
+                raise ImageDataError(
+                    f"{f}, line {row.line}: runs with an empty class cell: give every "
+                    "object its class."
+                )
+            labels |= {row.label} - {""}
+    numbers = all(n.isdigit() for n in labels)
     return sorted(labels, key=lambda n: (int(n), n) if numbers else (0, n))
 
 
 def class_names_of(files: Sequence[Path], given: Sequence[str] | None) -> list[str]:
-    """The name of each label (:func:`labels_of`): numbered labels are ``class<k>``, or
-    ``given``'s (``data.class_names``) after the background, one for each; named labels
-    keep their names."""
+    """The name of each label (:func:`labels_of`): words are their own names; number
+    ``n`` is ``class<n>``, or ``given[n]`` (``data.class_names``, the background first;
+    ``given[n + 1]`` where the numbers start from 0) where ``given`` names its classes
+    otherwise."""
     labels = labels_of(files)
-    if not all(re.fullmatch(r"\d+", n) for n in labels):
+    if not labels or not all(n.isdigit() for n in labels):
         return labels
-    if given is None:
-        return [f"class{n}" for n in labels]
-    lowered = [str(n).strip().lower() for n in given]
-    if {f"class{n}" for n in labels} <= set(lowered):  # a checkpoint's names
-        return [f"class{n}" for n in labels]
-    if len(given) != len(labels) + 1:
+    own = [f"class{n}" for n in labels]
+    if given is None or any(re.fullmatch(r"class\d+", str(n).strip().lower()) for n in given):
+        return own  # a checkpoint's class<n> names them by number too
+    shift = 1 if "0" in labels else 0
+    top = max(int(n) for n in labels) + shift
+    if top >= len(given):
         raise ImageDataError(
-            f"data.class_names={list(given)}: {files[0]} numbers {len(labels)} classes "
-            f"({', '.join(labels)}), so give {len(labels) + 1} names, the background first, "
-            "then one for each number in order."
+            f"data.class_names={list(given)} names {len(given) - 1} classes after the "
+            f"background, and {files[0]} numbers its classes up to {labels[-1]}"
+            f"{' from 0' * shift}: name every number's class, the background first."
         )
-    return [str(n) for n in given[1:]]
+    lowered = [str(n).strip().lower() for n in given]
+    twice = sorted({n for n in lowered if lowered.count(n) > 1})
+    if twice:
+        raise ImageDataError(
+            f"data.class_names={list(given)} names {twice[0]} twice: each number's class "
+            "has a name of its own (classes are not merged)."
+        )
+    return [str(given[int(n) + shift]) for n in labels]
 
 
 def run_length_classes(root: Path | None) -> ShippedClasses | None:
@@ -223,13 +248,13 @@ def run_length_classes(root: Path | None) -> ShippedClasses | None:
     files = annotation_files(root) if root is not None else []
     if not files:
         return None
-    return drawn_classes(f"the classes of {files[0]}", class_names_of(files, None))
+    return drawn_classes(f"the rows of {files[0]}", class_names_of(files, None))
 
 
-# -- pixels ---------------------------------------------------------------------------------
+# -- runs -----------------------------------------------------------------------------------
 def runs_of(text: str, height: int, width: int, where: str) -> np.ndarray:
-    """The ``(start, length)`` pairs of ``text`` with starts from 0, checked to lie in an
-    image of ``height`` x ``width``."""
+    """The ``(start, length)`` pairs of ``text`` with starts from 0, checked to ascend and
+    to lie in an image of ``height`` x ``width``."""
     if text.strip().lower() in NO_OBJECT:
         return np.zeros((0, 2), np.int64)
     if not looks_like_runs(text):
@@ -238,6 +263,12 @@ def runs_of(text: str, height: int, width: int, where: str) -> np.ndarray:
     if (runs[:, 0] < 1).any():
         raise ImageDataError(f"{where}: a run starts at pixel 0, and pixels are numbered from 1.")
     runs[:, 0] -= 1
+    if (runs[1:, 0] < runs[:-1, 0] + runs[:-1, 1]).any():
+        raise ImageDataError(
+            f"{where}: a run starts before the one ahead of it ends: runs are read as pixel "
+            "numbers in ascending order (runs counted from the last one's end, as SIIM's "
+            "are, are not read: write each start as its pixel's number)."
+        )
     end = int((runs[:, 0] + runs[:, 1]).max())
     if end > height * width:
         raise ImageDataError(
@@ -247,91 +278,54 @@ def runs_of(text: str, height: int, width: int, where: str) -> np.ndarray:
     return runs
 
 
-def decode(runs: np.ndarray, height: int, width: int, order: str) -> np.ndarray:
-    """The pixels ``runs`` cover, numbered column by column (``columns``: top to bottom,
-    then left to right) or row by row (``rows``)."""
-    flat = np.zeros(height * width + 1, np.int32)
-    np.add.at(flat, runs[:, 0], 1)
-    np.add.at(flat, runs[:, 0] + runs[:, 1], -1)
-    covered = np.cumsum(flat[:-1]) > 0
-    if order == "columns":
-        return covered.reshape(width, height).T
-    return covered.reshape(height, width)
+def pixel_order(path: Path, rows: dict[Path, tuple[Path, list[Row]]], given: str) -> str:
+    """The order the runs number pixels in: ``given`` unless ``auto``, else as the first
+    :data:`ORDER_SAMPLE` images holding objects tell it
+    (:func:`segnet.data.pixel_order.tell_order`), refused where they do not; a given
+    order they contradict is warned of."""
+    sample = []
+    for image in sorted(rows):
+        own = [r for r in rows[image][1] if not r.empty]
+        if own:
+            height, width = check_size(rows[image][0], own[0].image, image, own[0].height,
+                                       own[0].width)  # fmt: skip
+            where = f"{rows[image][0]}, line {own[0].line}"
+            runs = np.concatenate([runs_of(r.runs, height, width, where) for r in own])
+            sample.append((image, runs[np.argsort(runs[:, 0], kind="stable")], height, width))
+        if len(sample) == ORDER_SAMPLE:
+            break
+    told, votes = tell_order(sample)
+    counted = (f"{votes['columns']} of {len(sample)} images fit column by column, "
+               f"{votes['rows']} row by row")  # fmt: skip
+    if given == "auto" and told is None:
+        raise ImageDataError(
+            f"{path}: its runs do not tell whether they number the pixels "
+            f"{ORDER_WORDS['columns']} or {ORDER_WORDS['rows']} ({counted}): give "
+            "data.rle_order=columns or data.rle_order=rows (the dataset's own decoding code "
+            "says: a reshape in Fortran order, or a transpose, is columns)."
+        )
+    if given == "auto":
+        log.info("the runs of %s number the pixels %s (%s; data.rle_order sets it)",
+                 path, ORDER_WORDS[told], counted)  # fmt: skip
+        return told
+    if told is not None and told != given:
+        log.warning(
+            "data.rle_order=%s, and the masks of %s fit their images better read %s (%s): "
+            "look at a drawn mask over its image.", given, path, ORDER_WORDS[told], counted,
+        )  # fmt: skip
+    return given
 
 
-def edges(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where ``mask`` changes between horizontal and between vertical neighbours."""
-    return mask[:, 1:] != mask[:, :-1], mask[1:] != mask[:-1]
+def told_order(root: Path | None) -> str | None:
+    """The order ``data.rle_order=auto`` told for ``root``'s run-length CSVs (the run
+    records it as its own setting); None where it told none."""
+    return _TOLD.get(_files_now(annotation_files(root))) if root is not None else None
 
 
-def edge_steps(grey: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """How much the image changes across each of ``mask``'s edges (between the two
-    neighbours the edge parts)."""
-    across, down = edges(mask)
-    return np.concatenate(
-        [np.abs(np.diff(grey, axis=1))[across], np.abs(np.diff(grey, axis=0))[down]]
-    )
-
-
-def follows_edges(grey: np.ndarray, one: np.ndarray, other: np.ndarray) -> int:
-    """1 where mask ``one`` follows the image's edges better than ``other`` does, -1
-    where ``other`` does, 0 where neither clearly does: the image changes more across
-    its edges by :data:`EDGE_FIT` times and by :data:`EDGE_SURE` standard errors (noise
-    along a few edge pixels tells nothing)."""
-    a, b = edge_steps(grey, one), edge_steps(grey, other)
-    if len(a) < 2 or len(b) < 2:
-        return 0
-    error = np.sqrt(a.var() / len(a) + b.var() / len(b)) + 1e-12
-    if abs(a.mean() - b.mean()) < EDGE_SURE * error:
-        return 0
-    high, low = max(a.mean(), b.mean()), min(a.mean(), b.mean())
-    return 0 if high < EDGE_FIT * low else (1 if a.mean() > b.mean() else -1)
-
-
-def grey_image(path: Path) -> np.ndarray:
-    """The image at ``path`` as one float channel, turned as its EXIF orientation shows it."""
-    from PIL import Image, ImageOps
-
-    if path.suffix.lower() == ".npy":
-        pixels = np.load(path).astype(np.float32)
-    else:
-        with Image.open(path) as im:
-            pixels = np.asarray(ImageOps.exif_transpose(im)).astype(np.float32)
-    return pixels.mean(axis=-1) if pixels.ndim == 3 else pixels
-
-
-def order_vote(image: Path, runs: np.ndarray, height: int, width: int) -> str | None:
-    """The order one image's runs fit (:func:`tell_order`); None where it does not tell."""
-    by_columns, by_rows = (decode(runs, height, width, o) for o in ("columns", "rows"))
-    if height != width:  # the wrong order tears objects into stripes
-        count = [sum(int(e.sum()) for e in edges(m)) for m in (by_columns, by_rows)]
-        if max(count) >= TORN * max(min(count), 1):
-            return "columns" if count[0] < count[1] else "rows"
-        return None
-    if (by_columns == by_rows).all():
-        return None  # an object its own transpose: either order
-    grey = grey_image(image)
-    if grey.shape != (height, width):
-        return None
-    return {1: "columns", -1: "rows", 0: None}[follows_edges(grey, by_columns, by_rows)]
-
-
-def tell_order(sample: Sequence[tuple[Path, np.ndarray, int, int]]) -> tuple[str | None, dict]:
-    """The pixel order the runs of ``sample`` (image, runs, height, width) were written
-    in, by their votes (:func:`order_vote`): one order where at least three in four of the
-    images that tell vote for it; None where none tells or they disagree."""
-    votes = {"columns": 0, "rows": 0, "none": 0}
-    for image, runs, height, width in sample:
-        votes[order_vote(image, runs, height, width) or "none"] += 1
-    told = votes["columns"] + votes["rows"]
-    winner = max(("columns", "rows"), key=votes.get)
-    return (winner if told and votes[winner] >= 0.75 * told else None), votes
-
-
-ORDER_WORDS = {
-    "columns": "column by column (top to bottom, then left to right, as Kaggle numbers pixels)",
-    "rows": "row by row (left to right, then top to bottom)",
-}
+def _files_now(files: Sequence[Path]) -> tuple:
+    """``files`` as they are now: their paths, sizes and times."""
+    stats = [f.stat() for f in files]
+    return tuple((f, s.st_size, s.st_mtime_ns) for f, s in zip(files, stats, strict=True))
 
 
 # -- the images -----------------------------------------------------------------------------
@@ -349,14 +343,16 @@ def run_length_images(
     if rle_order not in ORDERS:
         raise ValueError(f"data.rle_order={rle_order!r}: one of {', '.join(ORDERS)}.")
     files = annotation_files(root)
-    labels, source = labels_of(files), f"the classes of {files[0]}"
+    labels, source = labels_of(files), f"the rows of {files[0]}"
     names = class_names_of(files, class_names)
     chosen = list(class_names or drawn_classes(source, names).class_names)
     by_name = values_by_name(names, chosen, source)
     values = {label: by_name[n] for label, n in zip(labels, names, strict=True)}
     rows, splits = rows_by_image(root, files, images)
     order = pixel_order(files[0], rows, rle_order)
-    folder = cache_folder(f"{DRAWING}-{order}", files, values)
+    if rle_order == "auto":
+        _TOLD[_files_now(files)] = order
+    folder = cache_folder(DRAWING, files, values, how=f"order={order}")
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
     found, overlapping = [], 0
@@ -372,7 +368,7 @@ def run_length_images(
             "in %d image(s) of %s objects of two classes overlap: the smaller object's class "
             "is kept where they do.", overlapping, files[0],
         )  # fmt: skip
-    return found + unlisted_images(root, files, images, rows, splits, folder)
+    return found + unlisted_images(root, images, rows, folder)
 
 
 def rows_by_image(
@@ -416,42 +412,6 @@ def _unique_stems(images: Sequence[Path]) -> dict[str, Path]:
     return {s: found[0] for s, found in by_stem.items() if len(found) == 1}
 
 
-def pixel_order(path: Path, rows: dict[Path, tuple[Path, list[Row]]], given: str) -> str:
-    """The order the runs number pixels in: ``given`` unless ``auto``, else as the first
-    :data:`ORDER_SAMPLE` images holding objects tell it (:func:`tell_order`), refused
-    where they do not; a given order they contradict is warned of."""
-    sample = []
-    for image in sorted(rows)[: ORDER_SAMPLE * 4]:
-        own = [r for r in rows[image][1] if not r.empty]
-        if not own:
-            continue
-        height, width = check_size(rows[image][0], own[0].image, image, own[0].height, own[0].width)
-        where = f"{rows[image][0]}, line {own[0].line}"
-        runs = np.concatenate([runs_of(r.runs, height, width, where) for r in own])
-        sample.append((image, runs, height, width))
-        if len(sample) == ORDER_SAMPLE:
-            break
-    told, votes = tell_order(sample)
-    counted = f"{votes['columns']} of {len(sample)} images fit column by column, {votes['rows']} row by row"
-    if given == "auto" and told is None:
-        raise ImageDataError(
-            f"{path}: its runs do not tell whether they number the pixels "
-            f"{ORDER_WORDS['columns']} or {ORDER_WORDS['rows']} ({counted}): give "
-            "data.rle_order=columns or data.rle_order=rows (the dataset's own decoding code "
-            "says: a reshape in Fortran order, or a transpose, is columns)."
-        )
-    if given == "auto":
-        log.info("the runs of %s number the pixels %s (%s; data.rle_order sets it)",
-                 path, ORDER_WORDS[told], counted)  # fmt: skip
-        return told
-    if told is not None and told != given:
-        log.warning(
-            "data.rle_order=%s, and the masks of %s fit their images better read %s (%s): "
-            "look at a drawn mask over its image.", given, path, ORDER_WORDS[told], counted,
-        )  # fmt: skip
-    return given
-
-
 def _draw_one(
     f: Path, image: Path, rows: list[Row], values: dict[str, int], order: str, mask: Path
 ) -> bool:
@@ -470,34 +430,50 @@ def _draw_one(
 
 
 def unlisted_images(
-    root: Path, files: Sequence[Path], images: Sequence[Path], rows: dict, splits: dict,
-    folder: Path,
-) -> list[AnnotatedImage]:  # fmt: skip
-    """The images of the folders the rows name that no row names: where the files list
-    images with no object, nobody annotated these (left out, warned); where they list
-    objects alone (Severstal's defects), these have none (read as background, said)."""
-    folders = {image.parent for image in rows}
-    unlisted = sorted(i for i in images if i.parent in folders and i not in rows)
-    if not unlisted:
-        return []
-    if any(r.empty for _, own in rows.values() for r in own):
+    root: Path, images: Sequence[Path], rows: dict, folder: Path
+) -> list[AnnotatedImage]:
+    """The images of the folders the rows name that no row names, where one file names
+    the folder's images: where it lists images with no object (:data:`LISTS_EMPTY` of
+    its rows or more), nobody annotated these (left out, warned); where it lists objects
+    alone (Severstal's defects), these have none (background, warned)."""
+    named_by: dict[Path, set[Path]] = {}
+    for image, (f, _) in rows.items():
+        named_by.setdefault(image.parent, set()).add(f)
+    unlisted = sorted(i for i in images if i.parent in named_by and i not in rows)
+    found = []
+    for place in sorted({i.parent for i in unlisted}):
+        left = [i for i in unlisted if i.parent == place]
+        if len(named_by[place]) > 1:
+            log.warning(
+                "%d image(s) of %s are in no row of %s (e.g. %s): left out (in which split?).",
+                len(left), place, " nor ".join(map(str, sorted(named_by[place]))), left[0],
+            )  # fmt: skip
+            continue
+        (f,) = named_by[place]
+        found += _unlisted_in(root, f, left, folder)
+    return found
+
+
+def _unlisted_in(root: Path, f: Path, left: list[Path], folder: Path) -> list[AnnotatedImage]:
+    listed = table(f) or []
+    if sum(r.empty for r in listed) >= LISTS_EMPTY * len(listed):
         log.warning(
-            "%d image(s) beside those %s names are in no row of it (e.g. %s): left out "
-            "(nobody annotated them).", len(unlisted), files[0], unlisted[0],
+            "%d image(s) beside those %s names are in no row of it (e.g. %s), and it lists "
+            "images with no object: left out (nobody annotated them).", len(left), f, left[0],
         )  # fmt: skip
         return []
-    log.info(
-        "%d image(s) beside those %s names are in no row of it (e.g. %s), and it names no "
-        "image without an object: they have none, as such files leave them out "
-        "(data.skip_unlabelled=true leaves them out instead)", len(unlisted), files[0], unlisted[0],
+    log.warning(
+        "%d image(s) beside those %s names are in no row of it (e.g. %s), and it lists "
+        "images with objects alone: they have none, as such files leave them out "
+        "(data.skip_unlabelled=true leaves them out instead)", len(left), f, left[0],
     )  # fmt: skip
-    split_of_folder = {image.parent: splits[image] for image in rows}
+    split = file_split(root, f, left[0])
     found = []
-    for image in unlisted:
+    for image in left:
         name = name_below(root, image)
         mask = mask_path(folder, name)
         if not mask.is_file():
-            height, width = check_size(files[0], image.name, image, None, None)
+            height, width = check_size(f, image.name, image, None, None)
             write_mask(mask, np.zeros((height, width), np.uint8))
-        found.append(AnnotatedImage(name, image, mask, split_of_folder[image.parent], 0))
+        found.append(AnnotatedImage(name, image, mask, split, 0))
     return found

@@ -82,15 +82,27 @@ def test_a_severstal_folder_trains_its_numbered_classes_and_unlisted_images(tmp_
     assert not list(root.rglob("*.png"))
 
 
-def test_numbered_classes_take_the_names_given_and_a_wrong_count_is_refused(tmp_path):
+def test_numbered_classes_take_the_names_given_by_number(tmp_path, caplog):
+    """``data.class_names[n]`` names class number ``n``; a checkpoint's ``class<n>``
+    names its numbers alike (a number it has no name for is background, said); too few
+    names, or one name twice, are refused."""
     masks = [blob(k) for k in range(6)]
     root = kaggle_folder(tmp_path / "steel", masks, header="ImageId,ClassId,EncodedPixels",
-                         labels=["2", "4"] * 3)  # fmt: skip
-    dm = prepared(root, class_names=["background", "pitting", "scratch"])
-    assert dm.info().class_names == ["background", "pitting", "scratch"]
-    assert (mask_of(dm, "001.jpg") == 2 * masks[1]).all()
-    with pytest.raises(ImageDataError, match=r"numbers 2 classes \(2, 4\), so give 3 names"):
-        prepared(root, class_names=["background", "defect"])
+                         labels=["2", "4.0"] * 3)  # fmt: skip
+    dm = prepared(root, class_names=["background", "a", "pitting", "c", "scratch"])
+    assert dm.info().class_names == ["background", "a", "pitting", "c", "scratch"]
+    assert (mask_of(dm, "001.jpg") == 4 * masks[1]).all()
+    assert (mask_of(dm, "000.jpg") == 2 * masks[0]).all()
+    with pytest.raises(
+        ImageDataError, match="names 2 classes after the background, and .* up to 4"
+    ):
+        prepared(root, class_names=["background", "pitting", "scratch"])
+    with pytest.raises(ImageDataError, match="names pitting twice"):
+        prepared(root, class_names=["background", "x", "pitting", "y", "pitting"])
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root, class_names=["background", "class4"])  # as a checkpoint names them
+    assert (mask_of(dm, "001.jpg") == masks[1]).all() and not mask_of(dm, "000.jpg").any()
+    assert "class2" in caplog.text
 
 
 @pytest.mark.parametrize("size", [(H, W), (W, W)], ids=["not square", "square"])
@@ -205,6 +217,82 @@ def test_decoding_follows_the_order_and_checks_the_runs():
         assert (run_length.decode(runs, H, W, order) == mask).all()
     with pytest.raises(ImageDataError, match="pixels are numbered from 1"):
         run_length.runs_of("0 4", H, W, "here")
+    with pytest.raises(ImageDataError, match="starts before the one ahead of it ends"):
+        run_length.runs_of("10 4 2 3", H, W, "here")  # counted from the last run's end
     with pytest.raises(ImageDataError, match="not pairs of whole numbers"):
         run_length.runs_of("1 4 9", H, W, "here")
     assert run_length.runs_of(" -1", H, W, "here").shape == (0, 2)
+
+
+def test_the_order_told_is_recorded_and_full_height_bands_are_told_by_edges(tmp_path):
+    """A band from top to bottom is one piece in either order (the wrong one moves it to
+    a band across): the image's edges tell; the run records the order told."""
+    masks = []
+    for k in range(5):
+        band = np.zeros((H, W), bool)
+        band[:, 4 + 3 * k : 10 + 3 * k] = True
+        masks.append(band)
+    root = kaggle_folder(tmp_path / "d", masks, order="columns")  # each band one run
+    dm = prepared(root)
+    for k, mask in enumerate(masks):
+        assert (mask_of(dm, f"{k:03d}.jpg") == mask).all()
+    dm.info()
+    assert dm.settings_found()["rle_order"] == "columns"
+    assert "rle_order" not in prepared(root, rle_order="columns").settings_found()
+
+
+def test_csv_quirks_long_cells_and_short_rows(tmp_path):
+    """Cells of a megabyte, ``NA`` and short rows for no object, a space before a quote:
+    read; Severstal's old ``ImageId_ClassId`` gives the class after the name."""
+    root = tmp_path / "d"
+    (root / "train_images").mkdir(parents=True)
+    many = np.zeros((400, 500), bool)
+    many[:, ::4] = True  # 500 / 4 runs of 400 pixels by columns: 125 runs ...
+    many[::3, :] = True  # ... broken up by every third row: thousands of runs
+    Image.fromarray((many * 200).astype(np.uint8)).save(root / "train_images" / "big.png")
+    for k in range(3):
+        photo(blob(k), k).save(root / "train_images" / f"{k}.png")
+    rows = ["ImageId_ClassId,EncodedPixels", f'big.png_1, "{encoded(many)}"']
+    rows += [f"{k}.png_2,{encoded(blob(k))}" for k in range(3)] + ["0.png_1,NA", "1.png_1"]
+    (root / "train.csv").write_text("\n".join(rows) + "\n")
+    assert len(encoded(many)) > 131072
+    dm = prepared(root, rle_order="columns")
+    assert dm.info().class_names == ["background", "class1", "class2"]
+    assert (mask_of(dm, "big.png") == many).all() and (mask_of(dm, "1.png") == 2 * blob(1)).all()
+
+
+def test_a_broken_csv_beside_mask_images_leaves_them_read(tmp_path):
+    root = tmp_path / "d"
+    for folder in ("images", "masks"):
+        (root / folder).mkdir(parents=True)
+    for k in range(4):
+        photo(blob(k), k).save(root / "images" / f"{k}.png")
+        Image.fromarray(blob(k).astype(np.uint8) * 255).save(root / "masks" / f"{k}.png")
+    (root / "train.csv").write_text("id,rle_mask\n0,1 5\n1\n2,3 4\n")  # 1: no object
+    dm = prepared(root)
+    assert len(dm.pairs) == 4 and dm.pairs[0].label.parent == root / "masks"
+
+
+def test_unlisted_images_of_a_folder_two_files_name_are_left_out(tmp_path, caplog):
+    root = kaggle_folder(tmp_path / "d", [blob(k) for k in range(8)], unlisted=2)
+    rows = (root / "train.csv").read_text().splitlines()
+    (root / "train.csv").write_text("\n".join(rows[:5]) + "\n")
+    (root / "val.csv").write_text("\n".join(rows[:1] + rows[5:]) + "\n")
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root)
+    assert len(dm.pairs) == 8
+    assert "2 image(s) of" in caplog.text and "left out (in which split?)" in caplog.text
+
+
+def test_empty_class_cells(tmp_path):
+    masks = [blob(k) for k in range(4)]
+    root = kaggle_folder(tmp_path / "d", masks, header="ImageId,ClassId,EncodedPixels",
+                         labels=["1", "3", "1", "3"])  # fmt: skip
+    with open(root / "train.csv", "a") as f:
+        Image.new("RGB", (W, H)).save(root / "train_images" / "none.jpg")
+        f.write("none.jpg,,\n")
+    assert prepared(root).info().class_names == ["background", "class1", "class3"]
+    with open(root / "train.csv", "a") as f:
+        f.write(f"none.jpg,,{encoded(blob(0))}\n")
+    with pytest.raises(ImageDataError, match="line 7: runs with an empty class cell"):
+        prepared(root)
