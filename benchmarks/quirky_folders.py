@@ -376,7 +376,7 @@ def outcome(log: str, returncode: int) -> str:
             (refused or (lines[-1] if lines else "no output"))[:220] + " " + way_out[:200]
         ).strip()
     said = next(  # a downscale first: a large folder's other lines are as any folder's
-        (line.split(" - ", 1)[1] for words in (("times smaller",), (
+        (line.split(" - ", 1)[1] for words in (("times smaller", "number the pixels"), (
             "read as", "case aside", "classes of", "far from", "no class is", "hold 0 and 255"))
          for line in lines if " - " in line and any(w in line for w in words)),
         "",

@@ -45,6 +45,8 @@ class AnnotatedImage:
     mask: Path
     split: str | None
     objects: int  # the objects outlined on it: none, all background (or not annotated yet)
+    # one mask per class instead of ``mask`` (classes that overlap): (class, mask) each
+    class_masks: tuple[tuple[str, Path], ...] = ()
 
 
 @functools.cache

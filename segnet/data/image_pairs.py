@@ -509,7 +509,13 @@ def annotation_pairs(
     base = base if base.is_relative_to(root) else root
     forget_parsed_files()  # drawn: what the files hold is in the masks now
     return [
-        Pair(pair_name(base, a.image, a.name, a.split), a.image, a.mask, split=a.split)
+        Pair(
+            pair_name(base, a.image, a.name, a.split),
+            a.image,
+            None if a.class_masks else a.mask,
+            split=a.split,
+            class_masks=a.class_masks,
+        )
         for a in found
     ]
 

@@ -575,6 +575,13 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         if self.mask_classes and not self.combinations_given:
             void = 2 ** len(self.mask_classes)
             self.set_combinations(sorted({0, *(c for c in counts if c != void)}))
+            empty = [n for n, held in self.regions.items() if not held]
+            if empty:  # an output never trained to be on, and no region to score it by
+                raise ValueError(
+                    f"the masks of {', '.join(empty)} are black in every image of "
+                    f"{self.where()}: a class with no pixel cannot be learnt. Remove its "
+                    "masks (its folder or column), or annotate it."
+                )
 
     def set_classes(
         self, palette: Sequence[Sequence[int]] | None, by_row: bool = False, **given: Any

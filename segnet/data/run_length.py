@@ -81,6 +81,9 @@ NO_OBJECT = frozenset({"", "nan", "na", "none", "null", "-1"})  # an image with 
 CELLS_LOOKED_AT = 20  # cells of the run column that tell a run-length CSV from another
 ORDER_SAMPLE = 32  # images holding objects the pixel order is told from
 LISTS_EMPTY = 0.01  # the share of empty rows from which a file is taken to list every image
+# the share of the images holding two classes or more on which two of them overlap, from
+# which each class is a mask of its own (a region) rather than a class of one label map
+OVERLAPPING = 0.05
 UNNAMED = "foreground"  # the class where no column or id names one, as binary masks name it
 NAME_AND_CLASS = re.compile(
     r"^(?P<image>.+(?:" + "|".join(re.escape(s) for s in IMAGE_SUFFIXES) + r"))_(?P<cls>[^/\\]+)$",
@@ -246,9 +249,61 @@ def class_names_of(files: Sequence[Path], given: Sequence[str] | None) -> list[s
 def run_length_classes(root: Path | None) -> ShippedClasses | None:
     """The classes of ``root``'s run-length CSVs, by mask value; None where it has none."""
     files = annotation_files(root) if root is not None else []
-    if not files:
+    if not files or classes_overlap(files):  # then each mask names its class
         return None
     return drawn_classes(f"the rows of {files[0]}", class_names_of(files, None))
+
+
+def spans(text: str) -> np.ndarray:
+    """The ``(first, past)`` pixel numbers of ``text``'s runs, in order, overlapping ones
+    merged; none for a cell that is no runs (refused where the masks are drawn)."""
+    if not looks_like_runs(text):
+        return np.zeros((0, 2), np.int64)
+    runs = np.asarray(text.split(), np.int64).reshape(-1, 2)
+    runs = runs[np.argsort(runs[:, 0], kind="stable")]
+    runs[:, 1] += runs[:, 0]
+    merged = [runs[0].tolist()]
+    for first, past in runs[1:].tolist():
+        if first <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], past)
+        else:
+            merged.append([first, past])
+    return np.asarray(merged, np.int64)
+
+
+def meet(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether spans ``a`` and ``b`` (:func:`spans`) share a pixel: for each of ``a``'s,
+    the last of ``b``'s starting before it ends must end before it starts."""
+    if not len(a) or not len(b):
+        return False
+    last = np.searchsorted(b[:, 0], a[:, 1]) - 1
+    return bool(((last >= 0) & (b[np.maximum(last, 0), 1] > a[:, 0])).any())
+
+
+def classes_overlap(files: Sequence[Path]) -> bool:
+    """Whether two classes overlap on :data:`OVERLAPPING` of the images holding two or
+    more (Understanding Clouds' cloud forms, a scan's organs): each class is then a
+    mask of its own."""
+    return _overlap(_files_now(files))[1] > 0
+
+
+@parsed_by_reader
+@functools.lru_cache(maxsize=8)
+def _overlap(files: tuple) -> tuple[int, int]:
+    """The images holding two classes or more, and (where those overlap on
+    :data:`OVERLAPPING` of them, else 0) those on which two classes overlap."""
+    by_image: dict[str, dict[str, list[str]]] = {}
+    for f, *_ in files:
+        for row in table(f) or []:
+            if not row.empty:
+                by_image.setdefault(row.image, {}).setdefault(row.label, []).append(row.runs)
+    several = [labels for labels in by_image.values() if len(labels) > 1]
+    overlapping = 0
+    for labels in several:
+        found = [spans(" ".join(texts)) for texts in labels.values()]
+        overlapping += any(meet(a, b) for i, a in enumerate(found) for b in found[i + 1 :])
+    enough = overlapping and overlapping >= OVERLAPPING * len(several)
+    return len(several), overlapping if enough else 0
 
 
 # -- runs -----------------------------------------------------------------------------------
@@ -343,18 +398,23 @@ def run_length_images(
     if rle_order not in ORDERS:
         raise ValueError(f"data.rle_order={rle_order!r}: one of {', '.join(ORDERS)}.")
     files = annotation_files(root)
-    labels, source = labels_of(files), f"the rows of {files[0]}"
-    names = class_names_of(files, class_names)
-    chosen = list(class_names or drawn_classes(source, names).class_names)
-    by_name = values_by_name(names, chosen, source)
-    values = {label: by_name[n] for label, n in zip(labels, names, strict=True)}
     rows, splits = rows_by_image(root, files, images)
     order = pixel_order(files[0], rows, rle_order)
     if rle_order == "auto":
         _TOLD[_files_now(files)] = order
-    folder = cache_folder(DRAWING, files, values, how=f"order={order}")
+    each_class = classes_overlap(files)
+    # one mask per class: each label's folder class-<k> (in the cache's key with the rest)
+    values = (
+        {label: k for k, label in enumerate(object_labels(files)[0])}
+        if each_class
+        else label_values(files, class_names)
+    )
+    folder = cache_folder(DRAWING, files, values, how=f"order={order}" + " each class" * each_class)
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
+    if each_class:
+        found = class_mask_images(root, files, rows, splits, order, folder)
+        return found + unlisted_images(root, images, rows, folder, object_labels(files)[1])
     found, overlapping = [], 0
     for image, (f, own) in rows.items():
         name = name_below(root, image)
@@ -369,6 +429,63 @@ def run_length_images(
             "is kept where they do.", overlapping, files[0],
         )  # fmt: skip
     return found + unlisted_images(root, images, rows, folder)
+
+
+def label_values(files: Sequence[Path], class_names: Sequence[str] | None) -> dict[str, int]:
+    """Each label's value in the one label map of an image: its class's place in
+    ``class_names`` (given, or the files' own)."""
+    labels, source = labels_of(files), f"the rows of {files[0]}"
+    names = class_names_of(files, class_names)
+    chosen = list(class_names or drawn_classes(source, names).class_names)
+    by_name = values_by_name(names, chosen, source)
+    return {label: by_name[n] for label, n in zip(labels, names, strict=True)}
+
+
+def object_labels(files: Sequence[Path]) -> tuple[list[str], list[str]]:
+    """The labels of rows that hold objects, and their classes' names: a class of empty
+    rows alone (a cloud form no image shows) would be an output never on, so it is no
+    mask's class, said."""
+    labels, names = labels_of(files), class_names_of(files, None)
+    held = {r.label for f in files for r in table(f) or [] if not r.empty}
+    if set(labels) - held:
+        log.warning(
+            "the classes %s of %s hold no object in any row: no mask of their own",
+            ", ".join(n for label, n in zip(labels, names, strict=True) if label not in held),
+            files[0],
+        )  # fmt: skip
+    kept = [(label, n) for label, n in zip(labels, names, strict=True) if label in held]
+    return [label for label, _ in kept], [n for _, n in kept]
+
+
+def class_mask_images(
+    root: Path, files: Sequence[Path], rows: dict, splits: dict, order: str, folder: Path
+) -> list[AnnotatedImage]:
+    """Each image with a mask of its own for each class (:func:`classes_overlap`): read
+    as masks given one per class are (:mod:`segnet.data.class_masks`), each class a
+    region with a sigmoid output of its own, said."""
+    labels, names = object_labels(files)
+    several, overlapping = _overlap(_files_now(files))
+    log.info(
+        "the classes of %s overlap (on %d of the %d images holding two or more): each class "
+        "is a mask of its own and a region of the network (a sigmoid output each), as "
+        "masks given one per class are read (classes: %s)", files[0], overlapping, several,
+        ", ".join(names),
+    )  # fmt: skip
+    found = []
+    for image, (f, own) in rows.items():
+        name = name_below(root, image)
+        masks = [(n, mask_path(folder / f"class-{k}", name)) for k, n in enumerate(names)]
+        if not all(m.is_file() for _, m in masks):
+            height, width = check_size(f, own[0].image, image, own[0].height, own[0].width)
+            for label, (_, mask) in zip(labels, masks, strict=True):
+                pixels = np.zeros((height, width), bool)
+                for row in (r for r in own if r.label == label):
+                    runs = runs_of(row.runs, height, width, f"{f}, line {row.line}")
+                    pixels |= decode(runs, height, width, order)
+                write_mask(mask, pixels.astype(np.uint8))  # 1: 255 is the drawing's void
+        objects = sum(not r.empty for r in own)
+        found.append(AnnotatedImage(name, image, masks[0][1], splits[image], objects, tuple(masks)))
+    return found
 
 
 def rows_by_image(
@@ -430,12 +547,13 @@ def _draw_one(
 
 
 def unlisted_images(
-    root: Path, images: Sequence[Path], rows: dict, folder: Path
+    root: Path, images: Sequence[Path], rows: dict, folder: Path, classes: Sequence[str] = ()
 ) -> list[AnnotatedImage]:
     """The images of the folders the rows name that no row names, where one file names
     the folder's images: where it lists images with no object (:data:`LISTS_EMPTY` of
     its rows or more), nobody annotated these (left out, warned); where it lists objects
-    alone (Severstal's defects), these have none (background, warned)."""
+    alone (Severstal's defects), these have none (background, warned): a blank mask, or
+    one for each of ``classes`` where masks are drawn one per class."""
     named_by: dict[Path, set[Path]] = {}
     for image, (f, _) in rows.items():
         named_by.setdefault(image.parent, set()).add(f)
@@ -450,11 +568,13 @@ def unlisted_images(
             )  # fmt: skip
             continue
         (f,) = named_by[place]
-        found += _unlisted_in(root, f, left, folder)
+        found += _unlisted_in(root, f, left, folder, classes)
     return found
 
 
-def _unlisted_in(root: Path, f: Path, left: list[Path], folder: Path) -> list[AnnotatedImage]:
+def _unlisted_in(
+    root: Path, f: Path, left: list[Path], folder: Path, classes: Sequence[str]
+) -> list[AnnotatedImage]:
     listed = table(f) or []
     if sum(r.empty for r in listed) >= LISTS_EMPTY * len(listed):
         log.warning(
@@ -471,9 +591,12 @@ def _unlisted_in(root: Path, f: Path, left: list[Path], folder: Path) -> list[An
     found = []
     for image in left:
         name = name_below(root, image)
-        mask = mask_path(folder, name)
-        if not mask.is_file():
-            height, width = check_size(f, image.name, image, None, None)
-            write_mask(mask, np.zeros((height, width), np.uint8))
-        found.append(AnnotatedImage(name, image, mask, split, 0))
+        masks = [(n, mask_path(folder / f"class-{k}", name)) for k, n in enumerate(classes)]
+        masks = masks or [("", mask_path(folder, name))]
+        for _, mask in masks:
+            if not mask.is_file():
+                height, width = check_size(f, image.name, image, None, None)
+                write_mask(mask, np.zeros((height, width), np.uint8))
+        per_class = tuple(masks) if classes else ()
+        found.append(AnnotatedImage(name, image, masks[0][1], split, 0, per_class))
     return found

@@ -108,6 +108,16 @@ def test_a_folder_per_class_trains_overlapping_classes_as_regions(tmp_path):
     assert again.info().regions == info.regions
 
 
+def test_a_class_whose_masks_are_all_black_is_refused_before_training(tmp_path):
+    """An output never on, and no region to score it by (evaluation would refuse its empty
+    region): refused at once, naming the class."""
+    root = class_folders(tmp_path / "d")
+    for f in (root / "masks" / "artery").iterdir():
+        Image.new("L", (48, 40)).save(f)
+    with pytest.raises(ValueError, match="the masks of artery are black in every image"):
+        prepared(root, image_dir="images", label_dir="masks").info()
+
+
 def test_csv_columns_per_class_and_given_splits(tmp_path):
     root = class_folders(tmp_path / "d", n=6)
     rows = [f"images/{i}.png,masks/vessel/{i}.png,masks/artery/{i}.png,"

@@ -156,26 +156,56 @@ def test_ids_without_a_suffix_and_empty_rows_leave_unlisted_images_out(tmp_path,
     assert "1 image(s) beside those" in caplog.text and "left out" in caplog.text
 
 
-def test_a_class_after_the_image_name_and_overlapping_classes(tmp_path, caplog):
-    """Understanding Clouds' ``Image_Label``: ``<image>_<class>``, a row per class, the
-    classes overlapping (the smaller object keeps its class, said)."""
-    root = tmp_path / "clouds"
+def clouds(root, images: int, overlapping: int):
+    """Understanding Clouds' ``Image_Label``: ``<image>_<class>``, a row per class (an
+    empty one for a class not there); ``overlapping`` images' two classes overlap, the
+    others' lie apart."""
     (root / "train_images").mkdir(parents=True)
-    rows = ["Image_Label,EncodedPixels"]
-    for k in range(4):
+    rows, shapes = ["Image_Label,EncodedPixels"], {}
+    for k in range(images):
         big, small = np.zeros((H, W), bool), np.zeros((H, W), bool)
-        big[2:20, 2 + k : 28] = True
-        small[5:9, 6 + k : 12] = True
-        photo(big, k).save(root / "train_images" / f"c{k}.jpg")
+        big[2:20, 2 + k % 4 : 28] = True
+        small[5:9, 6 + k % 4 : 12] = True
+        if k >= overlapping:
+            big[:, :14] = False  # beside the small one, not over it
+        photo(big | small, k).save(root / "train_images" / f"c{k}.jpg")
         rows += [f"c{k}.jpg_Sugar,{encoded(big)}", f"c{k}.jpg_Fish,{encoded(small)}",
                  f"c{k}.jpg_Gravel,"]  # fmt: skip
+        shapes[f"c{k}.jpg"] = big, small
     (root / "train.csv").write_text("\n".join(rows) + "\n")
+    return shapes
+
+
+def test_overlapping_classes_are_a_mask_each_and_a_region_each(tmp_path, caplog):
+    """Classes that overlap (cloud forms): each class a mask of its own and a sigmoid
+    output of its own (a region), as masks given one per class train; the label map's
+    classes the combinations that occur."""
+    shapes = clouds(tmp_path / "clouds", 4, overlapping=4)
     with caplog.at_level(logging.INFO):
-        dm = prepared(root)
+        dm = prepared(tmp_path / "clouds")
+    info = dm.info()
+    assert info.class_names == ["background", "Sugar", "Fish+Sugar"]
+    assert info.regions == {"Fish": [2], "Sugar": [1, 2]}
+    pair = next(p for p in dm.pairs if p.name == "c3.jpg")
+    masks = {c: np.array(Image.open(m)) > 0 for c, m in pair.class_masks}
+    big, small = shapes["c3.jpg"]
+    assert (masks["Sugar"] == big).all() and (masks["Fish"] == small).all()
+    assert "overlap (on 4 of the 4 images holding two or more)" in caplog.text
+    assert "the classes Gravel of" in caplog.text and "hold no object" in caplog.text
+    assert "rle_order" in dm.settings_found()
+
+
+def test_classes_that_seldom_overlap_stay_one_label_map(tmp_path, caplog):
+    """One image in 25 with overlapping classes: a label map, the smaller object's class
+    kept where they overlap, said."""
+    shapes = clouds(tmp_path / "clouds", 25, overlapping=1)
+    with caplog.at_level(logging.INFO):
+        dm = prepared(tmp_path / "clouds")
     assert dm.info().class_names == ["background", "Fish", "Gravel", "Sugar"]
-    mask = mask_of(dm, "c3.jpg")
+    big, small = shapes["c0.jpg"]
+    mask = mask_of(dm, "c0.jpg")
     assert (mask[small] == 1).all() and (mask[big & ~small] == 3).all() and not mask[~big].any()
-    assert "objects of two classes overlap" in caplog.text
+    assert "in 1 image(s) of" in caplog.text and "objects of two classes overlap" in caplog.text
 
 
 def test_runs_past_their_image_and_sizes_that_differ_are_refused_by_line(tmp_path):
