@@ -11,7 +11,7 @@ transparent layer, empty masks, masks of class numbers beside a void 255, a macO
 leftovers, names that differ in case, a path outside ASCII, Kaggle's ``X/`` and ``y/``,
 a CSV of other column names written on Windows, a downloaded archive, the layouts of
 Oxford-IIIT Pet, ISIC, Carvana, BUSI and DRIVE, photos of megapixels, Kaggle's
-run-length CSVs, and so on. A
+run-length CSVs, SIIM's DICOM images with runs counted from the last, and so on. A
 refusal is right where the folder cannot be read as meant (masks of another size); its
 message must name the file and the way out.
 """
@@ -267,6 +267,24 @@ def run_lengths_by_rows(root, pairs):  # square images, runs row by row, ids wit
         image.crop((0, 0, side, side)).save(images / f"{stem}.png")
         rows.append(f"{stem},{run_lengths(mask.crop((0, 0, side, side)), 'rows')}")
     (root / "train.csv").write_text("\n".join(rows) + "\n")
+
+
+@quirk
+def siim_dicom(root, pairs):  # DICOM in study/series folders, SIIM's relative runs, square
+    import SimpleITK as sitk
+
+    rows = ["ImageId, EncodedPixels"]
+    for k, (stem, image, mask) in enumerate(pairs):
+        (series,) = folders(root, f"dicom-images-train/1.2.{k}/1.3.{k}")
+        side = min(image.size)
+        grey = np.asarray(image.convert("L").crop((0, 0, side, side))).astype(np.uint16) * 16
+        sitk.WriteImage(sitk.GetImageFromArray(grey), str(series / f"1.4.{stem}.dcm"))
+        runs = np.asarray(run_lengths(mask.crop((0, 0, side, side)), "columns").split(), int)
+        runs = runs.reshape(-1, 2) - [1, 0]  # from 0, each start after the last run's end
+        ends = np.concatenate([[0], (runs[:, 0] + runs[:, 1])[:-1]])
+        cells = " ".join(f"{s - e} {n}" for (s, n), e in zip(runs, ends, strict=True))
+        rows.append(f"1.4.{stem}, {cells or '-1'}")
+    (root / "train-rle.csv").write_text("\n".join(rows) + "\n")
 
 
 @quirk

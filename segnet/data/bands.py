@@ -1,9 +1,11 @@
 """Images of any number of channels ("bands"), as remote sensing and microscopy keep them:
 multi-band TIFFs (a satellite's four or thirteen bands, 16-bit colour), multi-page TIFFs
 (one page per channel, as ImageJ saves a fluorescence image), NumPy arrays (``.npy``,
-``(H, W)`` or ``(H, W, C)``) and 2D MetaImage and NRRD files (``.mha``, ``.nrrd``, as
+``(H, W)`` or ``(H, W, C)``), 2D MetaImage and NRRD files (``.mha``, ``.nrrd``, as
 grand-challenge.org ships its 2D tasks; read with SimpleITK, a slice of one stored as a
-volume included). What Pillow reads as grey, RGB or RGBA is read by
+volume included) and DICOM files of one frame (``.dcm``: an X-ray, a mammogram, an
+ultrasound frame; read with SimpleITK, its rescale applied, a MONOCHROME1 image turned
+so that bright is dense in every image). What Pillow reads as grey, RGB or RGBA is read by
 :mod:`segnet.data.images`; these are the files it cannot, read with ``tifffile``.
 
 A dataset's images share one mode, ``bands:<C>``: C channels, each normalised with its own
@@ -20,7 +22,8 @@ import numpy as np
 from segnet.data.image_pairs import ImageDataError
 
 PREFIX = "bands:"
-ITK_SUFFIXES = (".mha", ".nrrd")  # 2D images in ITK's formats, read with SimpleITK
+ITK_SUFFIXES = (".mha", ".nrrd", ".dcm")  # 2D images in ITK's formats, read with SimpleITK
+DICOM_PHOTOMETRIC, DICOM_BITS = "0028|0004", "0028|0101"  # photometric reading, bits stored
 ARRAY_SUFFIXES = (".npy", *ITK_SUFFIXES)
 TIFF_SUFFIXES = (".tif", ".tiff")
 # more channels than this on the last axis of an array is a volume, not an image
@@ -159,7 +162,26 @@ def itk_pixels(path: Path) -> np.ndarray:
             f"{path} holds a volume of {'x'.join(map(str, size))} voxels, and this is a 2D "
             "image recipe: train it with a volume recipe (experiment=hippocampus_unet3d)."
         )
-    return itk_images.simpleitk().GetArrayFromImage(image)
+    pixels = itk_images.simpleitk().GetArrayFromImage(image)
+    return monochrome2(image, pixels) if path.suffix.lower() == ".dcm" else pixels
+
+
+def monochrome2(image, pixels: np.ndarray) -> np.ndarray:
+    """A DICOM image's pixels as MONOCHROME2 shows them (bright the densest): a
+    MONOCHROME1 image (dark the densest, as some X-ray and mammography systems store
+    them) turned about the middle of its stored range, so that a dataset mixing the two
+    reads alike."""
+    has = image.HasMetaDataKey
+    kind = image.GetMetaData(DICOM_PHOTOMETRIC).strip() if has(DICOM_PHOTOMETRIC) else ""
+    if kind != "MONOCHROME1":
+        return pixels
+    bits = image.GetMetaData(DICOM_BITS).strip() if has(DICOM_BITS) else ""
+    top = 2 ** int(bits) - 1 if bits.isdigit() else int(pixels.max())
+    slope, intercept = (float(image.GetMetaData(k).strip() or d) if has(k) else d
+                        for k, d in (("0028|1053", 1.0), ("0028|1052", 0.0)))  # fmt: skip
+    # the stored values turned (top - v), then rescaled as the file's rescale says
+    turned = slope * top + 2 * intercept - pixels.astype(np.float64)
+    return turned.astype(np.float32)
 
 
 def read_mask(path: Path, one_bit_white: int = 255) -> np.ndarray:

@@ -333,10 +333,17 @@ def check_size(source: Path, named: str, image: Path, height: Any, width: Any) -
     gives it, where it gives them (old LabelMe files, some COCO files do not)."""
     from PIL import Image, UnidentifiedImageError
 
+    from segnet.data import bands  # arrays, DICOM, MetaImage: read as training reads them
+
+    turned = False
     try:
-        with Image.open(image) as im:
-            turned = im.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8)
-            shown = (im.width, im.height) if turned else (im.height, im.width)
+        if bands.is_array_file(image):
+            found = bands.header(image)
+            shown = (found.height, found.width)
+        else:
+            with Image.open(image) as im:
+                turned = im.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8)
+                shown = (im.width, im.height) if turned else (im.height, im.width)
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         raise ImageDataError(f"cannot read {image}: {err}") from None
     if height is None or width is None:

@@ -80,6 +80,10 @@ def grey_image(path: Path) -> np.ndarray:
     """The image at ``path`` as one float channel, turned as its EXIF orientation shows it."""
     from PIL import Image, ImageOps
 
+    from segnet.data import bands  # arrays, DICOM, MetaImage: read as training reads them
+
+    if bands.is_array_file(path):
+        return bands.read(path).mean(axis=-1)
     with Image.open(path) as im:
         pixels = np.asarray(ImageOps.exif_transpose(im)).astype(np.float32)
     return pixels.mean(axis=-1) if pixels.ndim == 3 else pixels

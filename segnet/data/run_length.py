@@ -6,7 +6,9 @@ that such a folder trains with no conversion.
 
 * **Where**: CSV files in ``data.root``, its split folders and its annotations folder
   with a column naming the image and one of run lengths (``start length`` pairs, the
-  first pixel numbered 1, in ascending order), told by their header and first cells; a
+  first pixel numbered 1, in ascending order; or, where a row's do not ascend, each
+  start counted from the last run's end, from 0, as SIIM-ACR's), told by their header
+  and first cells; a
   sample submission (its name says ``submission``) is not read. A file's split is its
   folder's or its name's (``train.csv``: train). Images are found by the path or the
   name a row gives, or by their name without its suffix (TGS Salt's ids). Runs number
@@ -39,7 +41,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -104,6 +106,8 @@ class Row:
     runs: str
     height: int | None = None
     width: int | None = None
+    # each start counted from the last run's end (SIIM's), as its file's rows are
+    relative: bool = False
 
     @property
     def empty(self) -> bool:
@@ -173,7 +177,19 @@ def _table(path: Path, size: int, mtime: int) -> list[Row] | None:
     filled = [c for c in cells if c.strip().lower() not in NO_OBJECT][:CELLS_LOOKED_AT]
     if not filled or not all(looks_like_runs(c) for c in filled):
         return None
-    return [_row(k, r, columns) for k, r in rows]
+    found = [_row(k, r, columns) for k, r in rows]
+    if any(not ascending(r.runs) for r in found):  # so every row of the file is read
+        found = [replace(r, relative=True) for r in found]
+    return found
+
+
+def ascending(text: str) -> bool:
+    """Whether a cell's runs are pixel numbers from 1 that ascend, each past the last
+    run's end (or no runs at all): else they count from the last run's end."""
+    if not looks_like_runs(text):
+        return True  # no runs, or none to read (refused where drawn)
+    runs = np.asarray(text.split(), np.int64).reshape(-1, 2)
+    return bool(runs[0, 0] >= 1 and (runs[1:, 0] >= runs[:-1, 0] + runs[:-1, 1]).all())
 
 
 def _row(line: int, cells: list[str], columns: dict[str, int]) -> Row:
@@ -307,28 +323,29 @@ def _overlap(files: tuple) -> tuple[int, int]:
 
 
 # -- runs -----------------------------------------------------------------------------------
-def runs_of(text: str, height: int, width: int, where: str) -> np.ndarray:
-    """The ``(start, length)`` pairs of ``text`` with starts from 0, checked to ascend and
-    to lie in an image of ``height`` x ``width``."""
+def runs_of(row: Row, height: int, width: int, where: str) -> np.ndarray:
+    """The ``(start, length)`` pairs of ``row``'s runs with starts from 0, ascending (each
+    start counted from the last run's end where the row is ``relative``), checked to lie
+    in an image of ``height`` x ``width``."""
+    text = row.runs
     if text.strip().lower() in NO_OBJECT:
         return np.zeros((0, 2), np.int64)
     if not looks_like_runs(text):
         raise ImageDataError(f"{where}: its runs are not pairs of whole numbers ({text[:40]!r}).")
     runs = np.asarray(text.split(), np.int64).reshape(-1, 2)
-    if (runs[:, 0] < 1).any():
+    if row.relative:  # SIIM's: from 0, each start after the last run's end
+        ends = np.cumsum(runs[:, 0] + runs[:, 1])
+        runs[:, 0] = ends - runs[:, 1]
+    elif (runs[:, 0] < 1).any():
         raise ImageDataError(f"{where}: a run starts at pixel 0, and pixels are numbered from 1.")
-    runs[:, 0] -= 1
-    if (runs[1:, 0] < runs[:-1, 0] + runs[:-1, 1]).any():
-        raise ImageDataError(
-            f"{where}: a run starts before the one ahead of it ends: runs are read as pixel "
-            "numbers in ascending order (runs counted from the last one's end, as SIIM's "
-            "are, are not read: write each start as its pixel's number)."
-        )
+    else:
+        runs[:, 0] -= 1
     end = int((runs[:, 0] + runs[:, 1]).max())
     if end > height * width:
+        counted = " (counted from the last run's end, as some rows of its file are)" * row.relative
         raise ImageDataError(
-            f"{where}: its runs reach pixel {end}, past the {height * width} pixels of its "
-            f"{width}x{height} image: are these runs of this very image, at this size?"
+            f"{where}: its runs{counted} reach pixel {end}, past the {height * width} pixels "
+            f"of its {width}x{height} image: are these runs of this very image, at this size?"
         )
     return runs
 
@@ -345,7 +362,7 @@ def pixel_order(path: Path, rows: dict[Path, tuple[Path, list[Row]]], given: str
             height, width = check_size(rows[image][0], own[0].image, image, own[0].height,
                                        own[0].width)  # fmt: skip
             where = f"{rows[image][0]}, line {own[0].line}"
-            runs = np.concatenate([runs_of(r.runs, height, width, where) for r in own])
+            runs = np.concatenate([runs_of(r, height, width, where) for r in own])
             sample.append((image, runs[np.argsort(runs[:, 0], kind="stable")], height, width))
         if len(sample) == ORDER_SAMPLE:
             break
@@ -398,6 +415,13 @@ def run_length_images(
     if rle_order not in ORDERS:
         raise ValueError(f"data.rle_order={rle_order!r}: one of {', '.join(ORDERS)}.")
     files = annotation_files(root)
+    for f in files:
+        if (table(f) or [Row(0, "", "", "")])[0].relative:
+            log.info(
+                "the runs of %s do not ascend from pixel 1 (line %d): each start is read as "
+                "counted from the last run's end, from 0, as SIIM's are", f,
+                next(r.line for r in table(f) or [] if not ascending(r.runs)),
+            )  # fmt: skip
     rows, splits = rows_by_image(root, files, images)
     order = pixel_order(files[0], rows, rle_order)
     if rle_order == "auto":
@@ -480,7 +504,7 @@ def class_mask_images(
             for label, (_, mask) in zip(labels, masks, strict=True):
                 pixels = np.zeros((height, width), bool)
                 for row in (r for r in own if r.label == label):
-                    runs = runs_of(row.runs, height, width, f"{f}, line {row.line}")
+                    runs = runs_of(row, height, width, f"{f}, line {row.line}")
                     pixels |= decode(runs, height, width, order)
                 write_mask(mask, pixels.astype(np.uint8))  # 1: 255 is the drawing's void
         objects = sum(not r.empty for r in own)
@@ -536,7 +560,7 @@ def _draw_one(
     height, width = check_size(f, rows[0].image, image, rows[0].height, rows[0].width)
     objects = []
     for row in rows:
-        runs = runs_of(row.runs, height, width, f"{f}, line {row.line}")
+        runs = runs_of(row, height, width, f"{f}, line {row.line}")
         if len(runs):
             pixels = decode(runs, height, width, order)
             objects.append({"category_id": row.label, "segmentation": pixels,

@@ -241,17 +241,22 @@ def test_an_image_in_two_files_is_refused_and_other_csvs_are_not_run_lengths(tmp
 
 
 def test_decoding_follows_the_order_and_checks_the_runs():
+    def runs(text, relative=False):
+        return run_length.runs_of(run_length.Row(2, "x", "", text, relative=relative), H, W, "here")
+
     mask = blob(3)
     for order in ("columns", "rows"):
-        runs = run_length.runs_of(encoded(mask, order), H, W, "here")
-        assert (run_length.decode(runs, H, W, order) == mask).all()
+        assert (run_length.decode(runs(encoded(mask, order)), H, W, order) == mask).all()
     with pytest.raises(ImageDataError, match="pixels are numbered from 1"):
-        run_length.runs_of("0 4", H, W, "here")
-    with pytest.raises(ImageDataError, match="starts before the one ahead of it ends"):
-        run_length.runs_of("10 4 2 3", H, W, "here")  # counted from the last run's end
+        runs("0 4")
     with pytest.raises(ImageDataError, match="not pairs of whole numbers"):
-        run_length.runs_of("1 4 9", H, W, "here")
-    assert run_length.runs_of(" -1", H, W, "here").shape == (0, 2)
+        runs("1 4 9")
+    assert runs(" -1").shape == (0, 2)
+    # SIIM's: from 0, each start counted from the last run's end
+    assert runs("10 4 2 3", relative=True).tolist() == [[10, 4], [16, 3]]
+    with pytest.raises(ImageDataError, match="counted from the last run's end.*reach pixel 800"):
+        runs("700 90 5 5", relative=True)
+    assert not run_length.ascending("10 4 2 3") and run_length.ascending("1 4 9 2")
 
 
 def test_the_order_told_is_recorded_and_full_height_bands_are_told_by_edges(tmp_path):
@@ -326,3 +331,40 @@ def test_empty_class_cells(tmp_path):
         f.write(f"none.jpg,,{encoded(blob(0))}\n")
     with pytest.raises(ImageDataError, match="line 7: runs with an empty class cell"):
         prepared(root)
+
+
+def relative(mask: np.ndarray) -> str:
+    """``mask``'s runs as SIIM writes them: column by column, from 0, each start counted
+    from the last run's end."""
+    pairs = np.asarray(encoded(mask).split(), int).reshape(-1, 2)
+    if not len(pairs):
+        return "-1"
+    pairs[:, 0] -= 1
+    ends = np.concatenate([[0], (pairs[:, 0] + pairs[:, 1])[:-1]])
+    return " ".join(f"{s - e} {n}" for (s, n), e in zip(pairs, ends, strict=True))
+
+
+def test_runs_counted_from_the_last_ones_end_are_read_so_said(tmp_path, caplog):
+    """SIIM-ACR's ``ImageId, EncodedPixels`` (a space after the comma, `` -1`` for no
+    object, an object per row): a row whose starts do not ascend shows the file counts
+    each start from the last run's end."""
+    root = tmp_path / "siim"
+    (root / "images").mkdir(parents=True)
+    rows = ["ImageId, EncodedPixels"]
+    masks = []
+    for k in range(5):
+        left, right = blob(k), np.zeros((H, W), bool)
+        right[14:20, 24:30] = k % 2 == 0
+        masks.append(left | right)
+        photo(left | right, k).save(root / "images" / f"1.2.276.{k}.png")
+        rows += [f"1.2.276.{k}, {relative(left)}"] + [f"1.2.276.{k}, {relative(right)}"] * (
+            k % 2 == 0
+        )
+    rows.append("1.2.276.9, -1")
+    photo(np.zeros((H, W), bool), 9).save(root / "images" / "1.2.276.9.png")
+    (root / "train-rle.csv").write_text("\n".join(rows) + "\n")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    for k, mask in enumerate(masks):
+        assert (mask_of(dm, f"1.2.276.{k}.png") == mask).all()
+    assert "each start is read as counted from the last run's end" in caplog.text
