@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from segnet.data.image_pairs import ImageDataError
+from segnet.data.errors import ImageDataError
 
 PREFIX = "bands:"
 ITK_SUFFIXES = (".mha", ".nrrd", ".dcm")  # 2D images in ITK's formats, read with SimpleITK
