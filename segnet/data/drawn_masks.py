@@ -344,6 +344,8 @@ def check_size(source: Path, named: str, image: Path, height: Any, width: Any) -
             with Image.open(image) as im:
                 turned = im.getexif().get(EXIF_ORIENTATION) in (5, 6, 7, 8)
                 shown = (im.width, im.height) if turned else (im.height, im.width)
+    except ImageDataError:
+        raise  # it names the file already
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         raise ImageDataError(f"cannot read {image}: {err}") from None
     if height is None or width is None:

@@ -194,10 +194,10 @@ class OwnImages(ImageFiles):
                     "...): each file upright (EXIF orientation), as Pillow's convert('L') "
                     "reads it (16-bit grey as it is), stacked last in channel order"
                     if norm.get("channel_files")
-                    else "tifffile (TIFF), numpy.load (.npy) or SimpleITK (.mha, .nrrd, .dcm; a "
-                    "DICOM file's rescale applied, a MONOCHROME1 one turned: rescale slope x "
-                    "(2^bits stored - 1) + 2 x intercept - value): every band as the file "
-                    "holds it, rows and columns first, the bands last"
+                    else "tifffile (TIFF), numpy.load (.npy) or SimpleITK (.mha, .nrrd, .dcm: "
+                    "a DICOM file's rescale applied and a MONOCHROME1 one turned, as "
+                    "SimpleITK.ReadImage gives them): every band as the file holds it, rows "
+                    "and columns first, the bands last"
                     if own_images.bands.count_of(norm["color_mode"])
                     else f"Pillow: Image.convert('{norm['color_mode']}'), except 16-bit grey "
                     "images, read as they are"

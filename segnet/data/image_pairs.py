@@ -165,10 +165,15 @@ def image_files(folder: Path) -> list[Path]:
 
 
 def without_side_arrays(files: list[Path]) -> list[Path]:
-    """``files`` without their NumPy arrays where pictures are among them: an array beside
-    pictures is something kept with them (features, a cache), not an image."""
+    """``files`` without their NumPy arrays where pictures are among them (an array beside
+    pictures is something kept with them: features, a cache), and without DICOM files
+    of a picture's name (the original a PNG was exported from)."""
     arrays = {f for f in files if f.suffix.lower() == ".npy"}
-    return [f for f in files if f not in arrays] if len(arrays) < len(files) else files
+    files = [f for f in files if f not in arrays] if len(arrays) < len(files) else files
+    pictures = {f.stem for f in files if f.suffix.lower() not in (".dcm", ".dicom")}
+    return [
+        f for f in files if f.suffix.lower() not in (".dcm", ".dicom") or f.stem not in pictures
+    ]
 
 
 def visible_folders(folder: Path) -> list[Path]:

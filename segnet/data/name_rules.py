@@ -21,7 +21,7 @@ DEFAULT_RULE = "{id}"
 # Netpbm's kinds too: older datasets keep theirs so (STARE's .ppm, EM stacks' .pgm)
 IMAGE_SUFFIXES = (
     ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".ppm", ".pgm", ".pbm",
-    ".pnm", ".npy", ".mha", ".nrrd", ".dcm",
+    ".pnm", ".npy", ".mha", ".nrrd", ".dcm", ".dicom",
 )  # fmt: skip
 log = logging.getLogger(__name__)
 

@@ -380,6 +380,12 @@ def flat_images_hint(root: Path) -> str:
     ending = dataset_json.file_ending(root, NiftiDataError)
     images = [d for d in (root / "imagesTr", root / "images") if d.is_dir()]
     two_d = {p.suffix.lower() for d in images for p in d.iterdir()} & set(IMAGE_SUFFIXES_2D)
+    if two_d & {".dcm", ".dicom"}:
+        return (
+            " It holds DICOM files: a series of slices is not read as a volume here; "
+            "convert each series to NIfTI (dcm2niix -z y -o <out> <series folder>), or "
+            "train single-frame images (X-rays) with a 2D recipe (experiment=images_quick)."
+        )
     if (ending and ending in IMAGE_SUFFIXES_2D) or two_d:
         return (
             f" It holds 2D images ({ending or ', '.join(sorted(two_d))}): train on them with "

@@ -46,6 +46,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from segnet.data import class_masks
 from segnet.data.class_files import ShippedClasses
 from segnet.data.coco import draw_mask
 from segnet.data.drawn_masks import (
@@ -83,6 +84,9 @@ NO_OBJECT = frozenset({"", "nan", "na", "none", "null", "-1"})  # an image with 
 CELLS_LOOKED_AT = 20  # cells of the run column that tell a run-length CSV from another
 ORDER_SAMPLE = 32  # images holding objects the pixel order is told from
 LISTS_EMPTY = 0.01  # the share of empty rows from which a file is taken to list every image
+# the share of rows of several runs whose starts do not ascend from which a file's runs
+# count each start from the last run's end (SIIM's); fewer are refused, by line
+RELATIVE = 0.5
 # the share of the images holding two classes or more on which two of them overlap, from
 # which each class is a mask of its own (a region) rather than a class of one label map
 OVERLAPPING = 0.05
@@ -178,8 +182,9 @@ def _table(path: Path, size: int, mtime: int) -> list[Row] | None:
     if not filled or not all(looks_like_runs(c) for c in filled):
         return None
     found = [_row(k, r, columns) for k, r in rows]
-    if any(not ascending(r.runs) for r in found):  # so every row of the file is read
-        found = [replace(r, relative=True) for r in found]
+    several = [r for r in found if len(r.runs.split()) > 2 and looks_like_runs(r.runs)]
+    if several and sum(not ascending(r.runs) for r in several) >= RELATIVE * len(several):
+        found = [replace(r, relative=True) for r in found]  # every row of the file so
     return found
 
 
@@ -270,12 +275,14 @@ def run_length_classes(root: Path | None) -> ShippedClasses | None:
     return drawn_classes(f"the rows of {files[0]}", class_names_of(files, None))
 
 
-def spans(text: str) -> np.ndarray:
-    """The ``(first, past)`` pixel numbers of ``text``'s runs, in order, overlapping ones
-    merged; none for a cell that is no runs (refused where the masks are drawn)."""
-    if not looks_like_runs(text):
+def spans(rows: Sequence[Row]) -> np.ndarray:
+    """The ``(first, past)`` pixel numbers (from 0) of ``rows``' runs, in order,
+    overlapping ones merged; none for cells that are no runs (refused where the masks
+    are drawn)."""
+    found = [pixel_runs(r) for r in rows if looks_like_runs(r.runs)]
+    if not found:
         return np.zeros((0, 2), np.int64)
-    runs = np.asarray(text.split(), np.int64).reshape(-1, 2)
+    runs = np.concatenate(found)
     runs = runs[np.argsort(runs[:, 0], kind="stable")]
     runs[:, 1] += runs[:, 0]
     merged = [runs[0].tolist()]
@@ -298,9 +305,10 @@ def meet(a: np.ndarray, b: np.ndarray) -> bool:
 
 def classes_overlap(files: Sequence[Path]) -> bool:
     """Whether two classes overlap on :data:`OVERLAPPING` of the images holding two or
-    more (Understanding Clouds' cloud forms, a scan's organs): each class is then a
-    mask of its own."""
-    return _overlap(_files_now(files))[1] > 0
+    more (Understanding Clouds' cloud forms, a scan's organs), and are few enough to be
+    a mask each (:data:`segnet.data.class_masks.MAX_CLASSES`)."""
+    overlap = _overlap(_files_now(files))[1] > 0
+    return overlap and len(object_labels(files)[0]) <= class_masks.MAX_CLASSES
 
 
 @parsed_by_reader
@@ -308,41 +316,52 @@ def classes_overlap(files: Sequence[Path]) -> bool:
 def _overlap(files: tuple) -> tuple[int, int]:
     """The images holding two classes or more, and (where those overlap on
     :data:`OVERLAPPING` of them, else 0) those on which two classes overlap."""
-    by_image: dict[str, dict[str, list[str]]] = {}
+    by_image: dict[str, dict[str, list[Row]]] = {}
     for f, *_ in files:
         for row in table(f) or []:
             if not row.empty:
-                by_image.setdefault(row.image, {}).setdefault(row.label, []).append(row.runs)
+                by_image.setdefault(row.image, {}).setdefault(row.label, []).append(row)
     several = [labels for labels in by_image.values() if len(labels) > 1]
     overlapping = 0
     for labels in several:
-        found = [spans(" ".join(texts)) for texts in labels.values()]
+        found = [spans(rows) for rows in labels.values()]
         overlapping += any(meet(a, b) for i, a in enumerate(found) for b in found[i + 1 :])
     enough = overlapping and overlapping >= OVERLAPPING * len(several)
     return len(several), overlapping if enough else 0
 
 
 # -- runs -----------------------------------------------------------------------------------
+def pixel_runs(row: Row) -> np.ndarray:
+    """``row``'s runs as ``(start, length)`` pairs, starts from 0: from 1 in the file, or
+    counted from the last run's end where the row is ``relative`` (SIIM's). Not checked."""
+    runs = np.asarray(row.runs.split(), np.int64).reshape(-1, 2)
+    if row.relative:  # from 0, each start after the last run's end
+        runs[:, 0] = np.cumsum(runs[:, 0] + runs[:, 1]) - runs[:, 1]
+    else:
+        runs[:, 0] -= 1
+    return runs
+
+
 def runs_of(row: Row, height: int, width: int, where: str) -> np.ndarray:
-    """The ``(start, length)`` pairs of ``row``'s runs with starts from 0, ascending (each
-    start counted from the last run's end where the row is ``relative``), checked to lie
-    in an image of ``height`` x ``width``."""
+    """``row``'s runs (:func:`pixel_runs`), checked to ascend from pixel 1 (where not
+    ``relative``) and to lie in an image of ``height`` x ``width``."""
     text = row.runs
     if text.strip().lower() in NO_OBJECT:
         return np.zeros((0, 2), np.int64)
     if not looks_like_runs(text):
         raise ImageDataError(f"{where}: its runs are not pairs of whole numbers ({text[:40]!r}).")
-    runs = np.asarray(text.split(), np.int64).reshape(-1, 2)
-    if row.relative:  # SIIM's: from 0, each start after the last run's end
-        ends = np.cumsum(runs[:, 0] + runs[:, 1])
-        runs[:, 0] = ends - runs[:, 1]
-    elif (runs[:, 0] < 1).any():
+    runs = pixel_runs(row)
+    if not row.relative and (runs[:, 0] < 0).any():
         raise ImageDataError(f"{where}: a run starts at pixel 0, and pixels are numbered from 1.")
-    else:
-        runs[:, 0] -= 1
+    if not row.relative and (runs[1:, 0] < runs[:-1, 0] + runs[:-1, 1]).any():
+        raise ImageDataError(
+            f"{where}: a run starts before the one ahead of it ends: runs are pixel numbers "
+            "in ascending order (where most rows' are not, each start is read as counted "
+            "from the last run's end, as SIIM's are)."
+        )
     end = int((runs[:, 0] + runs[:, 1]).max())
     if end > height * width:
-        counted = " (counted from the last run's end, as some rows of its file are)" * row.relative
+        counted = " (counted from the last run's end, as most rows of its file are)" * row.relative
         raise ImageDataError(
             f"{where}: its runs{counted} reach pixel {end}, past the {height * width} pixels "
             f"of its {width}x{height} image: are these runs of this very image, at this size?"
@@ -426,7 +445,13 @@ def run_length_images(
     order = pixel_order(files[0], rows, rle_order)
     if rle_order == "auto":
         _TOLD[_files_now(files)] = order
-    each_class = classes_overlap(files)
+    each_class = classes_overlap(files) or trained_each_class(files, class_names)
+    if not each_class and _overlap(_files_now(files))[1]:
+        log.warning(
+            "the classes of %s overlap, and they are %d, more than masks of their own take "
+            "(%d): one label map, the smaller object's class kept where two overlap",
+            files[0], len(object_labels(files)[0]), class_masks.MAX_CLASSES,
+        )  # fmt: skip
     # one mask per class: each label's folder class-<k> (in the cache's key with the rest)
     values = (
         {label: k for k, label in enumerate(object_labels(files)[0])}
@@ -465,18 +490,21 @@ def label_values(files: Sequence[Path], class_names: Sequence[str] | None) -> di
     return {label: by_name[n] for label, n in zip(labels, names, strict=True)}
 
 
+def trained_each_class(files: Sequence[Path], class_names: Sequence[str] | None) -> bool:
+    """Whether ``class_names`` are the combinations of these files' classes that a run of
+    a mask per class trained (``Fish+Sugar``: a checkpoint's, given back by evaluation),
+    so that other data is read as it was, overlapping or not."""
+    if not class_names or not any("+" in str(n) for n in class_names):
+        return False
+    return class_masks.combination_codes(list(class_names), object_labels(files)[1]) is not None
+
+
 def object_labels(files: Sequence[Path]) -> tuple[list[str], list[str]]:
-    """The labels of rows that hold objects, and their classes' names: a class of empty
-    rows alone (a cloud form no image shows) would be an output never on, so it is no
-    mask's class, said."""
+    """The labels of rows that hold objects, and their classes' names (numbers as
+    ``class<n>``): a class of empty rows alone (a cloud form no image shows) would be an
+    output never on, so it is no mask's class."""
     labels, names = labels_of(files), class_names_of(files, None)
     held = {r.label for f in files for r in table(f) or [] if not r.empty}
-    if set(labels) - held:
-        log.warning(
-            "the classes %s of %s hold no object in any row: no mask of their own",
-            ", ".join(n for label, n in zip(labels, names, strict=True) if label not in held),
-            files[0],
-        )  # fmt: skip
     kept = [(label, n) for label, n in zip(labels, names, strict=True) if label in held]
     return [label for label, _ in kept], [n for _, n in kept]
 
@@ -489,6 +517,10 @@ def class_mask_images(
     region with a sigmoid output of its own, said."""
     labels, names = object_labels(files)
     several, overlapping = _overlap(_files_now(files))
+    unheld = [n for n in class_names_of(files, None) if n not in names]
+    if unheld:
+        log.warning("the classes %s of %s hold no object in any row: no mask of their own",
+                    ", ".join(unheld), files[0])  # fmt: skip
     log.info(
         "the classes of %s overlap (on %d of the %d images holding two or more): each class "
         "is a mask of its own and a region of the network (a sigmoid output each), as "

@@ -118,3 +118,21 @@ def test_dicom_images_take_masks_drawn_from_run_lengths(tmp_path):
     pair = next(p for p in dm.pairs if p.name.endswith("1.4.2.dcm"))
     assert (np.array(Image.open(pair.label)) == disc(2)).all()
     assert dm.info().in_channels == 1
+
+
+def test_dicom_originals_beside_their_png_exports_are_left_alone(tmp_path):
+    """A folder of PNGs exported from DICOM originals kept beside them reads the PNGs,
+    as it did before DICOM files were read."""
+    root = dicom_folder(tmp_path / "xray", n=4)
+    for k in range(4):
+        Image.fromarray(disc(k).astype(np.uint8) * 200).save(root / "images" / f"{k}.png")
+    dm = prepared(root, class_names=["background", "disc"], label_values=[0, 255])
+    assert sorted(p.image.suffix for p in dm.pairs) == [".png"] * 4
+
+
+def test_a_dicom_header_is_read_without_its_pixels(tmp_path, monkeypatch):
+    import SimpleITK as sitk
+
+    root = dicom_folder(tmp_path / "xray", n=1)
+    monkeypatch.setattr(sitk, "ReadImage", lambda *a, **k: pytest.fail("decoded"))
+    assert bands.header(root / "images" / "0.dcm") == bands.Bands(H, W, 1, False)

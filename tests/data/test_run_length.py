@@ -252,6 +252,8 @@ def test_decoding_follows_the_order_and_checks_the_runs():
     with pytest.raises(ImageDataError, match="not pairs of whole numbers"):
         runs("1 4 9")
     assert runs(" -1").shape == (0, 2)
+    with pytest.raises(ImageDataError, match="starts before the one ahead of it ends"):
+        runs("10 4 2 3")
     # SIIM's: from 0, each start counted from the last run's end
     assert runs("10 4 2 3", relative=True).tolist() == [[10, 4], [16, 3]]
     with pytest.raises(ImageDataError, match="counted from the last run's end.*reach pixel 800"):
@@ -368,3 +370,47 @@ def test_runs_counted_from_the_last_ones_end_are_read_so_said(tmp_path, caplog):
     for k, mask in enumerate(masks):
         assert (mask_of(dm, f"1.2.276.{k}.png") == mask).all()
     assert "each start is read as counted from the last run's end" in caplog.text
+
+
+def test_one_row_out_of_order_is_refused_by_line_not_read_as_counted(tmp_path):
+    """A file whose runs ascend but in one row (objects joined out of order) keeps its
+    pixel numbers: that row is refused, named."""
+    masks = [blob(k) for k in range(6)]
+    root = kaggle_folder(tmp_path / "d", masks)
+    rows = (root / "train.csv").read_text().splitlines()
+    name, cells = rows[3].split(",")
+    pairs = cells.split()
+    rows[3] = f"{name},{' '.join(pairs[2:] + pairs[:2])}"  # the first run last
+    (root / "train.csv").write_text("\n".join(rows) + "\n")
+    with pytest.raises(ImageDataError, match="line 4: a run starts before the one ahead"):
+        prepared(root, rle_order="columns")
+
+
+def test_more_overlapping_classes_than_masks_take_stay_one_label_map(tmp_path, caplog):
+    root = tmp_path / "many"
+    (root / "train_images").mkdir(parents=True)
+    rows = ["ImageId,ClassId,EncodedPixels"]
+    for k in range(3):
+        photo(blob(k), k).save(root / "train_images" / f"{k}.jpg")
+        for c in range(1, 9):  # eight classes, each over the last
+            part = np.zeros((H, W), bool)
+            part[2 + c : 12 + c, 3 * c : 3 * c + 8] = True
+            rows.append(f"{k}.jpg,{c},{encoded(part)}")
+    (root / "train.csv").write_text("\n".join(rows) + "\n")
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(root, rle_order="columns")
+    assert len(dm.info().class_names) == 9 and not dm.pairs[0].class_masks
+    assert "they are 8, more than masks of their own take (7)" in caplog.text
+
+
+def test_a_checkpoint_of_a_mask_per_class_reads_other_data_so(tmp_path):
+    """Evaluation gives back the combinations a run of a mask per class trained: data
+    whose classes do not overlap is read as a mask per class too, not as a label map its
+    outputs do not match."""
+    clouds(tmp_path / "apart", 6, overlapping=0)
+    trained = ["background", "Sugar", "Fish", "Fish+Sugar"]
+    dm = prepared(tmp_path / "apart", class_names=trained)
+    assert dm.pairs[0].class_masks and dm.info().class_names == trained
+    assert prepared(tmp_path / "apart").info().class_names == [
+        "background", "Fish", "Gravel", "Sugar",
+    ]  # fmt: skip
