@@ -557,7 +557,9 @@ def rows_by_image(
     for f in files:
         listed, missing, seen = table(f) or [], [], set()
         for row in listed:
-            image = image_of(row.image, [f.parent, root], by_name)
+            # a name alone that one image below the root has: that image, with no search
+            image = by_name.get(row.image) if "/" not in row.image else None
+            image = image or image_of(row.image, [f.parent, root], by_name)
             image = image or stems.get(PurePosixPath(row.image.replace("\\", "/")).name)
             if image is None:
                 missing.append(row.image)
