@@ -47,7 +47,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from segnet.data import class_masks
-from segnet.data.class_files import ShippedClasses
+from segnet.data.class_files import BACKGROUND_NAMES, ShippedClasses
 from segnet.data.coco import draw_mask
 from segnet.data.drawn_masks import (
     AnnotatedImage,
@@ -445,13 +445,7 @@ def run_length_images(
     order = pixel_order(files[0], rows, rle_order)
     if rle_order == "auto":
         _TOLD[_files_now(files)] = order
-    each_class = classes_overlap(files) or trained_each_class(files, class_names)
-    if not each_class and _overlap(_files_now(files))[1]:
-        log.warning(
-            "the classes of %s overlap, and they are %d, more than masks of their own take "
-            "(%d): one label map, the smaller object's class kept where two overlap",
-            files[0], len(object_labels(files)[0]), class_masks.MAX_CLASSES,
-        )  # fmt: skip
+    each_class = mask_per_class(files, class_names)
     # one mask per class: each label's folder class-<k> (in the cache's key with the rest)
     values = (
         {label: k for k, label in enumerate(object_labels(files)[0])}
@@ -488,6 +482,33 @@ def label_values(files: Sequence[Path], class_names: Sequence[str] | None) -> di
     chosen = list(class_names or drawn_classes(source, names).class_names)
     by_name = values_by_name(names, chosen, source)
     return {label: by_name[n] for label, n in zip(labels, names, strict=True)}
+
+
+def mask_per_class(files: Sequence[Path], class_names: Sequence[str] | None) -> bool:
+    """Whether each class is drawn as a mask of its own: where ``class_names`` are a
+    checkpoint's combinations of them (:func:`trained_each_class`); not where they name a
+    label map (the background first, no combination: a run of one, or a user naming
+    one), said where the classes overlap; else where they overlap
+    (:func:`classes_overlap`)."""
+    if trained_each_class(files, class_names):
+        return True
+    if not _overlap(_files_now(files))[1]:
+        return False
+    count = len(object_labels(files)[0])
+    named = class_names is not None and str(class_names[0]).strip().lower() in BACKGROUND_NAMES
+    if count > class_masks.MAX_CLASSES or named:
+        why = (
+            f"they are {count}, more than masks of their own take ({class_masks.MAX_CLASSES})"
+            if count > class_masks.MAX_CLASSES
+            else f"the classes given, {list(class_names)}, are one per pixel (a checkpoint's, "
+            "or data.class_names: leave it out for a mask per class)"
+        )
+        log.warning(
+            "the classes of %s overlap, and %s: one label map, the smaller object's class "
+            "kept where two overlap", files[0], why,
+        )  # fmt: skip
+        return False
+    return True
 
 
 def trained_each_class(files: Sequence[Path], class_names: Sequence[str] | None) -> bool:

@@ -414,3 +414,15 @@ def test_a_checkpoint_of_a_mask_per_class_reads_other_data_so(tmp_path):
     assert prepared(tmp_path / "apart").info().class_names == [
         "background", "Fish", "Gravel", "Sugar",
     ]  # fmt: skip
+
+
+def test_class_names_of_one_class_per_pixel_keep_overlapping_classes_one_label_map(
+    tmp_path, caplog
+):
+    """A run of one label map (or a user naming its classes with the background first)
+    reads overlapping classes as that label map, warned, not as masks its outputs lack."""
+    clouds(tmp_path / "over", 4, overlapping=4)
+    with caplog.at_level(logging.WARNING):
+        dm = prepared(tmp_path / "over", class_names=["background", "Fish", "Sugar"])
+    assert not dm.pairs[0].class_masks and dm.info().class_names == ["background", "Fish", "Sugar"]
+    assert "are one per pixel" in caplog.text
