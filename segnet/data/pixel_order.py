@@ -10,7 +10,7 @@ that tells (:func:`order_vote`), and the images' votes decide (:func:`tell_order
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +25,8 @@ EDGE_FIT = 1.1  # edge contrast in one order over the other that an image votes 
 EDGE_SURE = 4.0  # and in standard errors of the difference
 MIN_VOTES = 3  # images that tell, at least (or every image where fewer hold objects),
 AGREEING = 0.75  # and the share of them that agree
+VOTES = 32  # images that tell enough (faint edges: more are looked at, ...
+LOOKED_AT = 128  # ... up to so many)
 
 
 def decode(runs: np.ndarray, height: int, width: int, order: str) -> np.ndarray:
@@ -105,14 +107,20 @@ def order_vote(image: Path, runs: np.ndarray, height: int, width: int) -> str | 
     return {1: "columns", -1: "rows", 0: None}[vote]
 
 
-def tell_order(sample: Sequence[tuple[Path, np.ndarray, int, int]]) -> tuple[str | None, dict]:
-    """The pixel order the runs of ``sample`` (image, runs, height, width) were written
-    in, by their votes (:func:`order_vote`): one order where :data:`MIN_VOTES` images
-    tell (or all of them, fewer) and :data:`AGREEING` of those vote for it; else None."""
+def tell_order(
+    sample: Iterable[tuple[Path, np.ndarray, int, int]],
+) -> tuple[str | None, dict[str, int]]:
+    """The pixel order the runs of ``sample`` (image, runs, height, width; read lazily)
+    were written in, by their votes (:func:`order_vote`), until :data:`VOTES` images
+    tell or :data:`LOOKED_AT` are looked at: one order where :data:`MIN_VOTES` tell (or
+    all of them, fewer) and :data:`AGREEING` of those vote for it; else None. The votes
+    are counted under ``columns``, ``rows`` and ``none``."""
     votes = {"columns": 0, "rows": 0, "none": 0}
     for image, runs, height, width in sample:
         votes[order_vote(image, runs, height, width) or "none"] += 1
-    told = votes["columns"] + votes["rows"]
+        if votes["columns"] + votes["rows"] >= VOTES or sum(votes.values()) >= LOOKED_AT:
+            break
+    told, looked = votes["columns"] + votes["rows"], sum(votes.values())
     winner = max(("columns", "rows"), key=votes.get)
-    enough = told and told >= min(MIN_VOTES, len(sample)) and votes[winner] >= AGREEING * told
+    enough = told and told >= min(MIN_VOTES, looked) and votes[winner] >= AGREEING * told
     return (winner if enough else None), votes

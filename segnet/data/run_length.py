@@ -82,7 +82,6 @@ HEIGHT_WORDS = ("height", "imgheight", "imageheight")
 WIDTH_WORDS = ("width", "imgwidth", "imagewidth")
 NO_OBJECT = frozenset({"", "nan", "na", "none", "null", "-1"})  # an image with no object
 CELLS_LOOKED_AT = 20  # cells of the run column that tell a run-length CSV from another
-ORDER_SAMPLE = 32  # images holding objects the pixel order is told from
 LISTS_EMPTY = 0.01  # the share of empty rows from which a file is taken to list every image
 # the share of rows of several runs whose starts do not ascend from which a file's runs
 # count each start from the last run's end (SIIM's); fewer are refused, by line
@@ -370,23 +369,22 @@ def runs_of(row: Row, height: int, width: int, where: str) -> np.ndarray:
 
 
 def pixel_order(path: Path, rows: dict[Path, tuple[Path, list[Row]]], given: str) -> str:
-    """The order the runs number pixels in: ``given`` unless ``auto``, else as the first
-    :data:`ORDER_SAMPLE` images holding objects tell it
-    (:func:`segnet.data.pixel_order.tell_order`), refused where they do not; a given
-    order they contradict is warned of."""
-    sample = []
-    for image in sorted(rows):
-        own = [r for r in rows[image][1] if not r.empty]
-        if own:
-            height, width = check_size(rows[image][0], own[0].image, image, own[0].height,
-                                       own[0].width)  # fmt: skip
-            where = f"{rows[image][0]}, line {own[0].line}"
-            runs = np.concatenate([runs_of(r, height, width, where) for r in own])
-            sample.append((image, runs[np.argsort(runs[:, 0], kind="stable")], height, width))
-        if len(sample) == ORDER_SAMPLE:
-            break
-    told, votes = tell_order(sample)
-    counted = (f"{votes['columns']} of {len(sample)} images fit column by column, "
+    """The order the runs number pixels in: ``given`` unless ``auto``, else as the images
+    holding objects tell it (:func:`segnet.data.pixel_order.tell_order`: the first 32
+    that tell, of at most 128), refused where they do not; a given order they contradict
+    is warned of."""
+
+    def sample() -> Iterator[tuple[Path, np.ndarray, int, int]]:
+        for image in sorted(rows):
+            f, own = rows[image][0], [r for r in rows[image][1] if not r.empty]
+            if own:
+                height, width = check_size(f, own[0].image, image, own[0].height, own[0].width)
+                where = f"{f}, line {own[0].line}"
+                runs = np.concatenate([runs_of(r, height, width, where) for r in own])
+                yield image, runs[np.argsort(runs[:, 0], kind="stable")], height, width
+
+    told, votes = tell_order(sample())
+    counted = (f"{votes['columns']} of {sum(votes.values())} images fit column by column, "
                f"{votes['rows']} row by row")  # fmt: skip
     if given == "auto" and told is None:
         raise ImageDataError(
