@@ -11,7 +11,8 @@ that such a folder trains with no conversion.
   and first cells; a
   sample submission (its name says ``submission``) is not read. A file's split is its
   folder's or its name's (``train.csv``: train). Images are found by the path or the
-  name a row gives, or by their name without its suffix (TGS Salt's ids). Runs number
+  name a row gives, by their name without its suffix (TGS Salt's ids), or by a folder
+  and the start of their name (UW-Madison GI's ids). Runs number
   the pixels of the image as viewers show it (its EXIF orientation applied).
 * **Pixel order** (``data.rle_order``): ``auto`` tells it from the masks
   (:mod:`segnet.data.pixel_order`) and the run records what it told, so that
@@ -83,6 +84,7 @@ WIDTH_WORDS = ("width", "imgwidth", "imagewidth")
 NO_OBJECT = frozenset({"", "nan", "na", "none", "null", "-1"})  # an image with no object
 CELLS_LOOKED_AT = 20  # cells of the run column that tell a run-length CSV from another
 LISTS_EMPTY = 0.01  # the share of empty rows from which a file is taken to list every image
+NAME_START = 3  # words of an image's name an id may give after a folder (slice_0001)
 # the share of rows of several runs whose starts do not ascend from which a file's runs
 # count each start from the last run's end (SIIM's); fewer are refused, by line
 RELATIVE = 0.5
@@ -571,6 +573,7 @@ def rows_by_image(
     splits), and a file none of whose images is there."""
     by_name = image_index(images)
     stems = _unique_stems(images)
+    by_folder = functools.cache(lambda: _folder_and_name_start(root, images))
     rows: dict[Path, tuple[Path, list[Row]]] = {}
     splits: dict[Path, str | None] = {}
     for f in files:
@@ -580,6 +583,7 @@ def rows_by_image(
             image = by_name.get(row.image) if "/" not in row.image else None
             image = image or image_of(row.image, [f.parent, root], by_name)
             image = image or stems.get(PurePosixPath(row.image.replace("\\", "/")).name)
+            image = image or by_folder().get(row.image)
             if image is None:
                 missing.append(row.image)
                 continue
@@ -596,6 +600,22 @@ def rows_by_image(
                     "put the images beside the file, or anywhere below data.root under the "
                     "names its rows give.")  # fmt: skip
     return rows, splits
+
+
+def _folder_and_name_start(root: Path, images: Sequence[Path]) -> dict[str, Path]:
+    """The images by a folder they lie in and the start of their name, joined by ``_``
+    (UW-Madison GI's ``case123_day20_slice_0001`` for
+    ``case123/case123_day20/scans/slice_0001_266_266_1.50_1.50.png``: the name's first
+    :data:`NAME_START` words at most), keys that name one image only; made only where an
+    id names no image otherwise."""
+    found: dict[str, Path | None] = {}
+    for image in images:
+        words = image.stem.split("_")[:NAME_START]
+        starts = ["_".join(words[:k]) for k in range(1, len(words) + 1)]
+        folders = image.relative_to(root).parts[:-1] if image.is_relative_to(root) else ()
+        for key in {f"{d}_{w}" for d in folders for w in starts}:
+            found[key] = None if key in found else image
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def _unique_stems(images: Sequence[Path]) -> dict[str, Path]:

@@ -426,3 +426,34 @@ def test_class_names_of_one_class_per_pixel_keep_overlapping_classes_one_label_m
         dm = prepared(tmp_path / "over", class_names=["background", "Fish", "Sugar"])
     assert not dm.pairs[0].class_masks and dm.info().class_names == ["background", "Fish", "Sugar"]
     assert "are one per pixel" in caplog.text
+
+
+def test_ids_of_a_folder_and_the_start_of_a_name(tmp_path, caplog):
+    """UW-Madison GI's ``id,class,segmentation``: ``case1_day0_slice_0003`` names
+    ``train/case1/case1_day0/scans/slice_0003_24_32_1.50_1.50.png`` (16-bit), a row per
+    class, the runs row by row, the organs overlapping."""
+    root = tmp_path / "uw"
+    rows = ["id,class,segmentation"]
+    shapes = {}
+    for case in range(2):
+        scans = root / "train" / f"case{case}" / f"case{case}_day0" / "scans"
+        scans.mkdir(parents=True)
+        for k in range(1, 5):
+            big, small = np.zeros((H, W), bool), np.zeros((H, W), bool)
+            big[2:20, 2 + k : 28] = True
+            small[5:9, 6 + k : 12] = True
+            pixels = (3000 + 9000 * big + 9000 * small).astype(np.uint16)
+            Image.fromarray(pixels).save(scans / f"slice_{k:04d}_{H}_{W}_1.50_1.50.png")
+            slice_id = f"case{case}_day0_slice_{k:04d}"
+            rows += [f"{slice_id},large_bowel,", f"{slice_id},small_bowel,{encoded(small, 'rows')}",
+                     f"{slice_id},stomach,{encoded(big, 'rows')}"]  # fmt: skip
+            shapes[slice_id] = big, small
+    (root / "train.csv").write_text("\n".join(rows) + "\n")
+    with caplog.at_level(logging.INFO):
+        dm = prepared(root)
+    assert len(dm.pairs) == 8 and dm.info().regions.keys() == {"small_bowel", "stomach"}
+    pair = next(p for p in dm.pairs if "case1/case1_day0/scans/slice_0002" in p.name)
+    masks = {c: np.array(Image.open(m)) > 0 for c, m in pair.class_masks}
+    big, small = shapes["case1_day0_slice_0002"]
+    assert (masks["stomach"] == big).all() and (masks["small_bowel"] == small).all()
+    assert "number the pixels row by row" in caplog.text
