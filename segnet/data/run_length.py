@@ -76,7 +76,7 @@ ORDERS = ("auto", "columns", "rows")  # data.rle_order
 ID_WORDS = ("imageid", "imagelabel", "imageidclassid", "image", "img", "id", "imagename",
             "filename", "file", "name", "imgid", "imagepath", "path")  # fmt: skip
 RUN_WORDS = ("encodedpixels", "rlemask", "rle", "encoding", "maskrle", "rlemasks", "encoded",
-             "segmentation", "annotation", "mask", "pixels")  # fmt: skip
+             "segmentation", "annotation", "mask")  # fmt: skip
 CLASS_WORDS = ("classid", "class", "classname", "label", "labelid", "category", "categoryid",
                "classlabel")  # fmt: skip
 HEIGHT_WORDS = ("height", "imgheight", "imageheight")
@@ -170,7 +170,7 @@ def long_cells() -> Iterator[None]:
 
 
 @parsed_by_reader
-@functools.lru_cache(maxsize=8)  # read once per run while unchanged
+@functools.lru_cache(maxsize=32)  # read once per run while unchanged (and the CSVs beside)
 def _table(path: Path, size: int, mtime: int) -> list[Row] | None:
     with long_cells(), open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, skipinitialspace=True)
