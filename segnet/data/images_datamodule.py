@@ -705,7 +705,13 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def _find_pairs(self) -> None:
         """The pairs; and the pixel order ``data.rle_order=auto`` told of run-length CSVs,
         which the run records (:meth:`settings_found`)."""
-        drawing = {"class_names": self._class_names, "drawn": self.drawn}
+        # a checkpoint of a mask per class (its regions the combinations' classes) reads
+        # drawn masks so again, whatever the data it is given
+        trained = self.regions_given and class_masks.is_combination_run(
+            self._class_names or [], self.regions
+        )
+        drawing = {"class_names": self._class_names, "drawn": self.drawn,
+                   "trained_mask_per_class": bool(trained)}  # fmt: skip
         self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout, **drawing)
         told = self.drawn and self.layout["rle_order"] == "auto"
         self.told_order = run_length.told_order(self.root) if told else None

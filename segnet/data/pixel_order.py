@@ -25,8 +25,7 @@ EDGE_FIT = 1.1  # edge contrast in one order over the other that an image votes 
 EDGE_SURE = 4.0  # and in standard errors of the difference
 MIN_VOTES = 3  # images that tell, at least (or every image where fewer hold objects),
 AGREEING = 0.75  # and the share of them that agree
-VOTES = 32  # images that tell enough (faint edges: more are looked at, ...
-LOOKED_AT = 128  # ... up to so many)
+VOTES = 32  # images that tell enough (faint edges: more are looked at, up to 128)
 
 
 def decode(runs: np.ndarray, height: int, width: int, order: str) -> np.ndarray:
@@ -108,17 +107,17 @@ def order_vote(image: Path, runs: np.ndarray, height: int, width: int) -> str | 
 
 
 def tell_order(
-    sample: Iterable[tuple[Path, np.ndarray, int, int]],
+    sample: Iterable[tuple[Path, np.ndarray, int, int]], looked_at: int = 128
 ) -> tuple[str | None, dict[str, int]]:
     """The pixel order the runs of ``sample`` (image, runs, height, width; read lazily)
     were written in, by their votes (:func:`order_vote`), until :data:`VOTES` images
-    tell or :data:`LOOKED_AT` are looked at: one order where :data:`MIN_VOTES` tell (or
+    tell or ``looked_at`` are looked at: one order where :data:`MIN_VOTES` tell (or
     all of them, fewer) and :data:`AGREEING` of those vote for it; else None. The votes
     are counted under ``columns``, ``rows`` and ``none``."""
     votes = {"columns": 0, "rows": 0, "none": 0}
     for image, runs, height, width in sample:
         votes[order_vote(image, runs, height, width) or "none"] += 1
-        if votes["columns"] + votes["rows"] >= VOTES or sum(votes.values()) >= LOOKED_AT:
+        if votes["columns"] + votes["rows"] >= VOTES or sum(votes.values()) >= looked_at:
             break
     told, looked = votes["columns"] + votes["rows"], sum(votes.values())
     winner = max(("columns", "rows"), key=votes.get)

@@ -40,7 +40,7 @@ import functools
 import logging
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -68,7 +68,7 @@ from segnet.data.drawn_masks import (
 )
 from segnet.data.errors import ImageDataError
 from segnet.data.name_rules import IMAGE_SUFFIXES
-from segnet.data.pixel_order import ORDER_WORDS, decode, tell_order
+from segnet.data.pixel_order import ORDER_WORDS, VOTES, decode, tell_order
 
 DRAWING = "run-length-masks-1"  # bumped where the drawing changes: masks drawn before, redrawn
 ORDERS = ("auto", "columns", "rows")  # data.rle_order
@@ -385,7 +385,8 @@ def pixel_order(path: Path, rows: dict[Path, tuple[Path, list[Row]]], given: str
                 runs = np.concatenate([runs_of(r, height, width, where) for r in own])
                 yield image, runs[np.argsort(runs[:, 0], kind="stable")], height, width
 
-    told, votes = tell_order(sample())
+    # an order given is only checked: as few images as would tell it
+    told, votes = tell_order(sample(), looked_at=128 if given == "auto" else VOTES)
     counted = (f"{votes['columns']} of {sum(votes.values())} images fit column by column, "
                f"{votes['rows']} row by row")  # fmt: skip
     if given == "auto" and told is None:
@@ -425,12 +426,14 @@ def run_length_images(
     images: Sequence[Path],
     class_names: Sequence[str] | None = None,
     rle_order: str = "auto",
+    trained_mask_per_class: bool = False,
 ) -> list[AnnotatedImage]:
     """Every image ``root``'s run-length CSVs name and the folder holds, each with its
     mask (drawn now, or found drawn in the cache) of ``class_names`` (given, or the
     files' own: :func:`run_length_classes`), its runs read in ``rle_order``
     (``data.rle_order``: :func:`pixel_order`); ``images`` are the image files below
-    ``root``."""
+    ``root``. Where ``trained_mask_per_class`` (a checkpoint of a mask per class, its
+    combinations ``class_names``), a mask for each of its classes, overlapping or not."""
     if rle_order not in ORDERS:
         raise ValueError(f"data.rle_order={rle_order!r}: one of {', '.join(ORDERS)}.")
     files = annotation_files(root)
@@ -445,19 +448,22 @@ def run_length_images(
     order = pixel_order(files[0], rows, rle_order)
     if rle_order == "auto":
         _TOLD[_files_now(files)] = order
-    each_class = mask_per_class(files, class_names)
-    # one mask per class: each label's folder class-<k> (in the cache's key with the rest)
+    each_class = trained_mask_per_class or mask_per_class(files, class_names)
+    classes = (
+        trained_classes(class_names or [])
+        if trained_mask_per_class
+        else object_labels(files)[1] * each_class
+    )
+    # one mask per class: each class's folder class-<k> (in the cache's key with the rest)
     values = (
-        {label: k for k, label in enumerate(object_labels(files)[0])}
-        if each_class
-        else label_values(files, class_names)
+        {n: k for k, n in enumerate(classes)} if each_class else label_values(files, class_names)
     )
     folder = cache_folder(DRAWING, files, values, how=f"order={order}" + " each class" * each_class)
     if not folder.is_dir():
         log.info("drawing the masks of %s, once, into %s", ", ".join(map(str, files)), folder)
     if each_class:
-        found = class_mask_images(root, files, rows, splits, order, folder)
-        return found + unlisted_images(root, images, rows, folder, object_labels(files)[1])
+        found = class_mask_images(root, files, rows, splits, order, folder, classes)
+        return found + unlisted_images(root, images, rows, folder, classes)
     found, overlapping = [], 0
     for image, (f, own) in rows.items():
         name = name_below(root, image)
@@ -485,23 +491,21 @@ def label_values(files: Sequence[Path], class_names: Sequence[str] | None) -> di
 
 
 def mask_per_class(files: Sequence[Path], class_names: Sequence[str] | None) -> bool:
-    """Whether each class is drawn as a mask of its own: where ``class_names`` are a
-    checkpoint's combinations of them (:func:`trained_each_class`); not where they name a
-    label map (the background first, no combination: a run of one, or a user naming
-    one), said where the classes overlap; else where they overlap
-    (:func:`classes_overlap`)."""
-    if trained_each_class(files, class_names):
-        return True
+    """Whether each class is drawn as a mask of its own, where no checkpoint of a mask per
+    class says so: where the classes overlap (:func:`classes_overlap`), unless they are
+    more than masks of their own take or ``class_names`` name a label map (background
+    first: a checkpoint of one, or ``data.class_names``), said."""
     if not _overlap(_files_now(files))[1]:
         return False
     count = len(object_labels(files)[0])
-    named = class_names is not None and str(class_names[0]).strip().lower() in BACKGROUND_NAMES
+    named = bool(class_names) and str(class_names[0]).strip().lower() in BACKGROUND_NAMES
     if count > class_masks.MAX_CLASSES or named:
         why = (
             f"they are {count}, more than masks of their own take ({class_masks.MAX_CLASSES})"
             if count > class_masks.MAX_CLASSES
-            else f"the classes given, {list(class_names)}, are one per pixel (a checkpoint's, "
-            "or data.class_names: leave it out for a mask per class)"
+            else f"the classes given, {list(class_names)}, are one per pixel (a checkpoint "
+            "of one label map; or data.class_names, which at training leaves a mask per "
+            "class where it is left out)"
         )
         log.warning(
             "the classes of %s overlap, and %s: one label map, the smaller object's class "
@@ -511,13 +515,10 @@ def mask_per_class(files: Sequence[Path], class_names: Sequence[str] | None) -> 
     return True
 
 
-def trained_each_class(files: Sequence[Path], class_names: Sequence[str] | None) -> bool:
-    """Whether ``class_names`` are the combinations of these files' classes that a run of
-    a mask per class trained (``Fish+Sugar``: a checkpoint's, given back by evaluation),
-    so that other data is read as it was, overlapping or not."""
-    if not class_names or not any("+" in str(n) for n in class_names):
-        return False
-    return class_masks.combination_codes(list(class_names), object_labels(files)[1]) is not None
+def trained_classes(class_names: Sequence[str]) -> list[str]:
+    """The classes of a checkpoint of a mask per class, from its combinations
+    (``background, Sugar, Fish+Sugar``: Sugar, Fish)."""
+    return list(dict.fromkeys(part for n in class_names[1:] for part in str(n).split("+")))
 
 
 def object_labels(files: Sequence[Path]) -> tuple[list[str], list[str]]:
@@ -531,32 +532,37 @@ def object_labels(files: Sequence[Path]) -> tuple[list[str], list[str]]:
 
 
 def class_mask_images(
-    root: Path, files: Sequence[Path], rows: dict, splits: dict, order: str, folder: Path
-) -> list[AnnotatedImage]:
-    """Each image with a mask of its own for each class (:func:`classes_overlap`): read
-    as masks given one per class are (:mod:`segnet.data.class_masks`), each class a
-    region with a sigmoid output of its own, said."""
-    labels, names = object_labels(files)
+    root: Path, files: Sequence[Path], rows: dict, splits: dict, order: str, folder: Path,
+    classes: Sequence[str],
+) -> list[AnnotatedImage]:  # fmt: skip
+    """Each image with a mask of its own for each of ``classes`` (:func:`mask_per_class`,
+    or a checkpoint's): read as masks given one per class are
+    (:mod:`segnet.data.class_masks`), each class a region with a sigmoid output of its
+    own, said. A class of the files not among ``classes`` is drawn in none, warned."""
+    name_of = dict(zip(labels_of(files), class_names_of(files, None), strict=True))
     several, overlapping = _overlap(_files_now(files))
-    unheld = [n for n in class_names_of(files, None) if n not in names]
+    unheld = [n for n in name_of.values() if n not in classes]
     if unheld:
-        log.warning("the classes %s of %s hold no object in any row: no mask of their own",
-                    ", ".join(unheld), files[0])  # fmt: skip
+        log.warning(
+            "the classes %s of %s are no mask's class (%s): not drawn", ", ".join(unheld),
+            files[0], "none of their rows holds an object" if overlapping else "the "
+            "checkpoint has no output for them",
+        )  # fmt: skip
     log.info(
-        "the classes of %s overlap (on %d of the %d images holding two or more): each class "
-        "is a mask of its own and a region of the network (a sigmoid output each), as "
-        "masks given one per class are read (classes: %s)", files[0], overlapping, several,
-        ", ".join(names),
+        "the classes of %s are masks of their own and regions of the network (a sigmoid "
+        "output each), as masks given one per class are read (classes: %s; they overlap on "
+        "%d of the %d images holding two or more)", files[0], ", ".join(classes),
+        overlapping, several,
     )  # fmt: skip
     found = []
     for image, (f, own) in rows.items():
         name = name_below(root, image)
-        masks = [(n, mask_path(folder / f"class-{k}", name)) for k, n in enumerate(names)]
+        masks = [(n, mask_path(folder / f"class-{k}", name)) for k, n in enumerate(classes)]
         if not all(m.is_file() for _, m in masks):
             height, width = check_size(f, own[0].image, image, own[0].height, own[0].width)
-            for label, (_, mask) in zip(labels, masks, strict=True):
+            for cls, mask in masks:
                 pixels = np.zeros((height, width), bool)
-                for row in (r for r in own if r.label == label):
+                for row in (r for r in own if name_of.get(r.label) == cls):
                     runs = runs_of(row, height, width, f"{f}, line {row.line}")
                     pixels |= decode(runs, height, width, order)
                 write_mask(mask, pixels.astype(np.uint8))  # 1: 255 is the drawing's void
@@ -574,16 +580,17 @@ def rows_by_image(
     by_name = image_index(images)
     stems = _unique_stems(images)
     by_folder = functools.cache(lambda: _folder_and_name_start(root, images))
+    found_for: dict[tuple[Path, str], Path | None] = {}  # an id's image, once per file
     rows: dict[Path, tuple[Path, list[Row]]] = {}
     splits: dict[Path, str | None] = {}
     for f in files:
         listed, missing, seen = table(f) or [], [], set()
         for row in listed:
-            # a name alone that one image below the root has: that image, with no search
-            image = by_name.get(row.image) if "/" not in row.image else None
-            image = image or image_of(row.image, [f.parent, root], by_name)
-            image = image or stems.get(PurePosixPath(row.image.replace("\\", "/")).name)
-            image = image or by_folder().get(row.image)
+            if (f, row.image) not in found_for:
+                found_for[f, row.image] = _image_named(
+                    row.image, f, root, by_name, stems, by_folder
+                )
+            image = found_for[f, row.image]
             if image is None:
                 missing.append(row.image)
                 continue
@@ -600,6 +607,18 @@ def rows_by_image(
                     "put the images beside the file, or anywhere below data.root under the "
                     "names its rows give.")  # fmt: skip
     return rows, splits
+
+
+def _image_named(
+    name: str, f: Path, root: Path, by_name: dict, stems: dict, by_folder: Callable
+) -> Path | None:
+    """The image a row names: a name alone that one image below the root has (no search),
+    a path beside the file or below the root, a name without its suffix, or a folder and
+    the start of a name (:func:`_folder_and_name_start`)."""
+    image = by_name.get(name) if "/" not in name else None
+    image = image or image_of(name, [f.parent, root], by_name)
+    image = image or stems.get(PurePosixPath(name.replace("\\", "/")).name)
+    return image or by_folder().get(name)
 
 
 def _folder_and_name_start(root: Path, images: Sequence[Path]) -> dict[str, Path]:

@@ -190,8 +190,11 @@ def test_overlapping_classes_are_a_mask_each_and_a_region_each(tmp_path, caplog)
     masks = {c: np.array(Image.open(m)) > 0 for c, m in pair.class_masks}
     big, small = shapes["c3.jpg"]
     assert (masks["Sugar"] == big).all() and (masks["Fish"] == small).all()
-    assert "overlap (on 4 of the 4 images holding two or more)" in caplog.text
-    assert "the classes Gravel of" in caplog.text and "hold no object" in caplog.text
+    assert "they overlap on 4 of the 4 images holding two or more" in caplog.text
+    assert (
+        "the classes Gravel of" in caplog.text
+        and "none of their rows holds an object" in caplog.text
+    )
     assert "rle_order" in dm.settings_found()
 
 
@@ -404,16 +407,24 @@ def test_more_overlapping_classes_than_masks_take_stay_one_label_map(tmp_path, c
 
 
 def test_a_checkpoint_of_a_mask_per_class_reads_other_data_so(tmp_path):
-    """Evaluation gives back the combinations a run of a mask per class trained: data
-    whose classes do not overlap is read as a mask per class too, not as a label map its
+    """Evaluation gives back the combinations and regions a run of a mask per class
+    trained: data whose classes do not overlap, or that lacks one of its classes, is
+    read as a mask per class too (a class the data lacks blank), not as a label map its
     outputs do not match."""
-    clouds(tmp_path / "apart", 6, overlapping=0)
-    trained = ["background", "Sugar", "Fish", "Fish+Sugar"]
-    dm = prepared(tmp_path / "apart", class_names=trained)
-    assert dm.pairs[0].class_masks and dm.info().class_names == trained
-    assert prepared(tmp_path / "apart").info().class_names == [
-        "background", "Fish", "Gravel", "Sugar",
-    ]  # fmt: skip
+    clouds(tmp_path / "over", 6, overlapping=3)
+    info = prepared(tmp_path / "over").info()
+    assert info.class_names == ["background", "Fish", "Sugar", "Fish+Sugar"]
+    shapes = clouds(tmp_path / "apart", 6, overlapping=0)
+    text = (tmp_path / "apart" / "train.csv").read_text().splitlines()
+    no_fish = [row.split(",")[0] + "," if "_Fish," in row else row for row in text]
+    (tmp_path / "apart" / "train.csv").write_text("\n".join(no_fish) + "\n")
+    dm = prepared(tmp_path / "apart", class_names=info.class_names, regions=info.regions)
+    assert dm.info().class_names == info.class_names and dm.info().regions == info.regions
+    masks = {c: np.array(Image.open(m)) > 0 for c, m in dm.pairs[0].class_masks}
+    big, _ = shapes[dm.pairs[0].name]
+    assert (masks["Sugar"] == big).all() and not masks["Fish"].any()
+    own = prepared(tmp_path / "apart").info()  # read for itself: one class, no overlap
+    assert own.class_names == ["background", "Fish", "Gravel", "Sugar"] and not own.regions
 
 
 def test_class_names_of_one_class_per_pixel_keep_overlapping_classes_one_label_map(
