@@ -76,7 +76,7 @@ FORMATS = (
         run_length.annotation_files,
         run_length.run_length_classes,
         run_length.run_length_images,
-        settings=("rle_order", "trained_mask_per_class"),
+        settings=("rle_order", "trained_mask_classes"),
     ),
     AnnotationFormat("YOLO", yolo.annotation_files, yolo.yolo_classes, yolo.yolo_images),
 )

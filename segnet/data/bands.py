@@ -15,6 +15,7 @@ mean and std, in the file's own units (no scaling to 0-255).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -157,15 +158,20 @@ def itk_pixels(path: Path) -> np.ndarray:
         image = itk_images.read_image(path)
     except (ImportError, ValueError) as err:  # SimpleITK missing, or the file unreadable
         raise ImageDataError(str(err)) from None
-    size = image.GetSize()
-    if len(size) == 3 and size[2] == 1:
+    if one_slice(path, image.GetSize()) and len(image.GetSize()) == 3:
         image = image[:, :, 0]
-    elif len(size) != 2:
-        raise ImageDataError(
-            f"{path} holds a volume of {'x'.join(map(str, size))} voxels, and this is a 2D "
-            "image recipe: train it with a volume recipe (experiment=hippocampus_unet3d)."
-        )
     return itk_images.simpleitk().GetArrayFromImage(image)
+
+
+def one_slice(path: Path, size: Sequence[int]) -> bool:
+    """That an ITK file of ``size`` (x, y[, z]) is an image: 2D, or a volume of one slice;
+    a volume of more is refused, pointing at the volume recipes."""
+    if len(size) == 2 or (len(size) == 3 and size[2] == 1):
+        return True
+    raise ImageDataError(
+        f"{path} holds a volume of {'x'.join(map(str, size))} voxels, and this is a 2D "
+        "image recipe: train it with a volume recipe (experiment=hippocampus_unet3d)."
+    )
 
 
 def itk_header(path: Path) -> Bands:
@@ -174,20 +180,13 @@ def itk_header(path: Path) -> Bands:
     from segnet.data.volume_formats import itk_images
 
     sitk = itk_images.simpleitk()
-    reader = sitk.ImageFileReader()
-    reader.SetFileName(str(path))
     try:
-        reader.ReadImageInformation()
-    except RuntimeError as err:
-        raise ImageDataError(str(itk_images.unreadable(path, err))) from None
+        reader = itk_images.read_information(path)
+    except ValueError as err:
+        raise ImageDataError(str(err)) from None
     size = reader.GetSize()
-    if len(size) == 3 and size[2] == 1:
-        size = size[:2]
-    if len(size) != 2:
-        raise ImageDataError(
-            f"{path} holds a volume of {'x'.join(map(str, size))} voxels, and this is a 2D "
-            "image recipe: train it with a volume recipe (experiment=hippocampus_unet3d)."
-        )
+    one_slice(path, size)
+    size = size[:2]
     channels = reader.GetNumberOfComponents()
     if channels > MAX_BANDS:
         raise ImageDataError(f"{path} has {channels} components per pixel: at most {MAX_BANDS}.")

@@ -293,13 +293,13 @@ def find_pairs(
     class_names: Sequence[str] | None = None,
     drawn: bool | None = None,
     rle_order: str = "auto",
-    trained_mask_per_class: bool = False,
+    trained_mask_classes: Sequence[str] | None = None,
 ) -> list[Pair]:
     """Every (image, mask) pair of the data, each with its given split if any; masks
     drawn from annotation files are drawn for ``class_names`` where given (``drawn``:
     :func:`drawn_masks_root` of it where the caller has asked already), with the
     settings their format takes (``rle_order``: a run-length CSV's pixel order;
-    ``trained_mask_per_class``: a checkpoint's classes are a mask each)."""
+    ``trained_mask_classes``: a checkpoint's classes of a mask each)."""
     naming = Naming(image_name, label_name, skip_unlabelled)
     dirs = (image_dir, label_dir, roi_dir)
     if csv_file:
@@ -323,7 +323,7 @@ def find_pairs(
         and not naming.rules_given
         and (drawn if drawn is not None else drawn_masks_root(root, skip_unlabelled))
     ):
-        settings = {"rle_order": rle_order, "trained_mask_per_class": trained_mask_per_class}
+        settings = {"rle_order": rle_order, "trained_mask_classes": trained_mask_classes}
         pairs = annotation_pairs(root, class_names, skip_unlabelled, settings)
     else:
         pairs = layout_pairs(root, dirs, naming)

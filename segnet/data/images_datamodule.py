@@ -529,13 +529,7 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
             self.label_values = self.palette = self._class_names = None
             self.ignore_values, self.found_settings = self.own_ignore, {}
             self.class_list = None
-        # a checkpoint's regions come back with its classes: the masks in its outputs' order
-        trained = (
-            list(self.regions)
-            if self.regions_given and self.regions_class_order is None
-            and class_masks.is_combination_run(self._class_names or [], self.regions)
-            else None
-        )  # fmt: skip
+        trained = self.trained_mask_classes()
         given = [
             name
             for name, is_given in (("data.label_values", self.label_values is not None),
@@ -558,6 +552,14 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
         ]
         self.combinations_given = codes is not None
         self.set_combinations(codes if codes is not None else range(2 ** len(names)))
+
+    def trained_mask_classes(self) -> list[str] | None:
+        """A checkpoint's classes of masks given one per class, in its outputs' order: its
+        regions, which come back with its classes (the combinations); None for any other
+        run."""
+        trained = self.regions_given and self.regions_class_order is None
+        trained = trained and class_masks.is_combination_run(self._class_names or [], self.regions)
+        return list(self.regions) if trained else None
 
     def set_combinations(self, codes: Sequence[int]) -> None:
         """The label map's classes: these combinations of the mask classes (their bits),
@@ -705,13 +707,9 @@ class ImageFolderDataModule(DrawnSplits, SegmentationDataModule):
     def _find_pairs(self) -> None:
         """The pairs; and the pixel order ``data.rle_order=auto`` told of run-length CSVs,
         which the run records (:meth:`settings_found`)."""
-        # a checkpoint of a mask per class (its regions the combinations' classes) reads
-        # drawn masks so again, whatever the data it is given
-        trained = self.regions_given and class_masks.is_combination_run(
-            self._class_names or [], self.regions
-        )
+        # a checkpoint of a mask per class reads drawn masks so again, whatever the data
         drawing = {"class_names": self._class_names, "drawn": self.drawn,
-                   "trained_mask_per_class": bool(trained)}  # fmt: skip
+                   "trained_mask_classes": self.trained_mask_classes()}  # fmt: skip
         self.pairs = img.find_pairs(self.root or Path("."), self.csv, **self.layout, **drawing)
         told = self.drawn and self.layout["rle_order"] == "auto"
         self.told_order = run_length.told_order(self.root) if told else None

@@ -226,8 +226,16 @@ def annotation_files(root: Path) -> list[Path]:
 def labels_of(files: Sequence[Path]) -> list[str]:
     """The classes the rows give: numbers in their order, else names in name order; a
     row of runs with an empty class cell is refused (an empty row's cell is no class)."""
-    labels = set()
-    for f in files:
+    return list(_labels(_files_now(files))[0])
+
+
+@parsed_by_reader
+@functools.lru_cache(maxsize=8)  # asked for the classes, the overlap and the drawing alike
+def _labels(files: tuple) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The files' labels (:func:`labels_of`), and those of rows holding objects: one pass
+    over their rows."""
+    labels, held = set(), set()
+    for f, *_ in files:
         for row in table(f) or []:
             if not row.label and not row.empty:
                 raise ImageDataError(
@@ -235,8 +243,10 @@ def labels_of(files: Sequence[Path]) -> list[str]:
                     "object its class."
                 )
             labels |= {row.label} - {""}
+            held |= set() if row.empty else {row.label}
     numbers = all(n.isdigit() for n in labels)
-    return sorted(labels, key=lambda n: (int(n), n) if numbers else (0, n))
+    ordered = sorted(labels, key=lambda n: (int(n), n) if numbers else (0, n))
+    return tuple(ordered), frozenset(held)
 
 
 def class_names_of(files: Sequence[Path], given: Sequence[str] | None) -> list[str]:
@@ -426,34 +436,30 @@ def run_length_images(
     images: Sequence[Path],
     class_names: Sequence[str] | None = None,
     rle_order: str = "auto",
-    trained_mask_per_class: bool = False,
+    trained_mask_classes: Sequence[str] | None = None,
 ) -> list[AnnotatedImage]:
     """Every image ``root``'s run-length CSVs name and the folder holds, each with its
     mask (drawn now, or found drawn in the cache) of ``class_names`` (given, or the
     files' own: :func:`run_length_classes`), its runs read in ``rle_order``
     (``data.rle_order``: :func:`pixel_order`); ``images`` are the image files below
-    ``root``. Where ``trained_mask_per_class`` (a checkpoint of a mask per class, its
-    combinations ``class_names``), a mask for each of its classes, overlapping or not."""
+    ``root``. Where ``trained_mask_classes`` are given (a checkpoint's of a mask per
+    class), a mask for each of them, overlapping or not."""
     if rle_order not in ORDERS:
         raise ValueError(f"data.rle_order={rle_order!r}: one of {', '.join(ORDERS)}.")
     files = annotation_files(root)
-    for f in files:
-        if (table(f) or [Row(0, "", "", "")])[0].relative:
+    for f, listed in ((f, table(f) or []) for f in files):
+        if listed and listed[0].relative:
             log.info(
                 "the runs of %s do not ascend from pixel 1 (line %d): each start is read as "
                 "counted from the last run's end, from 0, as SIIM's are", f,
-                next(r.line for r in table(f) or [] if not ascending(r.runs)),
+                next(r.line for r in listed if not ascending(r.runs)),
             )  # fmt: skip
     rows, splits = rows_by_image(root, files, images)
     order = pixel_order(files[0], rows, rle_order)
     if rle_order == "auto":
         _TOLD[_files_now(files)] = order
-    each_class = trained_mask_per_class or mask_per_class(files, class_names)
-    classes = (
-        trained_classes(class_names or [])
-        if trained_mask_per_class
-        else object_labels(files)[1] * each_class
-    )
+    each_class = bool(trained_mask_classes) or mask_per_class(files, class_names)
+    classes = list(trained_mask_classes or object_labels(files)[1] * each_class)
     # one mask per class: each class's folder class-<k> (in the cache's key with the rest)
     values = (
         {n: k for k, n in enumerate(classes)} if each_class else label_values(files, class_names)
@@ -515,18 +521,12 @@ def mask_per_class(files: Sequence[Path], class_names: Sequence[str] | None) -> 
     return True
 
 
-def trained_classes(class_names: Sequence[str]) -> list[str]:
-    """The classes of a checkpoint of a mask per class, from its combinations
-    (``background, Sugar, Fish+Sugar``: Sugar, Fish)."""
-    return list(dict.fromkeys(part for n in class_names[1:] for part in str(n).split("+")))
-
-
 def object_labels(files: Sequence[Path]) -> tuple[list[str], list[str]]:
     """The labels of rows that hold objects, and their classes' names (numbers as
     ``class<n>``): a class of empty rows alone (a cloud form no image shows) would be an
     output never on, so it is no mask's class."""
     labels, names = labels_of(files), class_names_of(files, None)
-    held = {r.label for f in files for r in table(f) or [] if not r.empty}
+    held = _labels(_files_now(files))[1]
     kept = [(label, n) for label, n in zip(labels, names, strict=True) if label in held]
     return [label for label, _ in kept], [n for _, n in kept]
 

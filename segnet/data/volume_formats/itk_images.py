@@ -98,14 +98,20 @@ def read_itk(path: Path, _spacing: Spacing = None) -> nib.Nifti1Image:
     return nib.Nifti1Image(np.ascontiguousarray(voxels), affine)
 
 
-def itk_header(path: Path, _spacing: Spacing = None) -> Header:
-    sitk = simpleitk()
-    reader = sitk.ImageFileReader()
+def read_information(path: Path):
+    """A SimpleITK reader of ``path`` that has read its header alone (size, components,
+    geometry); an unreadable file refused naming it (ValueError)."""
+    reader = simpleitk().ImageFileReader()
     reader.SetFileName(str(path))
     try:
         reader.ReadImageInformation()
     except RuntimeError as err:
         raise unreadable(path, err) from err
+    return reader
+
+
+def itk_header(path: Path, _spacing: Spacing = None) -> Header:
+    reader = read_information(path)
     shape = _shape(reader.GetSize(), reader.GetNumberOfComponents(), path)
     return Header(shape, ras_affine(reader.GetSpacing(), reader.GetDirection(), reader.GetOrigin()))
 
