@@ -90,3 +90,20 @@ def test_real_hippocampus_short_training_learns(tmp_path):
     assert metrics["test/dice"] > 0.5  # background-only would score 0
     rows = (tmp_path / "run" / "per_case.csv").read_text().splitlines()
     assert len(rows) == 1 + 42  # header + 20% of 208 cases
+
+
+@pytest.mark.slow
+def test_real_hippocampus_volumes_quick_plans_what_the_tuned_recipe_fixes(tmp_path):
+    """The planned recipe on the cases the Hippocampus recipe was tuned on plans that
+    recipe's patch, batch and depth, and learns (counted in epochs: no clock)."""
+    root = shared_dataset("Task04_Hippocampus")
+    overrides = [
+        "experiment=volumes_quick", f"data.root={root}", "train_minutes=null",
+        "trainer.max_epochs=3", "trainer.check_val_every_n_epoch=1", "data.num_workers=1",
+    ]  # fmt: skip
+    metrics, objects = train(compose("train", overrides, tmp_path / "run"))
+    dm, module = objects["datamodule"], objects["module"]
+    assert dm.patch_size == (32, 48, 32) and dm.batch_size == 4
+    assert module.hparams["net"]["features"] == [16, 32, 64, 128]
+    assert module.hparams["net"].get("pools") is None  # 1 mm every way: all axes halved
+    assert metrics["test/dice"] > 0.5

@@ -34,6 +34,7 @@ from segnet.data.info import DataInfo
 from segnet.data.memory import available_bytes
 from segnet.data.name_rules import name_pattern
 from segnet.data.palette import colorize, label_palette
+from segnet.data.patch_plan import MIN_BATCH, plan_batch_size
 from segnet.data.regions import check_regions
 from segnet.data.settings import (
     ANY,
@@ -93,23 +94,6 @@ def plan_patch(sizes: Sequence[tuple[int, int]], max_patch: int) -> tuple[int, i
         int(max(2 * PATCH_MULTIPLE, min(max_patch, m) // PATCH_MULTIPLE * PATCH_MULTIPLE))
         for m in median
     )
-
-
-# nnU-Net's bounds on a planned batch: at least 2 patches, and no more than make up 5%
-# of the training pixels (a small set is not seen whole in every step)
-MIN_BATCH, MAX_BATCH_SHARE = 2, 0.05
-
-
-def plan_batch_size(
-    patch: Sequence[int], sizes: Sequence[tuple[int, int]], batch_pixels: int
-) -> int:
-    """The training batch planned from the data, as nnU-Net plans its own: as many patches
-    as fill ``batch_pixels`` (the step a recipe is timed and sized for: 8 of 128x128 in
-    ``images_quick``), so that small images train in fewer, larger batches at about the
-    same cost per step; at most 5% of the training pixels, at least 2."""
-    area = patch[0] * patch[1]
-    share = int(MAX_BATCH_SHARE * sum(h * w for h, w in sizes) // area)
-    return max(MIN_BATCH, min(batch_pixels // area, share))
 
 
 # bytes per pixel held beside the image's own: the label (uint8), and while the folder is

@@ -29,6 +29,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
+from segnet.data.patch_plan import plan_batch_size, plan_volume_patch
 from segnet.data.regions import check_regions
 from segnet.data.settings import (
     ANY,
@@ -140,15 +141,18 @@ def median_target_spacing(
 
 
 def check_sampling(
-    patch_size: Sequence[int],
+    patch_size: Sequence[int] | None,
     foreground_ratio: float,
     clip: Sequence[float] | None,
     intensity_scale: float,
     intensity_shift: float,
 ) -> None:
-    """The patch and intensity settings, before any case is read: each would
-    otherwise fail deep inside MONAI mid-epoch, or train silently on something else."""
-    if len(patch_size) != 3 or not all(isinstance(p, int) and p > 0 for p in patch_size):
+    """The patch (null: planned) and intensity settings, before any case is read: each
+    would otherwise fail deep inside MONAI mid-epoch, or train silently on something else."""
+    patch = as_list("data.patch_size", patch_size, "[32,48,32]")
+    if patch is not None and (
+        len(patch) != 3 or not all(isinstance(p, int) and p > 0 for p in patch)
+    ):
         raise ValueError(
             f"data.patch_size={list(patch_size)}: give three positive whole numbers (voxels "
             "along the RAS axes)."
@@ -190,12 +194,15 @@ class PatchDataset(Dataset):
         transform,
         samples_per_volume: int = 1,
         ignore_index: int | None = None,
+        length: int | None = None,
     ):
         self.volumes, self.transform = volumes, transform
         self.samples_per_volume, self.ignore_index = samples_per_volume, ignore_index
+        # an epoch of ``length`` patches (data.steps_per_epoch), cycling through the cases
+        self.length = length or len(volumes) * samples_per_volume
 
     def __len__(self) -> int:
-        return len(self.volumes) * self.samples_per_volume
+        return self.length
 
     def __getitem__(self, i: int) -> dict:
         v = self.volumes[i % len(self.volumes)]
@@ -244,6 +251,32 @@ def _seed_worker(worker_id: int) -> None:
         transform.set_random_state(seed=torch.initial_seed() % 2**32)
 
 
+def check_counts(
+    batch_size: int | None,
+    num_workers: int,
+    samples_per_volume: int,
+    steps_per_epoch: int | None,
+    max_patch_voxels: int,
+    batch_voxels: int,
+    split: str,
+) -> None:
+    """The batch, the loader, the epoch's length, the planning budgets and the split
+    scored, before any case is read."""
+    check_count("batch_size", batch_size, allow_none=True)
+    check_count("num_workers", num_workers, minimum=0)
+    check_count("samples_per_volume", samples_per_volume)
+    check_count("steps_per_epoch", steps_per_epoch, allow_none=True)
+    check_count("max_patch_voxels", max_patch_voxels, minimum=4**3)
+    check_count("batch_voxels", batch_voxels)
+    if steps_per_epoch is not None and samples_per_volume != 1:
+        raise ValueError(
+            f"data.steps_per_epoch={steps_per_epoch} and data.samples_per_volume="
+            f"{samples_per_volume} both set an epoch's length: give one of them."
+        )
+    if split not in SPLITS:
+        raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
+
+
 def check_stack_spacing(spacing: Sequence[float] | None) -> tuple[float, ...] | None:
     """``data.stack_spacing``: the voxel size (z, y, x: between pages, rows, columns) of
     TIFF stacks and NumPy arrays that carry none; None: 1 along each axis."""
@@ -281,8 +314,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         "clip": MODEL,
         "channels": MODEL,
         "rotate90": TRAINING_SWITCH,
-        **{k: TRAINING for k in ("patch_size", "samples_per_volume", "foreground_ratio", "flip",
-                                 "rotate", "zoom", "affine_prob", "intensity_scale",
+        **{k: TRAINING for k in ("patch_size", "max_patch_voxels", "batch_voxels",
+                                 "steps_per_epoch", "samples_per_volume", "foreground_ratio",
+                                 "flip", "rotate", "zoom", "affine_prob", "intensity_scale",
                                  "intensity_shift")},
         "cache_max_gb": RESUMABLE,
     }  # fmt: skip
@@ -297,8 +331,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         image_dir: str | None = None,
         label_dir: str | None = None,
         class_names: Sequence[str] | None = None,
-        patch_size: Sequence[int] = (40, 56, 40),
-        batch_size: int = 4,
+        patch_size: Sequence[int] | None = (40, 56, 40),
+        batch_size: int | None = 4,
         samples_per_volume: int = 1,
         foreground_ratio: float = 0.5,
         num_workers: int = 2,
@@ -328,22 +362,26 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         channels: Sequence[str] | None = None,
         regions: dict[str, Sequence[int]] | None = None,
         regions_class_order: Sequence[int] | None = None,
+        max_patch_voxels: int = 48**3,
+        batch_voxels: int = 4 * 32 * 48 * 32,
+        steps_per_epoch: int | None = None,
     ):
         super().__init__()
-        check_count("batch_size", batch_size)
-        check_count("num_workers", num_workers, minimum=0)
-        check_count("samples_per_volume", samples_per_volume)
-        if split not in SPLITS:
-            raise ValueError(f"data.split={split!r}: choose one of {SPLITS}.")
-        as_list("data.patch_size", patch_size, "[32,48,32]")
-        as_list("data.zoom", zoom, "[0.7,1.4]")
-        check_sampling(
-            list(patch_size), foreground_ratio, clip, intensity_scale, intensity_shift,
+        check_counts(
+            batch_size, num_workers, samples_per_volume, steps_per_epoch, max_patch_voxels,
+            batch_voxels, split,
         )  # fmt: skip
+        as_list("data.zoom", zoom, "[0.7,1.4]")
+        check_sampling(patch_size, foreground_ratio, clip, intensity_scale, intensity_shift)
         self.root = Path(root).expanduser()
         self.csv, self.image_dir, self.label_dir = csv, image_dir, label_dir
         self._class_names = list(class_names) if class_names else None
-        self.patch_size = tuple(int(p) for p in patch_size)
+        # null: planned from the training cases by describe() (segnet.data.patch_plan)
+        self.patch_size = tuple(int(p) for p in patch_size) if patch_size else None
+        self.planned = dict(patch=patch_size is None, batch=batch_size is None)
+        self.max_patch_voxels, self.batch_voxels, self.steps_per_epoch = (
+            max_patch_voxels, batch_voxels, steps_per_epoch,
+        )  # fmt: skip
         # whole volumes differ in shape, so validation and testing take one at a time
         self.batch_size, self.eval_batch_size = batch_size, 1
         self.samples_per_volume, self.foreground_ratio = samples_per_volume, foreground_ratio
@@ -362,9 +400,12 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             sw_roi_size, sw_overlap, sw_mode, sw_batch_size, dims=3, minimum=1,
             default="the training patch, data.patch_size",
         )  # fmt: skip
-        self.sliding_window["roi_size"] = self.sliding_window["roi_size"] or list(self.patch_size)
         self.cache_max_gb = cache_max_gb
         self.given_regions = (regions, regions_class_order)  # checked against the classes
+        self.start_empty()
+
+    def start_empty(self) -> None:
+        """No case found and none read yet."""
         self.cases: list[nifti.Case] = []
         self.indexed: dataset_json.IndexedClasses | None = None  # read by describe()
         self.ignore_value: int | None = None
@@ -387,6 +428,11 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             )
         if self.assumed_names:  # read as background and foreground: evaluation reads so too
             found["class_names"] = list(self._class_names)
+        # the patch and batch planned: a resume and an evaluation take them as they were
+        if self.planned["patch"] and self.patch_size:
+            found["patch_size"] = list(self.patch_size)
+        if self.planned["batch"] and self.batch_size:
+            found["batch_size"] = self.batch_size
         if self.channels or first is None or not first.channels:
             return found
         return {**found, "channels": list(first.channel_words)}
@@ -435,23 +481,11 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.sides_kept, self.flip_axes = flips != self.flip_axes, flips
         self.ignore_value = self._ignore_value(class_names)
         if self.spacing == "median":
-            grids = [
-                nifti.ras_grid(self.cases[i].image, self.stack_spacing)
-                for i in self.splits["train"]
-            ]
-            if not grids:
-                raise ValueError(
-                    "data.spacing=median needs training cases to take the median of; the "
-                    "'train' split is empty (lower data.test_fraction or data.val_fraction)."
-                )
-            self.spacing, thick = median_target_spacing(*zip(*grids, strict=True))
-            log.info(
-                "data.spacing=median: resampling every case to %s mm (the median of %d "
-                "training cases%s)",
-                [round(s, 4) for s in self.spacing],
-                len(grids),
-                ", but the 10th percentile along the thick-slice axis, as nnU-Net" if thick else "",
-            )
+            self._resolve_median_spacing()
+        if self.patch_size is None or self.batch_size is None:
+            self._plan_patch()
+        if not self.sliding_window["roi_size"]:
+            self.sliding_window["roi_size"] = list(self.patch_size)
         # trained on each case's own grid: the range of voxel sizes it met, so that
         # inference can tell a case it would see at another scale (headers only)
         voxel_sizes = (
@@ -476,10 +510,68 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             normalization=zscore_normalization(self.clip, self.spacing, self.stack_spacing, words),
             input_size=list(self.patch_size),
             sliding_window=dict(self.sliding_window),
+            # planned from the cases: the network's poolings are planned from it too
+            patch_size=list(self.patch_size) if self.planned["patch"] else None,
             monitor="val/region_dice" if self.mask_regions else "val/dice",
             per_case=True,
             mirror_axes=list(self.flip_axes),
             voxel_sizes=voxel_sizes,
+        )
+
+    def _train_grids(self, why: str) -> list[tuple[tuple[float, ...], tuple[int, ...]]]:
+        """The training cases' voxel sizes and shapes (RAS), from their headers; ``why``
+        names the setting that needs them, in the refusal of an empty training split."""
+        grids = [
+            nifti.ras_grid(self.cases[i].image, self.stack_spacing) for i in self.splits["train"]
+        ]
+        if not grids:
+            raise ValueError(
+                f"{why} needs training cases to plan from; the 'train' split is empty "
+                "(lower data.test_fraction or data.val_fraction)."
+            )
+        return grids
+
+    def _resolve_median_spacing(self) -> None:
+        """``data.spacing=median``: the training cases' (nnU-Net's rule), said in the log."""
+        grids = self._train_grids("data.spacing=median")
+        self.spacing, thick = median_target_spacing(*zip(*grids, strict=True))
+        log.info(
+            "data.spacing=median: resampling every case to %s mm (the median of %d "
+            "training cases%s)",
+            [round(s, 4) for s in self.spacing],
+            len(grids),
+            ", but the 10th percentile along the thick-slice axis, as nnU-Net" if thick else "",
+        )
+
+    def _plan_patch(self) -> None:
+        """``data.patch_size=null`` and ``data.batch_size=null``: planned from the training
+        cases' shapes on the grid training reads (resampled to ``data.spacing``, else their
+        own, at their median voxel size), said in the log."""
+        grids = self._train_grids("data.patch_size=null or data.batch_size=null")
+        spacing = self.spacing or tuple(np.median([mm for mm, _ in grids], axis=0))
+        shapes = [
+            tuple(n * s / t for n, s, t in zip(shape, mm, spacing, strict=True))
+            for mm, shape in grids
+        ]
+        if self.patch_size is None:
+            self.patch_size = plan_volume_patch(shapes, spacing, self.max_patch_voxels)
+        if self.batch_size is None:
+            self.batch_size = plan_batch_size(self.patch_size, shapes, self.batch_voxels)
+        median = np.median(np.asarray(shapes), axis=0)
+        log.info(
+            "plan: %d training cases of median shape %s at %s mm; training patch %s%s, batch %d%s",
+            len(shapes),
+            "x".join(str(round(n)) for n in median),
+            "x".join(f"{s:.3g}" for s in spacing),
+            "x".join(map(str, self.patch_size)),
+            f" (planned: at most data.max_patch_voxels={self.max_patch_voxels})"
+            if self.planned["patch"]
+            else "",
+            self.batch_size,
+            f" (planned from data.batch_voxels={self.batch_voxels}, at most 5% of the "
+            "training voxels)"
+            if self.planned["batch"]
+            else "",
         )
 
     def _regions(self, class_names: list[str]) -> tuple[dict | None, list[int] | None]:
@@ -745,8 +837,9 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             train = self.volumes("train")
             self.check_spacings(train)
             self.datasets["train"] = PatchDataset(
-                train, self.train_transform(), self.samples_per_volume, self.info().ignore_index
-            )
+                train, self.train_transform(), self.samples_per_volume, self.info().ignore_index,
+                length=self.steps_per_epoch * self.batch_size if self.steps_per_epoch else None,
+            )  # fmt: skip
             self.datasets["val"] = VolumeDataset(self.volumes("val"))
         if stage in ("test", "predict"):
             self.datasets["test"] = VolumeDataset(self.volumes(self.split))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from segnet.models.layers import get_op, make_act, make_norm, max_pool
+from segnet.models.layers import check_pools, get_op, make_act, make_norm, max_pool
 
 
 class ConvNormAct(nn.Sequential):
@@ -53,7 +53,8 @@ def conv_stack(
 
 
 class Encoder(nn.Module):
-    """Stages of convolutions, each followed by 2x max pooling that records its indices.
+    """Stages of convolutions, each followed by 2x max pooling that records its indices
+    (``pools``: per level, which axes it halves; every axis unless given).
 
     ``forward`` returns the pooled bottom feature map and, per stage, the features before
     pooling, the pooling indices and the size before pooling, which is everything a
@@ -70,10 +71,16 @@ class Encoder(nn.Module):
         norm: str,
         act: str,
         dropout: float = 0.0,
+        pools: Sequence[Sequence[int]] | None = None,
     ):
         super().__init__()
         self.spatial_dims = spatial_dims
         self.features = tuple(features)
+        # a plain 2 where every axis halves: the same call as before per-axis pooling
+        self.kernels = [
+            2 if set(level) == {2} else tuple(level)
+            for level in check_pools(pools, spatial_dims, len(self.features))
+        ]
         stages = []
         c_in = in_channels
         for c_out, n in zip(features, convs, strict=True):
@@ -87,10 +94,10 @@ class Encoder(nn.Module):
         self, x: torch.Tensor
     ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor, torch.Size]]]:
         records = []
-        for stage in self.stages:
+        for stage, kernel in zip(self.stages, self.kernels, strict=True):
             x = stage(x)
             size = x.shape[2:]
-            pooled, indices = max_pool(x, self.spatial_dims)
+            pooled, indices = max_pool(x, self.spatial_dims, kernel)
             records.append((x, indices, size))
             x = pooled
         return x, records

@@ -66,14 +66,21 @@ def make_act(act: str) -> nn.Module:
     return cls(inplace=True) if cls in (nn.ReLU, nn.LeakyReLU, nn.ELU) else cls()
 
 
-def max_pool(x: torch.Tensor, spatial_dims: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """2x max pooling that keeps the indices; ``ceil_mode`` so odd sizes lose nothing."""
+def max_pool(
+    x: torch.Tensor, spatial_dims: int, kernel: int | tuple[int, ...] = 2
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Max pooling by ``kernel`` (2: halve every axis; ``(1, 2, 2)``: keep the first) that
+    keeps the indices; ``ceil_mode`` so odd sizes lose nothing."""
     pool = F.max_pool2d if spatial_dims == 2 else F.max_pool3d
-    return pool(x, kernel_size=2, stride=2, ceil_mode=True, return_indices=True)
+    return pool(x, kernel_size=kernel, stride=kernel, ceil_mode=True, return_indices=True)
 
 
 def max_unpool(
-    x: torch.Tensor, indices: torch.Tensor, size: torch.Size | tuple[int, ...], spatial_dims: int
+    x: torch.Tensor,
+    indices: torch.Tensor,
+    size: torch.Size | tuple[int, ...],
+    spatial_dims: int,
+    kernel: int | tuple[int, ...] = 2,
 ) -> torch.Tensor:
     """Inverse of :func:`max_pool` back to ``size`` (the spatial size before pooling).
 
@@ -81,4 +88,22 @@ def max_unpool(
     ONNX and ``torch.export``, and without the size a 45-row map would come back as 44 rows.
     """
     unpool = F.max_unpool2d if spatial_dims == 2 else F.max_unpool3d
-    return unpool(x, indices, kernel_size=2, stride=2, output_size=size)
+    return unpool(x, indices, kernel_size=kernel, stride=kernel, output_size=size)
+
+
+def check_pools(pools, spatial_dims: int, levels: int) -> tuple[tuple[int, ...], ...]:
+    """Per-axis pooling of each level (``pools[i][axis]``: 2 halves that axis at level
+    ``i``, 1 keeps it, as nnU-Net pools a thick-slice axis fewer times); None: every axis
+    halved at every level."""
+    if pools is None:
+        return ((2,) * spatial_dims,) * levels
+    out = tuple(tuple(int(k) for k in level) for level in pools)
+    if len(out) != levels or any(
+        len(level) != spatial_dims or not set(level) <= {1, 2} for level in out
+    ):
+        raise ValueError(
+            f"pools={[list(level) for level in out]}: give {levels} level(s) of "
+            f"{spatial_dims} factors each, 2 (halve that axis) or 1 (keep it), or null "
+            "(halve every axis)."
+        )
+    return out

@@ -4,7 +4,9 @@ data described by the DataModule) and the Trainer, fitted to the machine it runs
 from __future__ import annotations
 
 import logging
+import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,19 +78,7 @@ def module_for(cfg: DictConfig, info: DataInfo, class_weights=None) -> Segmentat
     net = OmegaConf.to_container(cfg.model.net, resolve=True)
     planned = planned_net(net, info)
     if info.patch_size is not None and planned.get("name") == "unet":
-        bottom = [p // 2 ** (len(planned["features"]) - 1) for p in info.patch_size]
-        log.info(
-            "network plan: %s, %d poolings (features %s%s): the %s patch is %s at the bottom",
-            planned["name"],
-            len(planned["features"]) - 1,
-            planned["features"],
-            f", the deepest {len(net['features']) - len(planned['features'])} level(s) of "
-            f"model.net.features dropped"
-            if planned != net
-            else "",
-            "x".join(map(str, info.patch_size)),
-            "x".join(map(str, bottom)),
-        )
+        say_net_plan(net, planned, info.patch_size)
     overrides = {"net": planned} if planned != net else {}
     module = build(
         cfg.model, data=info.to_dict(), class_weights=class_weights, monitor=monitor, **overrides
@@ -190,22 +180,94 @@ def cpu_has_bf16_units() -> bool | None:
 
 # the smallest side a planned UNet leaves its training patch at the bottom (nnU-Net's 4)
 MIN_BOTTOM = 4
+# an axis is halved only while its voxels are at most this many times the finest axis's
+MAX_POOLED_RATIO = 2.0
+
+
+def plan_pools(patch: Sequence[int], spacing: Sequence[float], max_levels: int) -> list[list[int]]:
+    """Which axes each pooling level halves, as nnU-Net plans its poolings: those whose
+    voxels are at most twice the finest axis's (a thick-slice axis waits until the others
+    have caught up) and at least ``2 * MIN_BOTTOM`` long. A coarser axis too short to
+    halve is kept while the finer ones go on; the levels end where an axis of the finest
+    voxels is too short (square pixels: every axis at every level, as deep as the
+    shortest side allows), or at ``max_levels``.
+
+    Example:
+        >>> plan_pools((32, 48, 32), (1.0, 1.0, 1.0), 4)
+        [[2, 2, 2], [2, 2, 2], [2, 2, 2]]
+        >>> plan_pools((32, 48, 12), (1.0, 1.0, 3.0), 4)
+        [[2, 2, 1], [2, 2, 2], [2, 2, 1]]
+    """
+    size, mm, levels = [float(p) for p in patch], [float(s) for s in spacing], []
+    while len(levels) < max_levels:
+        finest = min(mm)
+        if any(s < 2 * MIN_BOTTOM for s, m in zip(size, mm, strict=True) if m == finest):
+            break
+        level = [
+            2 if m <= MAX_POOLED_RATIO * finest and s >= 2 * MIN_BOTTOM else 1
+            for s, m in zip(size, mm, strict=True)
+        ]
+        levels.append(level)
+        size = [s / k for s, k in zip(size, level, strict=True)]
+        mm = [m * k for m, k in zip(mm, level, strict=True)]
+    return levels
+
+
+def patch_spacing(info: DataInfo) -> list[float]:
+    """The voxel size of the training patch: the spacing volumes are resampled to, else
+    the middle (geometric) of the training cases' own; 1 per axis for images."""
+    spacing = info.normalization.get("spacing")
+    if spacing:
+        return [float(s) for s in spacing]
+    if info.voxel_sizes:
+        low, high = info.voxel_sizes
+        return [math.sqrt(a * b) for a, b in zip(low, high, strict=True)]
+    return [1.0] * info.spatial_dims
 
 
 def planned_net(net: dict[str, Any], info: DataInfo) -> dict[str, Any]:
-    """A UNet's depth planned from the training patch, where the data plans one (your own
-    images): the deepest levels of ``features`` (and of a per-stage ``convs``) dropped until
-    the patch's shortest side is at least ``MIN_BOTTOM`` pixels at the bottom, as nnU-Net
-    plans its poolings. Any other network, or data without a planned patch, as given."""
+    """A UNet's poolings planned from the training patch, where the data plans one (your
+    own images; volumes with ``data.patch_size=null``): :func:`plan_pools`, the deepest
+    levels of ``features`` (and of a per-stage ``convs``) that would halve no axis
+    dropped, and ``pools`` set where some level keeps an axis. Any other network, pools
+    given, or data without a planned patch, as given."""
     features = net.get("features")
-    if net.get("name") != "unet" or info.patch_size is None or not isinstance(features, list):
+    if (
+        net.get("name") != "unet"
+        or info.patch_size is None
+        or not isinstance(features, list)
+        or net.get("pools") is not None
+    ):
         return net
-    levels = len(features)
-    while levels > 2 and min(info.patch_size) / 2 ** (levels - 1) < MIN_BOTTOM:
-        levels -= 1
-    if levels == len(features):
-        return net
+    pools = plan_pools(info.patch_size, patch_spacing(info), len(features) - 1)
+    pools = pools or [[2] * info.spatial_dims]  # one level at least, as a UNet has
+    levels = len(pools) + 1
     planned = {**net, "features": list(features[:levels])}
     if isinstance(net.get("convs"), list):
         planned["convs"] = list(net["convs"][:levels])
+    if any(1 in level for level in pools):
+        planned["pools"] = pools
     return planned
+
+
+def say_net_plan(net: dict[str, Any], planned: dict[str, Any], patch: Sequence[int]) -> None:
+    """One line: the planned network's depth, which axes each level halves where not
+    every one, and what the training patch is at the bottom."""
+    levels = len(planned["features"]) - 1
+    pools = planned.get("pools") or [[2] * len(patch)] * levels
+    bottom = list(patch)
+    for level in pools:
+        bottom = [math.ceil(b / k) for b, k in zip(bottom, level, strict=True)]
+    dropped = len(net["features"]) - len(planned["features"])
+    log.info(
+        "network plan: %s, %d poolings (features %s%s%s): the %s patch is %s at the bottom",
+        planned["name"],
+        levels,
+        planned["features"],
+        f", halving {' then '.join('x'.join(map(str, level)) for level in pools)}"
+        if planned.get("pools")
+        else "",
+        f", the deepest {dropped} level(s) of model.net.features dropped" if dropped else "",
+        "x".join(map(str, patch)),
+        "x".join(map(str, bottom)),
+    )

@@ -626,7 +626,46 @@ def test_bf16_on_a_cpu_trains_and_warns_only_without_bf16_units(
         "model.tta=false",
     ]  # fmt: skip
     with caplog.at_level(logging.WARNING, logger="segnet.commands.train"):
-        metrics, objects = train(compose("train", overrides, tmp_path / "run"))
+        metrics, objects = train(
+            compose("train", [*overrides, "trainer.max_epochs=1"], tmp_path / "run")
+        )
     assert 0.0 <= metrics["test/dice"] <= 1.0 and "val/dice_best" in metrics
     assert str(objects["trainer"].precision) == ("bf16-mixed" if units else "32-true")
     assert ("CPU without bf16 units" in caplog.text) is not units
+
+
+def test_the_volume_recipe_plans_patch_batch_and_poolings_and_keeps_them(tmp_path, caplog):
+    """experiment=volumes_quick on thick slices (0.5 mm pixels, 2 mm apart): the patch,
+    the batch and a network that halves the slices later than the pixels, all planned
+    from the cases, said in the log and kept by the checkpoint: evaluate.py scores it
+    as the run's test did, and a resume trains on in the same plan."""
+    from tests.helpers import spaced_dataset, stopping_after
+
+    root = spaced_dataset(tmp_path / "data", [(0.5, 0.5, 2.0)] * 8, shape=(24, 24, 20))
+    overrides = [
+        "experiment=volumes_quick", f"data.root={root}", "train_minutes=null",
+        "trainer.check_val_every_n_epoch=1", "trainer.accelerator=cpu",
+        "data.num_workers=0", "data.val_fraction=0.2", "data.test_fraction=0.2",
+        "data.max_patch_voxels=8192", "data.batch_voxels=16384", "data.steps_per_epoch=2",
+        "model.net.features=[4,8,8,8,8]", "trainer.max_epochs=2",
+    ]  # fmt: skip
+    with caplog.at_level(logging.INFO), stopping_after(1):  # as if stopped, to resume
+        metrics, objects = train(compose("train", overrides, tmp_path / "run"))
+    dm, module = objects["datamodule"], objects["module"]
+    patch = list(dm.patch_size)
+    assert patch[2] < patch[0] and dm.batch_size == 2  # the slices fewer, the batch filled
+    pools = module.hparams["net"]["pools"]
+    assert pools[0] == [2, 2, 1] and [2, 2, 2] in pools  # slices halved later
+    assert "network plan: unet" in caplog.text and "halving 2x2x1 then" in caplog.text
+    assert len(dm.train_dataloader()) == 2
+    best = objects["best_ckpt"]
+    stored = torch.load(best, weights_only=False)["hyper_parameters"]["data_cfg"]
+    assert stored["patch_size"] == patch and stored["batch_size"] == 2
+    ev_cfg = [f"ckpt_path={best}", "trainer.accelerator=cpu", "data.num_workers=0"]
+    ev, _ = evaluate(compose("evaluate", ev_cfg, tmp_path / "ev"))
+    assert ev["test/dice"] == pytest.approx(metrics["test/dice"], abs=1e-6)
+    last = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    resume = [*overrides, f"ckpt_path={last}"]
+    _, resumed = train(compose("train", resume, tmp_path / "run2"))
+    assert list(resumed["datamodule"].patch_size) == patch
+    assert resumed["module"].hparams["net"]["pools"] == pools

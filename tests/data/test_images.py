@@ -15,9 +15,9 @@ from segnet.data.images_datamodule import (
     ImageFolderDataModule,
     Loaded,
     PatchDataset,
-    plan_batch_size,
     plan_patch,
 )
+from segnet.data.patch_plan import plan_batch_size
 
 
 def blob_label(h: int, w: int, seed: int) -> np.ndarray:

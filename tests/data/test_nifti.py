@@ -451,6 +451,9 @@ def test_inconsistent_rotation_or_zoom_settings_are_refused(rotate, zoom, prob, 
         ({"num_folds": 1}, r"data\.num_folds=1"),
         ({"clip": [1000, -1000]}, r"data\.clip=\[1000, -1000\]: give \[low, high\]"),
         ({"intensity_scale": -0.1}, r"data\.intensity_scale=-0\.1"),
+        ({"batch_size": 0}, r"data\.batch_size=0: expected a whole number >= 1 \(or null\)"),
+        ({"max_patch_voxels": 10}, r"data\.max_patch_voxels=10: expected a whole number >= 64"),
+        ({"steps_per_epoch": 20, "samples_per_volume": 2}, "give one of them"),
     ],
 )
 def test_patch_split_and_intensity_settings_are_refused_before_any_case(setting, match):
@@ -1059,3 +1062,45 @@ def test_no_class_named_and_an_unreadable_label_is_refused_naming_it_later(tmp_p
     case = nifti.find_cases(root)[0]
     case.label.write_bytes(case.label.read_bytes()[:100])  # truncated
     assert two_valued_labels(nifti.find_cases(root)) is None
+
+
+def test_a_patch_and_batch_left_null_are_planned_from_the_training_cases(tmp_path, caplog):
+    """Thick slices (0.5 mm pixels, 2 mm apart): the patch is the median case on the grid
+    training reads, cut to the budget along the fine axes; the batch fills its voxels;
+    the window is the patch; the run records both, so that a resume and an evaluation
+    take them as planned."""
+    from segnet.data.patch_plan import plan_batch_size, plan_volume_patch
+
+    root = spaced_dataset(tmp_path / "d", [(0.5, 0.5, 2.0)] * 6, shape=(24, 24, 20))
+    dm = NiftiDataModule(
+        str(root), spacing="median", patch_size=None, batch_size=None, max_patch_voxels=4096,
+        batch_voxels=3 * 4096, val_fraction=0, test_fraction=0.2,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO):
+        dm.prepare_data()
+    info = dm.info()
+    shapes = [(48, 48, 10)] * len(dm.splits["train"])
+    expected = plan_volume_patch(shapes, (0.5, 0.5, 2.0), 4096)
+    assert dm.patch_size == expected and expected[0] < 48 and expected[2] == 8
+    assert info.patch_size == info.input_size == list(expected)
+    assert info.sliding_window["roi_size"] == list(expected)
+    assert dm.batch_size == plan_batch_size(expected, shapes, 3 * 4096) >= 2
+    assert dm.settings_found()["patch_size"] == list(expected)
+    assert dm.settings_found()["batch_size"] == dm.batch_size
+    said = f"plan: {len(shapes)} training cases of median shape 48x48x10 at 0.5x0.5x2 mm"
+    assert said in caplog.text
+    # given ones are kept, and neither recorded as found
+    given = NiftiDataModule(str(root), patch_size=[16, 16, 8], batch_size=2, test_fraction=0.2)
+    given.prepare_data()
+    assert given.info().patch_size is None and "patch_size" not in given.settings_found()
+
+
+def test_steps_per_epoch_sets_how_many_batches_an_epoch_holds(tmp_path):
+    root = nifti_dataset(tmp_path / "d", n=5)
+    dm = NiftiDataModule(
+        str(root), patch_size=[8, 8, 8], batch_size=3, steps_per_epoch=7, num_workers=0,
+        val_fraction=0.2, test_fraction=0.2,
+    )  # fmt: skip
+    dm.prepare_data()
+    dm.setup("fit")
+    assert len(dm.datasets["train"]) == 21 and len(dm.train_dataloader()) == 7

@@ -275,3 +275,47 @@ def test_space_to_depth_starts_as_the_plain_net_on_block_averages():
         expected = plain(torch.nn.functional.avg_pool2d(x, f)).repeat_interleave(f, 2)
         expected = expected.repeat_interleave(f, 3)
         torch.testing.assert_close(folded(x), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("upsample", ["transpose", "unpool"])
+def test_a_unet_pooled_along_some_axes_keeps_the_others_and_round_trips_odd_sizes(upsample):
+    """Per-axis pooling (thick slices): the first axis kept at the first and last level,
+    so its 7 slices are 4 at the bottom while the others are halved three times; the
+    output has the input's size, and the spec rebuilds the same network."""
+    from segnet.models.nets.unet import UNet
+
+    pools = [[1, 2, 2], [2, 2, 2], [1, 2, 2]]
+    net = UNet(3, 1, 3, features=(4, 8, 8, 8), convs=1, upsample=upsample, pools=pools)
+    x = torch.randn(1, 1, 7, 33, 30)
+    _, records = net.encoder(x)
+    assert [tuple(size) for _, _, size in records] == [(7, 33, 30), (7, 17, 15), (4, 9, 8)]
+    assert net(x).shape == (1, 3, 7, 33, 30)
+    assert net.spec()["pools"] == pools
+    twin = create_model(**net.spec())
+    twin.load_state_dict(net.state_dict())
+    net.eval(), twin.eval()
+    assert torch.equal(net(x), twin(x))
+    # the smallest input follows the axis halved most often (three times: 2**2 + 1)
+    assert net.min_size == 5
+
+
+def test_a_unet_without_pools_is_built_as_before_per_axis_pooling():
+    """No ``pools``: every axis halved at every level, with the 2x2x2 transposed
+    convolutions older checkpoints hold weights for."""
+    from segnet.models.nets.unet import UNet
+
+    net = UNet(3, 1, 2, features=(4, 8, 16))
+    assert net.encoder.kernels == [2, 2]
+    assert [tuple(up.weight.shape[2:]) for up in net.upsamplers] == [(2, 2, 2), (2, 2, 2)]
+    assert net.min_size == 3
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [[[2, 2, 2]], [[3, 2, 2], [2, 2, 2]], [[2, 2], [2, 2]]],
+)
+def test_pools_of_the_wrong_shape_or_factor_are_refused(pools):
+    from segnet.models.nets.unet import UNet
+
+    with pytest.raises(ValueError, match=r"pools=.*give 2 level\(s\) of 3 factors"):
+        UNet(3, 1, 2, features=(4, 8, 16), pools=pools)

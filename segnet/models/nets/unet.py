@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from segnet.models.blocks import Encoder, conv_stack
-from segnet.models.layers import get_op, max_unpool
+from segnet.models.layers import check_pools, get_op, max_unpool
 from segnet.models.nets.base import SegmentationNet, register
 
 UPSAMPLERS = ("transpose", "unpool")
@@ -52,6 +52,10 @@ class UNet(SegmentationNet):
     stages, then the bottleneck); each decoder stage has as many as the encoder stage it
     mirrors.
 
+    ``pools`` says, per level, which axes its pooling halves (``[[1, 2, 2], [2, 2, 2]]``:
+    the first axis kept at the first level, as nnU-Net plans thick-slice volumes); null
+    halves every axis at every level. The decoder upsamples each level by the same factors.
+
     ``deep_supervision=k`` adds a 1x1 head to each of the ``k`` decoder stages before the
     last (nnU-Net's deep supervision): in training mode ``forward`` then returns a list of
     logits, full resolution first, then 1/2, 1/4, ..., for a loss at every scale (see
@@ -77,6 +81,7 @@ class UNet(SegmentationNet):
         dropout: float = 0.0,
         upsample: str = "transpose",
         deep_supervision: int = 0,
+        pools: Sequence[Sequence[int]] | None = None,
     ):
         features = tuple(features)
         if len(features) < 2:
@@ -87,22 +92,35 @@ class UNet(SegmentationNet):
         convs = per_stage(convs, len(features))
         if upsample not in UPSAMPLERS:
             raise ValueError(f"upsample={upsample!r} is not supported; choose one of {UPSAMPLERS}.")
-        super().__init__(spatial_dims, in_channels, out_channels, num_pools=len(features) - 1)
+        levels = check_pools(pools, spatial_dims, len(features) - 1)
+        # the smallest input: set by the axis halved most often
+        halvings = max(sum(level[axis] == 2 for level in levels) for axis in range(spatial_dims))
+        super().__init__(spatial_dims, in_channels, out_channels, num_pools=halvings)
         self.upsample = upsample
         skips = features[:-1]
         block = dict(kernel_size=kernel_size, norm=norm, act=act, dropout=dropout)
-        self.encoder = Encoder(spatial_dims, in_channels, skips, convs[:-1], **block)
+        self.encoder = Encoder(
+            spatial_dims, in_channels, skips, convs[:-1], pools=pools, **block
+        )  # fmt: skip
         self.bottleneck = conv_stack(
             spatial_dims, [skips[-1]] + [features[-1]] * convs[-1], **block
         )
         up_op = "conv_transpose" if upsample == "transpose" else "conv"
-        up_kwargs = (
-            dict(kernel_size=2, stride=2) if upsample == "transpose" else dict(kernel_size=1)
-        )
         self.upsamplers = nn.ModuleList(
-            get_op(up_op, spatial_dims)(c_in, c_out, **up_kwargs)
-            for c_in, c_out in zip(reversed(features[1:]), reversed(skips), strict=True)
-        )
+            get_op(up_op, spatial_dims)(
+                c_in,
+                c_out,
+                **(
+                    dict(kernel_size=kernel, stride=kernel)
+                    if upsample == "transpose"
+                    else dict(kernel_size=1)
+                ),
+            )
+            for c_in, c_out, kernel in zip(
+                reversed(features[1:]), reversed(skips), reversed(self.encoder.kernels),
+                strict=True,
+            )
+        )  # fmt: skip
         # decoder stage i mirrors encoder stage i, with as many convolutions
         self.decoder = nn.ModuleList(
             conv_stack(spatial_dims, [2 * c] + [c] * n, **block)
@@ -117,13 +135,14 @@ class UNet(SegmentationNet):
         x, records = self.encoder(x)
         x = self.bottleneck(x)
         stage_outputs = []
-        for up, stage, (skip, indices, size) in zip(
-            self.upsamplers, self.decoder, reversed(records), strict=True
-        ):
+        for up, stage, (skip, indices, size), kernel in zip(
+            self.upsamplers, self.decoder, reversed(records), reversed(self.encoder.kernels),
+            strict=True,
+        ):  # fmt: skip
             if self.upsample == "transpose":
                 x = crop_to(up(x), size)
             else:
-                x = max_unpool(up(x), indices, size, self.spatial_dims)
+                x = max_unpool(up(x), indices, size, self.spatial_dims, kernel)
             x = stage(torch.cat([skip, x], dim=1))
             if self.collects_stages:
                 stage_outputs.append(x)
