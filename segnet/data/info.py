@@ -45,8 +45,9 @@ class DataInfo:
         the largest voxel size (mm) along each RAS axis over the training cases, as
         ``[[min, min, min], [max, max, max]]``, so that inference can tell a case the
         network would see at another scale (:func:`voxel_size_warning`); None otherwise.
-    patch_size: the training patch where the DataModule plans it from the data (your own
-        images, native size): the network's depth is planned from it; None otherwise.
+    patch_size: the training patch of DataModules that train on patches and infer on
+        whole inputs (your own images, volumes): a UNet's poolings are planned from it;
+        None otherwise (CamVid's frames).
     regions: classes that overlap or nest (``segnet.data.regions``): name -> the label
         values it holds; the network then has one sigmoid output per region instead of a
         softmax over the classes. None: one class per voxel.

@@ -510,8 +510,8 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
             normalization=zscore_normalization(self.clip, self.spacing, self.stack_spacing, words),
             input_size=list(self.patch_size),
             sliding_window=dict(self.sliding_window),
-            # planned from the cases: the network's poolings are planned from it too
-            patch_size=list(self.patch_size) if self.planned["patch"] else None,
+            # given or planned from the cases: the network's poolings are planned from it
+            patch_size=list(self.patch_size),
             monitor="val/region_dice" if self.mask_regions else "val/dice",
             per_case=True,
             mirror_axes=list(self.flip_axes),

@@ -42,14 +42,14 @@ def plan_volume_patch(
     millimetres of until it holds at most ``max_voxels``, so that a patch over the budget
     keeps its proportions in space, not in voxels (a thick-slice axis keeps its few
     slices while the fine axes give way); then each side rounded down to a multiple of
-    8, or below 16 voxels to the nearest multiple of 4 (a case smaller than its patch is
-    padded).
+    8, or below 16 voxels to the nearest multiple of 4 within the budget (a case smaller
+    than its patch is padded).
 
     Example:
         >>> plan_volume_patch([(36, 50, 35)] * 3, (1.0, 1.0, 1.0), 48**3)
         (32, 48, 32)
         >>> plan_volume_patch([(320, 320, 20)] * 3, (0.6, 0.6, 3.6), 48**3)
-        (80, 80, 12)
+        (80, 80, 16)
     """
     patch = np.median(np.asarray(shapes, dtype=np.float64), axis=0)
     mm = np.asarray(spacing, dtype=np.float64)
@@ -57,14 +57,18 @@ def plan_volume_patch(
         extent = patch * mm
         longest = extent >= extent.max() * 0.999  # equal sides shrink together
         patch[longest] = np.maximum(patch[longest] * 0.95, 1.0)
-    return tuple(_whole_side(p) for p in patch)
+    sides = tuple(_whole_side(p) for p in patch)
+    if math.prod(sides) > max_voxels:  # a short side rounded up past the budget
+        sides = tuple(_whole_side(p, down=True) for p in patch)
+    return sides
 
 
-def _whole_side(side: float) -> int:
+def _whole_side(side: float, down: bool = False) -> int:
     """A patch side rounded down to a whole multiple of 8 voxels; a short one (a few
-    thick slices) to the nearest multiple of 4, as rounding down would cut a third of
-    11 slices (never below 4: a shorter case is padded up to it)."""
+    thick slices) to the nearest multiple of 4 (``down``: the one below), as rounding
+    down would cut a third of 11 slices; never below 4 (a shorter case is padded)."""
     if side >= 2 * VOLUME_MULTIPLE:
         return int(side // VOLUME_MULTIPLE * VOLUME_MULTIPLE)
     short = VOLUME_MULTIPLE // 2
-    return int(max(short, round(side / short) * short))
+    steps = side // short if down else round(side / short)
+    return int(max(short, steps * short))

@@ -227,7 +227,7 @@ def patch_spacing(info: DataInfo) -> list[float]:
 
 def planned_net(net: dict[str, Any], info: DataInfo) -> dict[str, Any]:
     """A UNet's poolings planned from the training patch, where the data plans one (your
-    own images; volumes with ``data.patch_size=null``): :func:`plan_pools`, the deepest
+    own images, volumes, given or planned): :func:`plan_pools`, the deepest
     levels of ``features`` (and of a per-stage ``convs``) that would halve no axis
     dropped, and ``pools`` set where some level keeps an axis. Any other network, pools
     given, or data without a planned patch, as given."""

@@ -75,7 +75,7 @@ def test_planned_depth_keeps_what_fits_and_leaves_other_networks():
     for patch, levels in (([128, 128], 5), ([64, 96], 5), ([48, 64], 4), ([32, 32], 4)):
         planned = planned_net(unet, info(patch))
         assert len(planned["features"]) == len(planned["convs"]) == levels, patch
-    assert planned_net(unet, info(None)) is unet  # no planned patch (CamVid, volumes)
+    assert planned_net(unet, info(None)) is unet  # no training patch (CamVid)
     segnet_basic = {"name": "segnet_basic", "features": [24, 24, 24, 24]}
     assert planned_net(segnet_basic, info([32, 32])) is segnet_basic
 

@@ -1073,18 +1073,18 @@ def test_a_patch_and_batch_left_null_are_planned_from_the_training_cases(tmp_pat
 
     root = spaced_dataset(tmp_path / "d", [(0.5, 0.5, 2.0)] * 6, shape=(24, 24, 20))
     dm = NiftiDataModule(
-        str(root), spacing="median", patch_size=None, batch_size=None, max_patch_voxels=4096,
-        batch_voxels=3 * 4096, val_fraction=0, test_fraction=0.2,
+        str(root), spacing="median", patch_size=None, batch_size=None, max_patch_voxels=8192,
+        batch_voxels=3 * 8192, val_fraction=0, test_fraction=0.2,
     )  # fmt: skip
     with caplog.at_level(logging.INFO):
         dm.prepare_data()
     info = dm.info()
     shapes = [(48, 48, 10)] * len(dm.splits["train"])
-    expected = plan_volume_patch(shapes, (0.5, 0.5, 2.0), 4096)
-    assert dm.patch_size == expected and expected[0] < 48 and expected[2] == 8
+    expected = plan_volume_patch(shapes, (0.5, 0.5, 2.0), 8192)
+    assert dm.patch_size == expected == (24, 24, 8)  # 12 mm, 12 mm, 16 mm
     assert info.patch_size == info.input_size == list(expected)
     assert info.sliding_window["roi_size"] == list(expected)
-    assert dm.batch_size == plan_batch_size(expected, shapes, 3 * 4096) >= 2
+    assert dm.batch_size == plan_batch_size(expected, shapes, 3 * 8192) >= 2
     assert dm.settings_found()["patch_size"] == list(expected)
     assert dm.settings_found()["batch_size"] == dm.batch_size
     said = f"plan: {len(shapes)} training cases of median shape 48x48x10 at 0.5x0.5x2 mm"
@@ -1092,7 +1092,8 @@ def test_a_patch_and_batch_left_null_are_planned_from_the_training_cases(tmp_pat
     # given ones are kept, and neither recorded as found
     given = NiftiDataModule(str(root), patch_size=[16, 16, 8], batch_size=2, test_fraction=0.2)
     given.prepare_data()
-    assert given.info().patch_size is None and "patch_size" not in given.settings_found()
+    assert given.info().patch_size == [16, 16, 8] and given.batch_size == 2
+    assert "patch_size" not in given.settings_found()
 
 
 def test_steps_per_epoch_sets_how_many_batches_an_epoch_holds(tmp_path):
