@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.data.base import SegmentationDataModule
 from segnet.data.info import DataInfo
+from segnet.models.layers import check_pools
 from segnet.runs.console import raised_here
 from segnet.training.callbacks.progress import EpochLog, progress_bar
 from segnet.training.checkpoint_io import write_checkpoints_atomically
@@ -254,7 +255,8 @@ def say_net_plan(net: dict[str, Any], planned: dict[str, Any], patch: Sequence[i
     """One line: the planned network's depth, which axes each level halves where not
     every one, and what the training patch is at the bottom."""
     levels = len(planned["features"]) - 1
-    pools = planned.get("pools") or [[2] * len(patch)] * levels
+    # pools given are checked here first: the message names the setting
+    pools = check_pools(planned.get("pools"), len(patch), levels)
     bottom = list(patch)
     for level in pools:
         bottom = [math.ceil(b / k) for b, k in zip(bottom, level, strict=True)]

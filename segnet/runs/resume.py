@@ -18,6 +18,7 @@ the functions that need them."""
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 from collections.abc import Iterator
@@ -25,13 +26,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.data.settings import AS_BEFORE_THEY_EXISTED
 from segnet.runs.earlier_names import current_name
 from segnet.runs.folders import Work, launched_rank, refuse_existing_run_dir
 from segnet.runs.settings import data_format, resume_may_change, table
 from segnet.shell import hydra_value, override
+
+log = logging.getLogger(__name__)
 
 # -- the command line: a resume goes on in its run, with the run's overrides ----------
 
@@ -272,6 +275,8 @@ def meaning(key: str, value: Any, data: Any = None) -> Any:
     if key.endswith("_target_") and isinstance(value, str):
         # a class named by an earlier version's module (segnet.module.SegmentationModule)
         return current_name(value)
+    if value is UNSET and key == "model.net.pools":
+        return None  # a network recorded before pools existed halved every axis
     if value is UNSET and key.startswith("data.") and key[5:] in AS_BEFORE_THEY_EXISTED:
         return AS_BEFORE_THEY_EXISTED[key[5:]]  # what the run did
     if value is UNSET and key.startswith("data.") and key.count(".") == 1 and data is not None:
@@ -380,6 +385,7 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
     expected = expected_model(net, dm.info())
     if ckpt_path:
         ckpt = read_checkpoint(ckpt_path, "ckpt_path")
+        expected = keep_unplanned_network(cfg, ckpt, expected, dm.info())
         check_same_model(ckpt, expected, ckpt_path, "ckpt_path")
         check_same_spacing(ckpt, dm.info(), ckpt_path)
         check_same_length(ckpt, cfg.trainer.get("max_epochs"), ckpt_path)
@@ -391,6 +397,32 @@ def check_start_checkpoints(cfg: DictConfig, dm: Any) -> dict[str, Any] | None:
         check_same_model(ckpt, expected, init_from, "init_from")
         return ckpt
     return None
+
+
+def keep_unplanned_network(
+    cfg: DictConfig, ckpt: dict[str, Any], expected: dict[str, Any], info: Any
+) -> dict[str, Any]:
+    """A resume of a run whose network was built as configured, before this version
+    planned its poolings from the training patch (a volume UNet on thick slices, or on a
+    small patch): it goes on with that network, pinned in ``cfg`` (every axis halved at
+    every level) so that the module is built so, said in the log. Returns what the run
+    builds."""
+    from segnet.serving.checkpoints import expected_model, model_differences
+
+    configured = OmegaConf.to_container(cfg.model.net, resolve=True)
+    unplanned = expected_model(configured, info)
+    if not model_differences(ckpt, expected) or model_differences(ckpt, unplanned):
+        return expected
+    levels = len(configured["features"]) - 1
+    with open_dict(cfg):
+        cfg.model.net.pools = [[2] * info.spatial_dims] * levels
+    log.info(
+        "resuming a network built as configured (model.net.features=%s, every axis halved "
+        "at every level), as its run was: this version would plan %s",
+        configured["features"],
+        expected["net"],
+    )
+    return unplanned
 
 
 # Scheduler state keys that fix the length of the schedule at creation time.

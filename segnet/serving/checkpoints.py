@@ -114,6 +114,10 @@ def upgrade_hparams(hp: dict[str, Any]) -> dict[str, Any]:
 
 def _describe(hp: dict[str, Any]) -> dict[str, Any]:
     net = without_init_only(hp.get("net") or {})
+    pools = net.get("pools")
+    if pools is None or all(set(level) == {2} for level in pools):
+        # every axis halved at every level: the network of one recorded before pools existed
+        net.pop("pools", None)
     data = hp.get("data") or {}
     return {
         "net": net,
@@ -129,12 +133,18 @@ def expected_model(net: dict[str, Any], info: Any) -> dict[str, Any]:
     return _describe({"net": net, "data": info.to_dict()})
 
 
+def model_differences(ckpt: dict[str, Any], expected: dict[str, Any]) -> dict[str, tuple]:
+    """Where the checkpoint's network and data sizes differ from ``expected`` (what a run
+    builds, :func:`expected_model`): key -> (the checkpoint's, the run's)."""
+    theirs = _describe(ckpt.get("hyper_parameters") or {})
+    return {k: (theirs.get(k), v) for k, v in expected.items() if theirs.get(k) != v}
+
+
 def check_same_model(
     ckpt: dict[str, Any], expected: dict[str, Any], path: str | Path, setting: str
 ) -> None:
     """The checkpoint's network and data sizes must be the ones this run builds."""
-    theirs = _describe(ckpt.get("hyper_parameters") or {})
-    diff = {k: (theirs[k], v) for k, v in expected.items() if theirs.get(k) != v}
+    diff = model_differences(ckpt, expected)
     if diff:
         lines = [f"{k}: {a} in the checkpoint, {b} here" for k, (a, b) in diff.items()]
         raise CheckpointError(

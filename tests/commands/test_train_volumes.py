@@ -669,3 +669,39 @@ def test_the_volume_recipe_plans_patch_batch_and_poolings_and_keeps_them(tmp_pat
     _, resumed = train(compose("train", resume, tmp_path / "run2"))
     assert list(resumed["datamodule"].patch_size) == patch
     assert resumed["module"].hparams["net"]["pools"] == pools
+
+
+def _as_recorded_before_pools(run, ckpt_path) -> None:
+    """The run and checkpoint as a version before ``model.net.pools`` wrote them: no
+    such key in the run's config records, the checkpoint's settings or its network."""
+    import yaml
+
+    for record in run.glob(".hydra*/config.yaml"):
+        config = yaml.safe_load(record.read_text())
+        config["model"]["net"].pop("pools", None)
+        record.write_text(yaml.safe_dump(config))
+    stored = torch.load(ckpt_path, weights_only=False)
+    stored["hyper_parameters"]["net"].pop("pools", None)
+    stored["segnet"]["settings"]["model"]["net"].pop("pools", None)
+    torch.save(stored, ckpt_path)
+
+
+def test_runs_recorded_before_planned_pooling_resume_with_the_network_they_have(tmp_path, caplog):
+    """A run of an earlier version resumes: its records lack model.net.pools, and on
+    thick slices its network halved every axis where this version would plan the slices
+    halved later; it goes on with the network it has, said in the log."""
+    from tests.helpers import spaced_dataset, stopping_after
+
+    root = spaced_dataset(tmp_path / "data", [(1.0, 1.0, 3.0)] * 8, shape=(24, 24, 36))
+    run_args = ["experiment=hippocampus_unet3d", f"data.root={root}", *FAST]
+    built_as_before = ["model.net.pools=[[2,2,2],[2,2,2]]"]
+    with stopping_after(1):
+        train(compose("train", [*run_args, *built_as_before], tmp_path / "run"))
+    last = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    _as_recorded_before_pools(tmp_path / "run", last)
+    resume = [*run_args, f"ckpt_path={last}"]
+    with caplog.at_level(logging.INFO):
+        _, objects = train(compose("train", resume, tmp_path / "run2"))
+    assert "resuming a network built as configured" in caplog.text
+    assert objects["trainer"].current_epoch == 2
+    assert objects["module"].net.encoder.kernels == [2, 2]

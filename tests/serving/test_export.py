@@ -75,6 +75,29 @@ def test_space_to_depth_round_trips_at_odd_and_even_sizes(fmt, tmp_path):
             torch.testing.assert_close(loaded(x), net(x), rtol=1e-4, atol=1e-4)
 
 
+# the traced formats take seconds here: in the slow suite
+@pytest.mark.parametrize(
+    "fmt",
+    [f if f == "safetensors" else pytest.param(f, marks=pytest.mark.slow) for f in export.FORMATS],
+)
+def test_a_unet_pooled_per_axis_round_trips_at_other_sizes(fmt, tmp_path):
+    """Thick slices: the last axis kept at the first level; exported, reloaded and run at
+    sizes other than the export's example, odd ones and few slices included."""
+    from segnet.models import create_model
+
+    torch.manual_seed(0)
+    net = create_model(
+        "unet", spatial_dims=3, in_channels=1, out_channels=3, features=(4, 8, 8),
+        convs=1, pools=[[2, 2, 1], [2, 2, 2]],
+    ).eval()  # fmt: skip
+    path = export.WRITERS[fmt](net, tmp_path / f"model{export.SUFFIX[fmt]}")
+    loaded = export.LOADERS[fmt](path)
+    for size in ((16, 16, 4), (21, 19, 7)):
+        x = torch.randn(2, 1, *size)
+        with torch.no_grad():
+            torch.testing.assert_close(loaded(x), net(x), rtol=1e-4, atol=1e-4)
+
+
 def test_safetensors_loads_without_hydra_or_lightning(tmp_path):
     net = trained_like("segnet2d")
     path = export.save_safetensors(

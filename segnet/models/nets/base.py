@@ -83,6 +83,7 @@ class SegmentationNet(nn.Module):
         self.out_channels = out_channels
         # Each 2x pool (ceil mode) needs at least 2 voxels along every axis at its input.
         self.min_size = 2 ** max(num_pools - 1, 0) + 1
+        self.axis_pools: tuple[int, ...] | None = None  # halvings per axis, where they differ
         self._spec: dict[str, Any] = {}
         self.aux_heads = nn.ModuleList()  # none unless init_deep_supervision adds them
 
@@ -136,10 +137,23 @@ class SegmentationNet(nn.Module):
                 f"{self.name} expects {self.in_channels} input channel(s), got {x.shape[1]} "
                 f"(input shape {tuple(x.shape)}); set in_channels to match the data."
             )
-        small = [s for s in x.shape[2:] if s < self.min_size]
-        if small:
-            raise ValueError(
-                f"{self.name} cannot take spatial size {tuple(x.shape[2:])}: every axis needs "
-                f"at least {self.min_size} pixels/voxels for its pooling stages; "
-                "pad the input or use a net with fewer stages."
+        least = self.min_sizes()
+        if any(s < m for s, m in zip(x.shape[2:], least, strict=True)):
+            needs = (
+                f"every axis needs at least {self.min_size}"
+                if len(set(least)) == 1
+                else f"its axes need at least {'x'.join(map(str, least))}"
             )
+            raise ValueError(
+                f"{self.name} cannot take spatial size {tuple(x.shape[2:])}: {needs} "
+                "pixels/voxels for its pooling stages; pad the input or use a net with "
+                "fewer stages."
+            )
+
+    def min_sizes(self) -> tuple[int, ...]:
+        """The smallest input along each axis: ``min_size`` along every one, except where
+        the network halves some axes fewer times (a UNet's ``pools``). Exporters and
+        serving pad to ``min_size`` along every axis, which is never less."""
+        if self.axis_pools is None:
+            return (self.min_size,) * self.spatial_dims
+        return tuple(2 ** max(n - 1, 0) + 1 for n in self.axis_pools)

@@ -93,9 +93,11 @@ class UNet(SegmentationNet):
         if upsample not in UPSAMPLERS:
             raise ValueError(f"upsample={upsample!r} is not supported; choose one of {UPSAMPLERS}.")
         levels = check_pools(pools, spatial_dims, len(features) - 1)
-        # the smallest input: set by the axis halved most often
-        halvings = max(sum(level[axis] == 2 for level in levels) for axis in range(spatial_dims))
-        super().__init__(spatial_dims, in_channels, out_channels, num_pools=halvings)
+        # the smallest input along each axis: set by how often it is halved
+        halvings = tuple(sum(level[axis] == 2 for level in levels) for axis in range(spatial_dims))
+        super().__init__(spatial_dims, in_channels, out_channels, num_pools=max(halvings))
+        if pools is not None:
+            self.axis_pools = halvings
         self.upsample = upsample
         skips = features[:-1]
         block = dict(kernel_size=kernel_size, norm=norm, act=act, dropout=dropout)
