@@ -198,7 +198,9 @@ class PatchDataset(Dataset):
     ):
         self.volumes, self.transform = volumes, transform
         self.samples_per_volume, self.ignore_index = samples_per_volume, ignore_index
-        # an epoch of ``length`` patches (data.steps_per_epoch), cycling through the cases
+        # an epoch of ``length`` patches (data.steps_per_epoch batches' worth, of the batch
+        # planned or given: one lowered to fit memory takes them in more steps), cycling
+        # through the cases
         self.length = length or len(volumes) * samples_per_volume
 
     def __len__(self) -> int:
