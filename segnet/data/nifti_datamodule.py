@@ -29,7 +29,7 @@ from segnet.data.base import SegmentationDataModule
 from segnet.data.checks import as_list, check_count, check_flip, check_window
 from segnet.data.info import DataInfo, voxel_size_warning, zscore_normalization
 from segnet.data.palette import label_palette
-from segnet.data.patch_plan import plan_batch_size, plan_volume_patch
+from segnet.data.patch_plan import middle_spacing, plan_batch_size, plan_volume_patch
 from segnet.data.regions import check_regions
 from segnet.data.settings import (
     ANY,
@@ -548,9 +548,10 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
     def _plan_patch(self) -> None:
         """``data.patch_size=null`` and ``data.batch_size=null``: planned from the training
         cases' shapes on the grid training reads (resampled to ``data.spacing``, else their
-        own, at their median voxel size), said in the log."""
+        own, at the middle of their voxel sizes), said in the log."""
         grids = self._train_grids("data.patch_size=null or data.batch_size=null")
-        spacing = self.spacing or tuple(np.median([mm for mm, _ in grids], axis=0))
+        sizes = np.asarray([mm for mm, _ in grids])
+        spacing = self.spacing or middle_spacing(sizes.min(0), sizes.max(0))
         shapes = [
             tuple(n * s / t for n, s, t in zip(shape, mm, spacing, strict=True))
             for mm, shape in grids

@@ -34,6 +34,19 @@ def plan_batch_size(patch: Sequence[int], sizes: Sequence[Sequence[int]], batch_
     return max(MIN_BATCH, min(batch_voxels // patch_voxels, share))
 
 
+def middle_spacing(low: Sequence[float], high: Sequence[float]) -> tuple[float, ...]:
+    """The voxel size a patch is planned at where cases keep their own grids: the middle
+    (geometric) of the smallest and largest along each axis, the one figure the
+    checkpoint's ``voxel_sizes`` range gives back, so the network's poolings are planned
+    at the same size as the patch.
+
+    Example:
+        >>> middle_spacing((1.0, 1.0, 1.0), (1.0, 1.0, 4.0))
+        (1.0, 1.0, 2.0)
+    """
+    return tuple(math.sqrt(a * b) for a, b in zip(low, high, strict=True))
+
+
 def plan_volume_patch(
     shapes: Sequence[Sequence[int]], spacing: Sequence[float], max_voxels: int
 ) -> tuple[int, ...]:

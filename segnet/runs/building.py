@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from segnet.data.base import SegmentationDataModule
 from segnet.data.info import DataInfo
+from segnet.data.patch_plan import middle_spacing
 from segnet.models.layers import check_pools
 from segnet.runs.console import raised_here
 from segnet.training.callbacks.progress import EpochLog, progress_bar
@@ -221,8 +222,7 @@ def patch_spacing(info: DataInfo) -> list[float]:
     if spacing:
         return [float(s) for s in spacing]
     if info.voxel_sizes:
-        low, high = info.voxel_sizes
-        return [math.sqrt(a * b) for a, b in zip(low, high, strict=True)]
+        return list(middle_spacing(*info.voxel_sizes))
     return [1.0] * info.spatial_dims
 
 
