@@ -413,6 +413,7 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         self.ignore_value: int | None = None
         self.splits: dict[str, list[int]] = {}
         self._volumes: dict[int, nifti.Volume] = {}
+        self._grids: list | None = None  # the training cases' headers (_train_grids)
 
     # -- what the model needs to know -----------------------------------------------------
     def settings_found(self) -> dict[str, Any]:
@@ -521,11 +522,15 @@ class NiftiDataModule(DrawnSplits, SegmentationDataModule):
         )
 
     def _train_grids(self, why: str) -> list[tuple[tuple[float, ...], tuple[int, ...]]]:
-        """The training cases' voxel sizes and shapes (RAS), from their headers; ``why``
-        names the setting that needs them, in the refusal of an empty training split."""
-        grids = [
-            nifti.ras_grid(self.cases[i].image, self.stack_spacing) for i in self.splits["train"]
-        ]
+        """The training cases' voxel sizes and shapes (RAS), from their headers, read once
+        for the median spacing and the plan alike; ``why`` names the setting that needs
+        them, in the refusal of an empty training split."""
+        if self._grids is None:
+            self._grids = [
+                nifti.ras_grid(self.cases[i].image, self.stack_spacing)
+                for i in self.splits["train"]
+            ]
+        grids = self._grids
         if not grids:
             raise ValueError(
                 f"{why} needs training cases to plan from; the 'train' split is empty "

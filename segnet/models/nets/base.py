@@ -34,6 +34,12 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def smallest_input(halvings: int) -> int:
+    """The shortest axis ``halvings`` 2x poolings (ceil mode) take: each needs at least 2
+    voxels at its input."""
+    return 2 ** max(halvings - 1, 0) + 1
+
+
 class SegmentationNet(nn.Module):
     """Base class: records the arguments that rebuild a network and checks its inputs.
 
@@ -81,8 +87,7 @@ class SegmentationNet(nn.Module):
                 raise ValueError(f"{arg} must be a positive integer, got {value!r}.")
         self.in_channels = in_channels
         self.out_channels = out_channels
-        # Each 2x pool (ceil mode) needs at least 2 voxels along every axis at its input.
-        self.min_size = 2 ** max(num_pools - 1, 0) + 1
+        self.min_size = smallest_input(num_pools)
         self.axis_pools: tuple[int, ...] | None = None  # halvings per axis, where they differ
         self._spec: dict[str, Any] = {}
         self.aux_heads = nn.ModuleList()  # none unless init_deep_supervision adds them
@@ -156,4 +161,4 @@ class SegmentationNet(nn.Module):
         serving pad to ``min_size`` along every axis, which is never less."""
         if self.axis_pools is None:
             return (self.min_size,) * self.spatial_dims
-        return tuple(2 ** max(n - 1, 0) + 1 for n in self.axis_pools)
+        return tuple(smallest_input(n) for n in self.axis_pools)
